@@ -1,0 +1,195 @@
+// Legal move generation, templated on the side to move and on a sink that either counts moves
+// (bulk counting at the last ply) or writes them to a list. One legality rule site: checkers and
+// pins are found once per position; king moves test the destination with the king removed; en
+// passant replays the capture on the occupancy and asks whether the king is attacked.
+#pragma once
+#include "pc_board.h"
+
+#define PC_MAX_MOVES 256
+
+template <int Us> PC_HD u64 shift_up(u64 b) { return Us == WHITE ? b << 8 : b >> 8; }
+// Towards the a-file / the h-file, one rank forward.
+template <int Us> PC_HD u64 shift_up_a(u64 b) { return Us == WHITE ? (b & ~PC_FILE_A) << 7 : (b & ~PC_FILE_A) >> 9; }
+template <int Us> PC_HD u64 shift_up_h(u64 b) { return Us == WHITE ? (b & ~PC_FILE_H) << 9 : (b & ~PC_FILE_H) >> 7; }
+
+// Counts moves; promotions count four.
+struct CountSink {
+    u32 n = 0;
+    PC_HD void piece(int, u64 to) { n += popcnt(to); }
+    PC_HD void pawns(u64 to, int, int) { n += popcnt(to); }
+    PC_HD void promos(u64 to, int) { n += 4 * popcnt(to); }
+    PC_HD void one(int, int, int) { n += 1; }
+};
+
+// Writes moves to a caller-provided array of at least PC_MAX_MOVES entries.
+struct ListSink {
+    Move* out;
+    int n = 0;
+    PC_HD explicit ListSink(Move* o) : out(o) {}
+    PC_HD void piece(int from, u64 to) {
+        while (to) out[n++] = make_mv(from, pop_lsb(to), MF_NORMAL);
+    }
+    // `delta` is to - from for every target of this set.
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        while (to) {
+            int t = pop_lsb(to);
+            out[n++] = make_mv(t - delta, t, flag);
+        }
+    }
+    PC_HD void promos(u64 to, int delta) {
+        while (to) {
+            int t = pop_lsb(to);
+            for (int f = MF_PROMO_Q; f >= MF_PROMO_N; --f) out[n++] = make_mv(t - delta, t, f);
+        }
+    }
+    PC_HD void one(int from, int to, int flag) { out[n++] = make_mv(from, to, flag); }
+};
+
+template <int Us, class Sink>
+PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
+    constexpr int Them = Us ^ 1;
+    constexpr int Up = Us == WHITE ? 8 : -8;
+    const u64 occ = occupied(b);
+    const u64 us = Us == WHITE ? occ & ~b.black : occ & b.black;
+    const u64 them = occ ^ us;
+    const u64 pawns = pawns_of(b), knights = knights_of(b);
+    const u64 diag = diag_of(b), orth = orth_of(b);
+    const int ksq = lsb(kings_of(b) & us);
+
+    // Checkers and pins: a slider aligned with our king checks if nothing stands between, and pins
+    // our piece if exactly that one piece stands between.
+    u64 checkers = (knight_att(ksq) & knights & them) | (pawn_att(Us, ksq) & pawns & them);
+    u64 pin_hv = 0, pin_d = 0;
+    for (u64 sn = rook_empty(ksq) & orth & them; sn;) {
+        int s = pop_lsb(sn);
+        u64 ray = between_bb(ksq, s), blockers = ray & occ;
+        if (!blockers) checkers |= bit(s);
+        else if (!more_than_one(blockers) && (blockers & us)) pin_hv |= ray | bit(s);
+    }
+    for (u64 sn = bishop_empty(ksq) & diag & them; sn;) {
+        int s = pop_lsb(sn);
+        u64 ray = between_bb(ksq, s), blockers = ray & occ;
+        if (!blockers) checkers |= bit(s);
+        else if (!more_than_one(blockers) && (blockers & us)) pin_d |= ray | bit(s);
+    }
+
+    // King moves: the destination must not be attacked once the king has left its square (so a
+    // slider's ray through the king's old square counts).
+    {
+        const u64 their_pawns = pawns & them;
+        const u64 pawn_cover = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns);
+        u64 cand = king_att(ksq) & ~us & ~pawn_cover & ~king_att(lsb(kings_of(b) & them));
+        const u64 occ_nk = occ ^ bit(ksq);
+        u64 ok = 0;
+        while (cand) {
+            int s = pop_lsb(cand);
+            if (knight_att(s) & knights & them) continue;
+            if (bishop_att(s, occ_nk) & diag & them) continue;
+            if (rook_att(s, occ_nk) & orth & them) continue;
+            ok |= bit(s);
+        }
+        sink.piece(ksq, ok);
+    }
+    if (more_than_one(checkers)) return;  // double check: only the king may move
+
+    // Castling (not out of check). Squares the king crosses are tested with king and rook lifted,
+    // so a rook on b1 cannot hide an attack from a1 on the king's destination (Chess960).
+    if (!checkers) {
+        for (int side = 0; side < 2; ++side) {
+            if (!(b.state & castle_bit(Us, side))) continue;
+            const CastleSide& cs = ci.side[Us][side];
+            if (occ & cs.empty) continue;
+            const u64 occ_c = occ ^ bit(ksq) ^ bit(cs.rook);
+            bool safe = true;
+            for (u64 path = cs.king_path; path && safe;) safe = !attacked_by(b, pop_lsb(path), Them, occ_c);
+            if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
+        }
+    }
+
+    const u64 checkmask = checkers ? between_bb(ksq, lsb(checkers)) | checkers : ~0ULL;
+    const u64 target = ~us & checkmask;
+    const u64 pinned = pin_hv | pin_d;
+
+    for (u64 p = knights & us & ~pinned; p;) {
+        int s = pop_lsb(p);
+        sink.piece(s, knight_att(s) & target);
+    }
+    // A piece pinned along a line keeps to that line: a rank/file pin allows only orthogonal moves
+    // inside pin_hv, a diagonal pin only diagonal moves inside pin_d.
+    for (u64 p = diag & us & ~pinned; p;) {
+        int s = pop_lsb(p);
+        sink.piece(s, bishop_att(s, occ) & target);
+    }
+    for (u64 p = diag & us & pin_d; p;) {
+        int s = pop_lsb(p);
+        sink.piece(s, bishop_att(s, occ) & target & pin_d);
+    }
+    for (u64 p = orth & us & ~pinned; p;) {
+        int s = pop_lsb(p);
+        sink.piece(s, rook_att(s, occ) & target);
+    }
+    for (u64 p = orth & us & pin_hv; p;) {
+        int s = pop_lsb(p);
+        sink.piece(s, rook_att(s, occ) & target & pin_hv);
+    }
+
+    // Pawns. Pushes: not by diagonally pinned pawns; a file-pinned pawn stays inside pin_hv.
+    const u64 our_pawns = pawns & us;
+    const u64 promo_rank = Us == WHITE ? PC_RANK_8 : PC_RANK_1;
+    const u64 empty = ~occ;
+    {
+        const u64 pp = our_pawns & ~pin_d;
+        u64 one = (shift_up<Us>(pp & ~pin_hv) | (shift_up<Us>(pp & pin_hv) & pin_hv)) & empty;
+        u64 two = shift_up<Us>(one & (Us == WHITE ? PC_RANK_3 : PC_RANK_6)) & empty & checkmask;
+        one &= checkmask;
+        sink.pawns(one & ~promo_rank, Up, MF_NORMAL);
+        sink.promos(one & promo_rank, Up);
+        sink.pawns(two, 2 * Up, MF_DOUBLE);
+    }
+    // Captures: not by rank/file-pinned pawns; a diagonally pinned pawn captures inside pin_d.
+    {
+        const u64 pc = our_pawns & ~pin_hv;
+        const u64 free = pc & ~pin_d, pin = pc & pin_d;
+        const u64 tmask = them & checkmask;
+        u64 ca = (shift_up_a<Us>(free) | (shift_up_a<Us>(pin) & pin_d)) & tmask;
+        u64 ch = (shift_up_h<Us>(free) | (shift_up_h<Us>(pin) & pin_d)) & tmask;
+        constexpr int DA = Up - 1, DH = Up + 1;
+        sink.pawns(ca & ~promo_rank, DA, MF_NORMAL);
+        sink.promos(ca & promo_rank, DA);
+        sink.pawns(ch & ~promo_rank, DH, MF_NORMAL);
+        sink.promos(ch & promo_rank, DH);
+    }
+    // En passant: replay the capture on the occupancy and ask whether our king is then attacked.
+    // This one test covers every trap: the rank pin through both pawns, a discovered check, and
+    // capturing (or not) the pawn that gives check.
+    const int epf = ep_file(b);
+    if (epf >= 0) {
+        const int ep = (Us == WHITE ? 40 : 16) + epf;
+        const int victim = ep - Up;
+        if (pawns & them & bit(victim)) {
+            for (u64 cand = pawn_att(Them, ep) & our_pawns; cand;) {
+                int s = pop_lsb(cand);
+                u64 occ2 = occ ^ bit(s) ^ bit(ep) ^ bit(victim);
+                if (bishop_att(ksq, occ2) & diag & them) continue;
+                if (rook_att(ksq, occ2) & orth & them) continue;
+                if (knight_att(ksq) & knights & them) continue;
+                if (pawn_att(Us, ksq) & pawns & them & ~bit(victim)) continue;
+                sink.one(s, ep, MF_EP);
+            }
+        }
+    }
+}
+
+template <int Us>
+PC_HD u32 count_moves(const Board& b, const CastleInfo& ci) {
+    CountSink s;
+    generate_legal<Us>(b, ci, s);
+    return s.n;
+}
+
+template <int Us>
+PC_HD int generate_moves(const Board& b, const CastleInfo& ci, Move* out) {
+    ListSink s(out);
+    generate_legal<Us>(b, ci, s);
+    return s.n;
+}

@@ -1,0 +1,7 @@
+"""perft_core: exact chess perft counts on CPU (C++ extension) and GPU (CuPy kernels)."""
+from .errors import FenError, IllegalMoveError
+from .position import Position
+from .api import perft, divide
+
+__version__ = "0.1.0"
+__all__ = ["FenError", "IllegalMoveError", "Position", "perft", "divide", "__version__"]

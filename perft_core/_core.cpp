@@ -1,0 +1,78 @@
+// perft_core._core: the CPU backend ("template CPU path").
+//
+// Compiles the chess core in kernels/ with the host compiler. The perft recursion is templated on
+// the side to move and bulk-counts the last ply (count_moves instead of make + count). Threads
+// split the tree two plies below the root and take subtrees from a shared counter.
+#include "src/host.h"
+#include "src/modules.h"
+
+using namespace pc_host;
+
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "perft CPU backend: the kernels/ chess core compiled for the host";
+    pc_init::init_tables();
+    register_extra(m);
+
+    m.def("legal_moves", [](const py::tuple& args) {
+        Root r = parse_args(args);
+        std::vector<std::string> out;
+        for (Move mv : legal_list(r)) out.push_back(uci(r, mv));
+        return out;
+    }, "Legal moves of the position in core args B, as UCI strings.");
+
+    m.def("make_move", [](const py::tuple& args, const std::string& text) {
+        Root r = parse_args(args);
+        for (Move mv : legal_list(r)) {
+            if (uci(r, mv) != text) continue;
+            Board c;
+            play(r.board, r.ci, r.us, mv, c);
+            int pc = piece_code(r.board, mv_from(mv));
+            bool resets = mv_flag(mv) != MF_CASTLE && (pc == PAWN || (occupied(r.board) & bit(mv_to(mv))));
+            int rooks[4];
+            for (int color = 0; color < 2; ++color)
+                for (int side = 0; side < 2; ++side)
+                    rooks[color * 2 + side] = (c.state & castle_bit(color, side)) ? r.ci.side[color][side].rook : -1;
+            int epf = ep_file(c);
+            int ep = epf < 0 ? -1 : (r.us == WHITE ? 16 : 40) + epf;
+            return py::make_tuple(c.pbq, c.nbk, c.rqk, c.black,
+                                  py::make_tuple(rooks[0], rooks[1], rooks[2], rooks[3]), ep, resets);
+        }
+        throw std::invalid_argument("illegal move: " + text);
+    }, "Play a legal UCI move; returns (pbq, nbk, rqk, black, castle_rooks, ep_square, resets_halfmove).");
+
+    m.def("attacked", [](const py::tuple& args, int square, bool by_white) {
+        Root r = parse_args(args);
+        if (square < 0 || square > 63) throw std::invalid_argument("square out of range");
+        return attacked_by(r.board, square, by_white ? WHITE : BLACK, occupied(r.board));
+    }, "Is `square` attacked by the given side in position B?");
+
+    m.def("perft", [](const py::tuple& args, int depth, int threads) {
+        check_depth(depth);
+        Root r = parse_args(args);
+        if (depth == 0) return (u64)1;
+        py::gil_scoped_release nogil;
+        if (threads <= 1 || depth < 3) return perft_any(r.board, r.ci, r.us, depth);
+        u64 total = 0;
+        for (u64 c : divide_counts(r, legal_list(r), depth, threads)) total += c;
+        return total;
+    }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, "Perft count (nodes) of B at depth.");
+
+    m.def("divide", [](const py::tuple& args, int depth, int threads) {
+        check_depth(depth);
+        Root r = parse_args(args);
+        std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
+        std::vector<u64> counts;
+        {
+            py::gil_scoped_release nogil;
+            counts = divide_counts(r, moves, depth, threads);
+        }
+        std::vector<std::pair<std::string, u64>> out;
+        for (size_t i = 0; i < moves.size(); ++i) out.emplace_back(uci(r, moves[i]), counts[i]);
+        return out;
+    }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, "[(uci, nodes)] for each root move.");
+
+    m.def("tables_blob", []() {
+        return py::bytes(reinterpret_cast<const char*>(&g_tables_host), sizeof(Tables));
+    }, "The attack tables as raw bytes (the GPU backend uploads them to g_tables_dev).");
+}

@@ -1,0 +1,200 @@
+// Host-side helpers shared by the CPU extension's translation units: the core-args tuple parsed
+// into a Board + CastleInfo, UCI formatting, and the templated perft recursion.
+#pragma once
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "chess.h"
+#include "pc_init_host.h"
+
+namespace py = pybind11;
+
+namespace pc_host {
+
+
+struct Root {
+    Board board;
+    CastleInfo ci;
+    int us;
+    bool chess960;
+};
+
+inline int king_square(const Board& b, int color) {
+    u64 k = kings_of(b) & (color == BLACK ? b.black : ~b.black);
+    if (!k || more_than_one(k)) throw std::invalid_argument("each side needs exactly one king");
+    return lsb(k);
+}
+
+// Castling geometry from the rook squares that carry rights (-1: no right). Kings and rooks are
+// on their back rank (Position validates that); the destinations are the standard g/f and c/d.
+inline CastleInfo make_castle_info(const Board& b, const int rooks[4], u8& rights) {
+    CastleInfo ci;
+    std::memset(&ci, 0, sizeof ci);
+    std::memset(ci.keep, 15, sizeof ci.keep);
+    rights = 0;
+    for (int color = 0; color < 2; ++color) {
+        for (int side = 0; side < 2; ++side) {
+            int r = rooks[color * 2 + side];
+            if (r < 0) continue;
+            int k = king_square(b, color);
+            int back = color == WHITE ? 0 : 56;
+            if (r < 0 || r > 63 || piece_code(b, r) != ROOK || ((b.black >> r) & 1) != (u64)color ||
+                (r & ~7) != back || (k & ~7) != back || (side == 0 ? r < k : r > k))
+                throw std::invalid_argument("castling right without its king and rook");
+            CastleSide& cs = ci.side[color][side];
+            cs.rook = (u8)r;
+            cs.king_to = (u8)(back + (side == 0 ? 6 : 2));
+            cs.rook_to = (u8)(back + (side == 0 ? 5 : 3));
+            cs.king_path = between_bb(k, cs.king_to) | bit(cs.king_to);
+            cs.empty = (cs.king_path | between_bb(r, cs.rook_to) | bit(cs.rook_to)) & ~bit(k) & ~bit(r);
+            int cb = castle_bit(color, side);
+            rights |= (u8)cb;
+            ci.keep[k] &= (u8)~(castle_bit(color, 0) | castle_bit(color, 1));
+            ci.keep[r] &= (u8)~cb;
+        }
+    }
+    return ci;
+}
+
+inline u64 to_u64(const py::handle& h) { return h.cast<u64>(); }
+
+inline Root parse_args(const py::tuple& t) {
+    if (t.size() != 8) throw std::invalid_argument("core args: expected an 8-tuple");
+    Root r;
+    r.board.pbq = to_u64(t[0]);
+    r.board.nbk = to_u64(t[1]);
+    r.board.rqk = to_u64(t[2]);
+    r.board.black = to_u64(t[3]);
+    r.us = t[4].cast<bool>() ? WHITE : BLACK;
+    auto cr = t[5].cast<std::vector<int>>();
+    if (cr.size() != 4) throw std::invalid_argument("core args: castle_rooks needs 4 entries");
+    int ep = t[6].cast<int>();
+    r.chess960 = t[7].cast<bool>();
+    king_square(r.board, WHITE);
+    king_square(r.board, BLACK);
+    u8 rights;
+    r.ci = make_castle_info(r.board, cr.data(), rights);
+    int epf = 0;
+    if (ep >= 0) {
+        if (ep > 63 || (ep >> 3) != (r.us == WHITE ? 5 : 2))
+            throw std::invalid_argument("en passant square on the wrong rank");
+        epf = (ep & 7) + 1;
+    }
+    r.board.state = (u8)(rights | (epf << 4));
+    return r;
+}
+
+inline std::string square_name(int s) { return std::string{(char)('a' + (s & 7)), (char)('1' + (s >> 3))}; }
+
+inline std::string uci(const Root& r, Move m) {
+    int from = mv_from(m), to = mv_to(m), flag = mv_flag(m);
+    if (flag == MF_CASTLE && !r.chess960) {
+        const CastleSide& cs = r.ci.side[r.us][to > from ? 0 : 1];
+        to = cs.king_to;
+    }
+    std::string s = square_name(from) + square_name(to);
+    if (flag >= MF_PROMO_N) s += "nbrq"[flag - MF_PROMO_N];
+    return s;
+}
+
+inline int legal(const Root& r, Move* out) {
+    return r.us == WHITE ? generate_moves<WHITE>(r.board, r.ci, out) : generate_moves<BLACK>(r.board, r.ci, out);
+}
+
+template <int Us>
+u64 perft_rec(const Board& b, const CastleInfo& ci, int depth) {
+    if (depth == 1) return count_moves<Us>(b, ci);
+    Move list[PC_MAX_MOVES];
+    int n = generate_moves<Us>(b, ci, list);
+    u64 total = 0;
+    if (depth == 2) {
+        for (int i = 0; i < n; ++i) {
+            Board c = b;
+            make_move<Us>(c, list[i], ci);
+            total += count_moves<Us ^ 1>(c, ci);
+        }
+    } else {
+        for (int i = 0; i < n; ++i) {
+            Board c = b;
+            make_move<Us>(c, list[i], ci);
+            total += perft_rec<Us ^ 1>(c, ci, depth - 1);
+        }
+    }
+    return total;
+}
+
+inline u64 perft_any(const Board& b, const CastleInfo& ci, int us, int depth) {
+    if (depth == 0) return 1;
+    return us == WHITE ? perft_rec<WHITE>(b, ci, depth) : perft_rec<BLACK>(b, ci, depth);
+}
+
+inline void play(const Board& b, const CastleInfo& ci, int us, Move m, Board& out) {
+    out = b;
+    if (us == WHITE) make_move<WHITE>(out, m, ci);
+    else make_move<BLACK>(out, m, ci);
+}
+
+// Divide: the count below each root move. With threads > 1 the work is split into subtrees one
+// or two plies below the root, taken in turn from a shared counter.
+inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads) {
+    std::vector<u64> out(moves.size(), 0);
+    if (depth <= 0) return out;
+    struct Item { Board b; int root; int us; };
+    std::vector<Item> items;
+    int below = depth - 1;  // plies left under each root move
+    for (size_t i = 0; i < moves.size(); ++i) {
+        Board c;
+        play(r.board, r.ci, r.us, moves[i], c);
+        items.push_back({c, (int)i, r.us ^ 1});
+    }
+    if (threads > 1 && below >= 4) {  // one more ply so the pieces are small enough to balance
+        std::vector<Item> deeper;
+        for (const Item& it : items) {
+            Move list[PC_MAX_MOVES];
+            int n = it.us == WHITE ? generate_moves<WHITE>(it.b, r.ci, list) : generate_moves<BLACK>(it.b, r.ci, list);
+            for (int j = 0; j < n; ++j) {
+                Board c;
+                play(it.b, r.ci, it.us, list[j], c);
+                deeper.push_back({c, it.root, it.us ^ 1});
+            }
+        }
+        items.swap(deeper);
+        --below;
+    }
+    std::vector<std::atomic<u64>> sums(moves.size());
+    for (auto& s : sums) s = 0;
+    std::atomic<size_t> next{0};
+    auto worker = [&]() {
+        for (size_t k; (k = next.fetch_add(1)) < items.size();)
+            sums[items[k].root] += perft_any(items[k].b, r.ci, items[k].us, below);
+    };
+    int nt = threads < 1 ? 1 : threads;
+    if (nt == 1 || items.size() < 2) {
+        worker();
+    } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
+        for (auto& th : pool) th.join();
+    }
+    for (size_t i = 0; i < moves.size(); ++i) out[i] = sums[i];
+    return out;
+}
+
+inline std::vector<Move> legal_list(const Root& r) {
+    Move buf[PC_MAX_MOVES];
+    int n = legal(r, buf);
+    return std::vector<Move>(buf, buf + n);
+}
+
+inline void check_depth(int depth) {
+    if (depth < 0) throw std::invalid_argument("depth must be >= 0");
+}
+
+}  // namespace pc_host

@@ -1,0 +1,3 @@
+#include "modules.h"
+
+void register_zobrist(pybind11::module_& m) {}
