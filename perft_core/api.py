@@ -72,4 +72,6 @@ def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu",
 
 
 def _gpu_driver(backend: str):
-    raise ValueError(f"backend {backend!r} is not available in this build")
+    from .gpu import get_driver
+
+    return get_driver(backend)

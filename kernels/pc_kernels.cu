@@ -1,0 +1,124 @@
+// CUDA kernels of the GPU backend: thin __global__ wrappers over pc_bfs.h. Compiled at run time by
+// CuPy (NVRTC), once per process; each kernel is instantiated for both sides to move.
+#include "chess.h"
+#include "pc_bfs.h"
+
+#ifndef PC_GEN_THREADS
+#define PC_GEN_THREADS 128
+#endif
+#ifndef PC_LEAF_THREADS
+#define PC_LEAF_THREADS 128
+#endif
+#ifndef PC_STAGE_MOVES
+#define PC_STAGE_MOVES 6144  // moves staged in shared memory per block of the gen kernel
+#endif
+
+// The castling geometry is per game; every block copies it to shared memory first.
+#define PC_LOAD_CI(ci_global)                                                        \
+    __shared__ CastleInfo ci;                                                        \
+    {                                                                                \
+        const u32* src = reinterpret_cast<const u32*>(ci_global);                    \
+        u32* dst = reinterpret_cast<u32*>(&ci);                                      \
+        for (int w = threadIdx.x; w < (int)(sizeof(CastleInfo) / 4); w += blockDim.x) \
+            dst[w] = src[w];                                                         \
+        __syncthreads();                                                             \
+    }
+
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) count_kernel(const Board* __restrict__ boards, u32 n,
+                                                               const CastleInfo* ci_g, u32* __restrict__ counts) {
+    PC_LOAD_CI(ci_g);
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) counts[i] = bfs_count<Us>(boards[i], ci);
+}
+
+// Writes each board's moves at its offset, and its index as the parent of each (interval expand).
+// The block's moves form one contiguous run of the output: they are staged in shared memory and
+// written out coalesced, instead of each thread scattering 2-byte stores. A block whose run does
+// not fit the stage writes directly.
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) gen_kernel(const Board* __restrict__ boards, u32 n,
+                                                             const CastleInfo* ci_g, const u64* __restrict__ offsets,
+                                                             Move* __restrict__ moves, u32* __restrict__ parents) {
+    PC_LOAD_CI(ci_g);
+    __shared__ Move stage[PC_STAGE_MOVES];
+    __shared__ u8 stage_parent[PC_STAGE_MOVES];  // parent as an index within the block
+    u32 first = blockIdx.x * blockDim.x;
+    u32 last = min(first + blockDim.x, n);  // one past the block's last board
+    u32 i = first + threadIdx.x;
+    u64 base = offsets[first];
+    u64 run = offsets[last] - base;  // offsets has n + 1 entries
+    bool staged = run <= PC_STAGE_MOVES;
+    if (i < n) {
+        u64 at = offsets[i];
+        Move* dst = staged ? &stage[at - base] : &moves[at];
+        int k = generate_moves<Us>(boards[i], ci, dst);
+        for (int j = 0; j < k; ++j) {
+            if (staged) stage_parent[at - base + j] = (u8)threadIdx.x;
+            else parents[at + j] = i;
+        }
+    }
+    if (staged) {
+        __syncthreads();
+        for (u32 j = threadIdx.x; j < run; j += blockDim.x) {
+            moves[base + j] = stage[j];
+            parents[base + j] = first + stage_parent[j];
+        }
+    }
+}
+
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) make_kernel(const Board* __restrict__ boards,
+                                                              const u32* __restrict__ parents,
+                                                              const Move* __restrict__ moves, u64 n,
+                                                              const CastleInfo* ci_g, Board* __restrict__ children) {
+    PC_LOAD_CI(ci_g);
+    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) bfs_make<Us>(boards[parents[j]], moves[j], ci, children[j]);
+}
+
+__device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0 && v) atomicAdd(total, (unsigned long long)v);
+}
+
+// LEVELS = 2: make + bulk count. LEVELS = 3: the fused two-level leaf.
+template <int Us, int LEVELS>
+__global__ void __launch_bounds__(PC_LEAF_THREADS) leaf_kernel(const Board* __restrict__ boards,
+                                                               const u32* __restrict__ parents,
+                                                               const Move* __restrict__ moves, u64 n,
+                                                               const CastleInfo* ci_g, unsigned long long* total) {
+    PC_LOAD_CI(ci_g);
+    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 v = 0;
+    if (j < n) {
+        const Board& p = boards[parents[j]];
+        v = LEVELS == 2 ? bfs_leaf2<Us>(p, moves[j], ci) : bfs_leaf3<Us>(p, moves[j], ci);
+    }
+    block_add(v, total);
+}
+
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* __restrict__ boards, u32 n,
+                                                                   const CastleInfo* ci_g, unsigned long long* total) {
+    PC_LOAD_CI(ci_g);
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    block_add(i < n ? (u64)bfs_count<Us>(boards[i], ci) : 0, total);
+}
+
+#if !defined(__CUDACC_RTC__)
+// Offline builds (nvcc -Xptxas -v for the resource report; CPU CI's compile check) instantiate every
+// kernel the driver uses; NVRTC gets the same list as name expressions from perft_core/gpu/kernels.py.
+#define PC_BOTH_SIDES(X) X(0) X(1)
+#define PC_INST(S)                                                                                          \
+    template __global__ void count_kernel<S>(const Board*, u32, const CastleInfo*, u32*);                   \
+    template __global__ void gen_kernel<S>(const Board*, u32, const CastleInfo*, const u64*, Move*, u32*);  \
+    template __global__ void make_kernel<S>(const Board*, const u32*, const Move*, u64, const CastleInfo*,  \
+                                            Board*);                                                       \
+    template __global__ void leaf_kernel<S, 2>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
+                                               unsigned long long*);                                        \
+    template __global__ void leaf_kernel<S, 3>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
+                                               unsigned long long*);                                        \
+    template __global__ void count_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);
+PC_BOTH_SIDES(PC_INST)
+#endif

@@ -1,0 +1,248 @@
+"""The host-driven breadth-first perft: CPU recursion above the launch depth, GPU BFS calls below.
+
+One BFS call takes a batch of root boards (same side to move) and a subtree depth ``d``. It expands
+whole levels (count -> prefix sum -> gen -> make) until three plies are left, then counts them with
+the fused two-level leaf kernel (or fewer plies with the smaller leaves). Every array comes from one
+preallocated buffer through a bump allocator with named sites (``Arena``).
+
+Above the launch depth the host expands levels with the same kernels' host versions and splits the
+level into chunks of roots sized from an estimate of the subtree's memory. When a call runs out of
+memory (a real shortage or an injected fault), its partial work is thrown away: a chunk of several
+roots is split in two and retried; a single root falls back to CPU expansion one ply down, whose
+children are retried on the GPU one ply shallower, and the GPU depth stays lowered for the rest of
+the count. Nothing partial is ever returned or added.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import _core
+from .arena import Arena, DeviceOutOfMemory
+
+WORDS = _core.BOARD_BYTES // 8
+# Bytes a BFS level needs per board it holds and per move it expands (see BfsDriver._bfs):
+# the board itself, its uint32 count and uint64 offset; a uint16 move and a uint32 parent per move.
+BYTES_PER_BOARD = _core.BOARD_BYTES + 4 + 8
+BYTES_PER_MOVE = 2 + 4
+
+
+@dataclass
+class GpuStats:
+    """What the last ``perft`` / ``divide`` call did.
+
+    gpu_calls: BFS calls made; level_positions: boards per BFS level, one list per call;
+    peak_bytes: most arena bytes in use; kernel_seconds / wall_seconds: time inside kernels
+    (device events, or the host batch loops when emulated) and the whole call's wall time;
+    launch_depth: plies the CPU expanded before the first GPU call; gpu_depth: its subtree depth;
+    oom_fallbacks / oom_sites: out-of-memory events and where they happened; chunk_splits: chunks
+    of roots halved after running out of memory.
+    """
+
+    gpu_calls: int = 0
+    level_positions: list[list[int]] = field(default_factory=list)
+    peak_bytes: int = 0
+    kernel_seconds: float = 0.0
+    wall_seconds: float = 0.0
+    launch_depth: int | None = None
+    gpu_depth: int | None = None
+    oom_fallbacks: int = 0
+    oom_sites: list[str] = field(default_factory=list)
+    chunk_splits: int = 0
+
+    @property
+    def overhead_share(self) -> float:
+        """Share of wall time spent outside kernels (Python, launches, copies): 0..1."""
+        return 0.0 if self.wall_seconds <= 0 else max(0.0, 1.0 - self.kernel_seconds / self.wall_seconds)
+
+
+class BfsDriver:
+    """Breadth-first perft over a kernel set (``CupyKernels`` or ``EmulatedKernels``).
+
+    Args:
+        kernels: the kernel set; its ``xp`` is the array module of the arena.
+        memory_bytes: arena size in bytes; default 85 % of the device's free memory.
+        fault_plan: optional object with ``should_fail(site, ordinal, nbytes) -> bool`` (tests).
+        max_gpu_depth: cap on the subtree depth of one BFS call (default: from the memory estimate).
+    """
+
+    def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None):
+        self.k = kernels
+        capacity = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
+        self.arena = Arena(kernels.xp, capacity, fault_plan)
+        self.max_gpu_depth = max_gpu_depth
+        self.stats = GpuStats()
+
+    # ----- public API -------------------------------------------------------------------------
+    def perft(self, pos, depth: int) -> int:
+        """Perft of ``pos`` (a Position) at ``depth`` plies; returns nodes as a Python int."""
+        self.stats = GpuStats()
+        t0 = time.perf_counter()
+        k0 = self.k.kernel_seconds
+        self.arena.peak = 0
+        try:
+            return self._perft(pos, depth)
+        finally:
+            self.stats.wall_seconds = time.perf_counter() - t0
+            self.stats.kernel_seconds = self.k.kernel_seconds - k0
+            self.stats.peak_bytes = self.arena.peak
+
+    def divide(self, pos, depth: int) -> dict[str, int]:
+        """``{uci: nodes}`` for each legal move: perft of the child at ``depth - 1``."""
+        if depth == 0:
+            return {}
+        return {m: self.perft(pos.push(m), depth - 1) for m in sorted(pos.legal_moves())}
+
+    # ----- the count ----------------------------------------------------------------------------
+    def _perft(self, pos, depth: int) -> int:
+        if depth == 0:
+            return 1
+        root, us, ci = _core.gpu_root(pos._core_args())
+        self.k.set_castle(ci)
+        self._ci_bytes = ci
+        growth = self._growth(pos, depth)
+        g = self._gpu_depth(growth, depth)
+        self.stats.gpu_depth = g
+        self.stats.launch_depth = depth - g
+        boards = np.array([root], dtype=np.uint64)
+        self._growth_per_ply = growth
+        return self._count(boards, us, depth, g)
+
+    def _count(self, boards: np.ndarray, us: int, depth: int, g: int) -> int:
+        """Perft summed over host ``boards`` (shape (n, 5)) at ``depth``, GPU calls of depth <= g."""
+        if len(boards) == 0:
+            return 0
+        if depth > g:
+            children = self._expand_host(boards, us)
+            return self._count(children, us ^ 1, depth - 1, g)
+        total = 0
+        per_root = self._bytes_estimate(depth)
+        chunk = max(1, int(self.arena.capacity * 0.9 // max(per_root, 1)))
+        pending = [boards[i:i + chunk] for i in range(0, len(boards), chunk)]
+        while pending:
+            part = pending.pop()
+            try:
+                total += self._bfs(part, us, depth)
+            except DeviceOutOfMemory as exc:
+                self.stats.oom_sites.append(exc.site)
+                if len(part) > 1:  # too many roots at once: halve the chunk, keep the depth
+                    self.stats.chunk_splits += 1
+                    half = len(part) // 2
+                    pending += [part[:half], part[half:]]
+                    continue
+                # One root does not fit: CPU one ply down, GPU one ply shallower from now on.
+                self.stats.oom_fallbacks += 1
+                g = depth - 1
+                if g < 1:
+                    raise
+                total += self._count(self._expand_host(part, us), us ^ 1, depth - 1, g)
+        return total
+
+    def _expand_host(self, boards: np.ndarray, us: int) -> np.ndarray:
+        """All children of host ``boards`` (CPU, the host batch kernels): shape (m, 5)."""
+        n = len(boards)
+        flat = np.ascontiguousarray(boards).reshape(-1)
+        counts = np.empty(n, dtype=np.uint32)
+        ci = self._ci_bytes
+        _core.batch_count(flat, n, us, ci, counts)
+        offsets = np.zeros(n + 1, dtype=np.uint64)
+        np.cumsum(counts, dtype=np.uint64, out=offsets[1:])
+        total = int(offsets[n])
+        moves = np.empty(total, dtype=np.uint16)
+        parents = np.empty(total, dtype=np.uint32)
+        _core.batch_gen(flat, n, us, ci, offsets, moves, parents)
+        children = np.empty((total, WORDS), dtype=np.uint64)
+        _core.batch_make(flat, parents, moves, total, us, ci, children)
+        return children
+
+    def _bfs(self, roots: np.ndarray, us: int, depth: int) -> int:
+        """One BFS call: perft summed over ``roots`` (host array (n, 5)) at ``depth`` >= 1."""
+        a, k = self.arena, self.k
+        a.reset()
+        self.stats.gpu_calls += 1
+        levels = [len(roots)]
+        self.stats.level_positions.append(levels)
+        n = len(roots)
+        boards = a.alloc("boards[0]", n * WORDS, np.uint64)
+        boards[...] = k.to_device(np.ascontiguousarray(roots).reshape(-1))
+        side, ply = us, 0
+        while True:
+            left = depth - ply
+            if left == 1:
+                result = k.count_sum(boards, n, side)
+                break
+            counts = a.alloc(f"counts[{ply}]", n, np.uint32)
+            k.count(boards, n, side, counts)
+            offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
+            total = k.scan(counts, n, offsets)
+            if total == 0:  # an empty level: no leaves below it, and nothing counted so far
+                result = 0
+                break
+            moves = a.alloc(f"moves[{ply}]", total, np.uint16)
+            parents = a.alloc(f"parents[{ply}]", total, np.uint32)
+            k.gen(boards, n, side, offsets, moves, parents)
+            if left <= 3:
+                result = k.leaf(boards, parents, moves, total, side, left)
+                break
+            if total >= 1 << 32:  # parents index boards with 32 bits
+                raise DeviceOutOfMemory(f"boards[{ply + 1}]", total * _core.BOARD_BYTES, a.ordinal, 0)
+            children = a.alloc(f"boards[{ply + 1}]", total * WORDS, np.uint64)
+            k.make(boards, parents, moves, total, side, children)
+            boards, n, side, ply = children, total, side ^ 1, ply + 1
+            levels.append(n)
+        k.synchronize()
+        return int(result)
+
+    # ----- sizing ---------------------------------------------------------------------------------
+    def _growth(self, pos, depth: int) -> list[float]:
+        """Estimated branching factor per ply below ``pos``: measured on the CPU for the first
+        plies (perft 1..4), then extrapolated with 6 % growth per ply and a 15 % margin, because a
+        deeper subtree branches more than the root (the root's count does not predict it)."""
+        counts = [1] + [_core.perft(pos._core_args(), d, 1) for d in range(1, min(depth, 4) + 1)]
+        ratios = [counts[i + 1] / counts[i] for i in range(len(counts) - 1) if counts[i] > 0]
+        last = max(ratios[-2:]) if ratios else 1.0
+        return [max(r, 1.0) * 1.15 for r in ratios] + [max(last, 1.0) * 1.15 * 1.06 ** i for i in range(1, 64)]
+
+    def _bytes_estimate(self, depth: int) -> int:
+        """Estimated arena bytes of one root's BFS call of subtree depth ``depth``."""
+        growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
+        boards, total = 1.0, 0.0
+        for ply in range(max(depth - 2, 1)):
+            total += boards * BYTES_PER_BOARD
+            boards *= growth[min(ply, len(growth) - 1)]
+        return int(total + boards * BYTES_PER_MOVE + 4096)
+
+    def _gpu_depth(self, growth: list[float], depth: int) -> int:
+        self._growth_per_ply = growth
+        g = 1
+        while g < depth and self._bytes_estimate(g + 1) <= self.arena.capacity * 0.9:
+            g += 1
+        if self.max_gpu_depth is not None:
+            g = min(g, self.max_gpu_depth)
+        return max(1, g)
+
+
+@functools.cache
+def get_driver(backend: str) -> BfsDriver:
+    """The process-wide driver for ``"gpu"`` (CuPy) or ``"gpu-emulated"`` (NumPy + host kernels).
+
+    The emulated arena size comes from ``PERFT_EMULATED_MB`` (default 256 MiB).
+    Raises ValueError if ``"gpu"`` is asked for and CuPy or a CUDA device is missing.
+    """
+    from .kernels import CupyKernels, EmulatedKernels
+
+    if backend == "gpu-emulated":
+        return BfsDriver(EmulatedKernels(), memory_bytes=int(os.environ.get("PERFT_EMULATED_MB", "256")) << 20)
+    if backend == "gpu":
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # ImportError, CUDARuntimeError: no usable GPU here
+            raise ValueError(f"backend 'gpu' needs CuPy and a CUDA device: {exc}") from None
+        return BfsDriver(CupyKernels())
+    raise ValueError(f"unknown GPU backend {backend!r}")
