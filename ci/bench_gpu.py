@@ -36,6 +36,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--only", nargs="*", help="workload names to run")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--leaf3", choices=("list", "stream"), default=None, help="fused-leaf variant")
+    ap.add_argument("--leaf-threads", type=int, default=None, help="threads per block of the leaf kernels")
     args = ap.parse_args()
 
     import cupy
@@ -43,7 +45,16 @@ def main() -> int:
     props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
     gpu = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
     t = time.perf_counter()
-    drv = get_driver("gpu")
+    if args.leaf3 or args.leaf_threads:
+        from perft_core.gpu.driver import BfsDriver
+        from perft_core.gpu.kernels import CupyKernels
+
+        lt = args.leaf_threads or 128
+        drv = BfsDriver(CupyKernels(options=(f"-DPC_LEAF_THREADS={lt}",), leaf_threads=lt,
+                                    leaf3=args.leaf3 or "list"))
+    else:
+        drv = get_driver("gpu")
+    print(f"variant: leaf3={drv.k.leaf3_variant} leaf_threads={drv.k.leaf_threads}")
     drv.perft(perft_core.Position.from_fen(STARTPOS), 3)  # compile + upload tables
     print(f"GPU: {gpu}; NVRTC build + table upload {time.perf_counter() - t:.1f} s; arena {drv.arena.capacity >> 20} MiB")
     for name, a in sorted(drv.k.attributes().items()):

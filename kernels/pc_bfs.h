@@ -29,6 +29,53 @@ PC_HD u64 bfs_leaf2(const Board& parent, Move m, const CastleInfo& ci) {
     return count_moves<Us ^ 1>(c, ci);
 }
 
+// Make + bulk count one move. Out of line on the GPU so the generator's sink call sites share one
+// copy of count_moves.
+template <int Us>
+PC_HD_NOINLINE u32 make_and_count(const Board& b, Move m, const CastleInfo& ci) {
+    Board g = b;
+    make_move<Us>(g, m, ci);
+    return count_moves<Us ^ 1>(g, ci);
+}
+
+// A generator sink that counts the children of each generated move as it is generated: perft 2
+// without a move list (no per-thread array in local memory on the GPU).
+template <int Us>
+struct PerftSink {
+    const Board& b;
+    const CastleInfo& ci;
+    u64 n = 0;
+    PC_HD PerftSink(const Board& board, const CastleInfo& castle) : b(board), ci(castle) {}
+    PC_HD void visit(int from, int to, int flag) { n += make_and_count<Us>(b, make_mv(from, to, flag), ci); }
+    PC_HD void piece(int from, u64 to) {
+        while (to) visit(from, pop_lsb(to), MF_NORMAL);
+    }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        while (to) {
+            int t = pop_lsb(to);
+            visit(t - delta, t, flag);
+        }
+    }
+    PC_HD void promos(u64 to, int delta) {
+        while (to) {
+            int t = pop_lsb(to);
+            for (int f = MF_PROMO_N; f <= MF_PROMO_Q; ++f) visit(t - delta, t, f);
+        }
+    }
+    PC_HD void one(int from, int to, int flag) { visit(from, to, flag); }
+};
+
+// The fused two-level leaf, streaming: generate the child's moves into a PerftSink.
+template <int Us>
+PC_HD u64 bfs_leaf3_stream(const Board& parent, Move m, const CastleInfo& ci) {
+    Board c = parent;
+    make_move<Us>(c, m, ci);
+    PerftSink<Us ^ 1> sink(c, ci);
+    generate_legal<Us ^ 1>(c, ci, sink);
+    return sink.n;
+}
+
+// The fused two-level leaf with a move list.
 template <int Us>
 PC_HD u64 bfs_leaf3(const Board& parent, Move m, const CastleInfo& ci) {
     Board c = parent;

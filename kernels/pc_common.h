@@ -5,9 +5,11 @@
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define PC_HD __host__ __device__ __forceinline__
 #define PC_HDN __host__ __device__
+#define PC_HD_NOINLINE __host__ __device__ __noinline__
 #else
 #define PC_HD inline __attribute__((always_inline))
 #define PC_HDN inline
+#define PC_HD_NOINLINE inline
 #endif
 
 typedef unsigned long long u64;

@@ -82,7 +82,8 @@ __device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
     if ((threadIdx.x & 31) == 0 && v) atomicAdd(total, (unsigned long long)v);
 }
 
-// LEVELS = 2: make + bulk count. LEVELS = 3: the fused two-level leaf.
+// LEVELS = 2: make + bulk count. LEVELS = 3: the fused two-level leaf (move list);
+// LEVELS = 4: the same count as 3, streaming the grandchildren from the generator (no list).
 template <int Us, int LEVELS>
 __global__ void __launch_bounds__(PC_LEAF_THREADS) leaf_kernel(const Board* __restrict__ boards,
                                                                const u32* __restrict__ parents,
@@ -93,7 +94,9 @@ __global__ void __launch_bounds__(PC_LEAF_THREADS) leaf_kernel(const Board* __re
     u64 v = 0;
     if (j < n) {
         const Board& p = boards[parents[j]];
-        v = LEVELS == 2 ? bfs_leaf2<Us>(p, moves[j], ci) : bfs_leaf3<Us>(p, moves[j], ci);
+        if (LEVELS == 2) v = bfs_leaf2<Us>(p, moves[j], ci);
+        else if (LEVELS == 3) v = bfs_leaf3<Us>(p, moves[j], ci);
+        else v = bfs_leaf3_stream<Us>(p, moves[j], ci);
     }
     block_add(v, total);
 }
@@ -118,6 +121,8 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* 
     template __global__ void leaf_kernel<S, 2>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
                                                unsigned long long*);                                        \
     template __global__ void leaf_kernel<S, 3>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
+                                               unsigned long long*);                                        \
+    template __global__ void leaf_kernel<S, 4>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
                                                unsigned long long*);                                        \
     template __global__ void count_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);
 PC_BOTH_SIDES(PC_INST)

@@ -91,7 +91,7 @@ def _module(options: tuple[str, ...] = ()):
         code = f.read()
     names = [f"count_kernel<{s}>" for s in SIDES] + [f"gen_kernel<{s}>" for s in SIDES]
     names += [f"make_kernel<{s}>" for s in SIDES] + [f"count_sum_kernel<{s}>" for s in SIDES]
-    names += [f"leaf_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3)]
+    names += [f"leaf_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3, 4)]
     mod = cp.RawModule(code=code, options=("-std=c++17", f"-I{src_dir}") + tuple(options), name_expressions=names)
     blob = np.frombuffer(_core.tables_blob(), dtype=np.uint8)
     ptr = mod.get_global("g_tables_dev")
@@ -104,13 +104,17 @@ class CupyKernels:
 
     name = "gpu"
 
-    def __init__(self, options: tuple[str, ...] = (), gen_threads: int = 128, leaf_threads: int = 128):
+    def __init__(self, options: tuple[str, ...] = (), gen_threads: int = 128, leaf_threads: int = 128,
+                 leaf3: str = "list"):
         import cupy as cp
 
         self.xp = cp
         self.mod, self.names = _module(tuple(options))
         self.fn = {n: self.mod.get_function(n) for n in self.names}
         self.gen_threads, self.leaf_threads = gen_threads, leaf_threads
+        if leaf3 not in ("list", "stream"):
+            raise ValueError(f"leaf3 must be 'list' or 'stream', got {leaf3!r}")
+        self.leaf3_variant = 3 if leaf3 == "list" else 4
         self.ci = None
         self.total = cp.zeros(1, dtype=cp.uint64)
         self.kernel_seconds = 0.0
@@ -160,7 +164,8 @@ class CupyKernels:
 
     def leaf(self, boards, parents, moves, n, us, levels) -> int:
         self.total[:] = 0
-        self._launch(f"leaf_kernel<{us},{levels}>", n, self.leaf_threads,
+        variant = self.leaf3_variant if levels == 3 else levels
+        self._launch(f"leaf_kernel<{us},{variant}>", n, self.leaf_threads,
                      (boards, parents, moves, np.uint64(n), self.ci, self.total))
         return int(self.total.get()[0])
 

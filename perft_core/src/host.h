@@ -13,6 +13,7 @@
 
 #include "chess.h"
 #include "pc_init_host.h"
+#include "pc_bfs.h"
 
 namespace py = pybind11;
 
@@ -111,21 +112,18 @@ inline int legal(const Root& r, Move* out) {
 template <int Us>
 u64 perft_rec(const Board& b, const CastleInfo& ci, int depth) {
     if (depth == 1) return count_moves<Us>(b, ci);
+    if (depth == 2) {  // stream the children into make + bulk count (measured ~3 % faster than a list)
+        PerftSink<Us> s(b, ci);
+        generate_legal<Us>(b, ci, s);
+        return s.n;
+    }
     Move list[PC_MAX_MOVES];
     int n = generate_moves<Us>(b, ci, list);
     u64 total = 0;
-    if (depth == 2) {
-        for (int i = 0; i < n; ++i) {
-            Board c = b;
-            make_move<Us>(c, list[i], ci);
-            total += count_moves<Us ^ 1>(c, ci);
-        }
-    } else {
-        for (int i = 0; i < n; ++i) {
-            Board c = b;
-            make_move<Us>(c, list[i], ci);
-            total += perft_rec<Us ^ 1>(c, ci, depth - 1);
-        }
+    for (int i = 0; i < n; ++i) {
+        Board c = b;
+        make_move<Us>(c, list[i], ci);
+        total += perft_rec<Us ^ 1>(c, ci, depth - 1);
     }
     return total;
 }

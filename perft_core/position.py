@@ -1,0 +1,397 @@
+"""The ``Position`` value type: FEN, X-FEN and Shredder-FEN in, validated, and back out.
+
+Squares are numbered a1=0, b1=1, ..., h8=63.  The board is kept as the four "quad bitboards"
+of the C++ core (see ``/work/shared`` contracts): bit 0 of the piece code (P=1 N=2 B=3 R=4
+Q=5 K=6) in ``pbq``, bit 1 in ``nbk``, bit 2 in ``rqk``, and ``black`` marks black pieces.
+
+Validation rejects exactly what makes a perft count undefined (kings, pawns on the back
+ranks, the side not to move in check, impossible en passant or castling fields) and accepts
+positions that are legal to count even though no game reaches them (too many pieces,
+impossible checks by the side to move).  Parsing is pure Python; only ``legal_moves`` and
+``push`` need the compiled extension ``perft_core._core``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from perft_core.errors import FenError, IllegalMoveError
+
+_CODE_OF = {"p": 1, "n": 2, "b": 3, "r": 4, "q": 5, "k": 6}
+_LETTER_OF = " pnbrqk"
+_FILES = "abcdefgh"
+
+# Indices into ``castle_rooks``: (white h-side, white a-side, black h-side, black a-side).
+_WHITE_H, _WHITE_A, _BLACK_H, _BLACK_A = range(4)
+_SLOT_NAMES = ("white h-side", "white a-side", "black h-side", "black a-side")
+
+_CASTLING_RE = re.compile(r"-|[KQkqA-Ha-h]{1,4}")
+_SQUARE_RE = re.compile(r"[a-h][1-8]")
+_COUNTER_RE = re.compile(r"[0-9]{1,100}")  # 100 digits: far past any real game, short of int() limits
+_UCI_RE = re.compile(r"[a-h][1-8][a-h][1-8][qrbn]?")
+
+_KNIGHT_STEPS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
+_KING_STEPS = ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1))
+_ROOK_RAYS = ((1, 0), (-1, 0), (0, 1), (0, -1))
+_BISHOP_RAYS = ((1, 1), (1, -1), (-1, 1), (-1, -1))
+
+_Board = list[str | None]  # 64 entries indexed by square: a piece letter ('P', 'n', ...) or None
+
+
+def _name(square: int) -> str:
+    return _FILES[square % 8] + str(square // 8 + 1)
+
+
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
+class Position:
+    """An immutable chess position that perft can count from.
+
+    Build one with :meth:`from_fen` (or :meth:`push`); the constructor does not validate.
+    ``castle_rooks`` holds the rook square of each castling right, -1 where there is none:
+    (white h-side, white a-side, black h-side, black a-side).  ``shredder`` records the
+    castling notation of the input (file letters) so that :meth:`fen` writes it back the
+    same way; otherwise X-FEN is written (``KQkq``, a file letter only for an inner rook).
+    Two positions are equal when their FEN and their ``chess960`` flag are equal.
+    """
+
+    pbq: int
+    nbk: int
+    rqk: int
+    black: int
+    white_to_move: bool
+    castle_rooks: tuple[int, int, int, int]
+    ep_square: int | None
+    halfmove: int
+    fullmove: int
+    chess960: bool
+    shredder: bool = False
+
+    # ------------------------------------------------------------------ reading FEN
+
+    @classmethod
+    def from_fen(cls, text: str, chess960: bool | None = None) -> Position:
+        """Parse and validate a FEN, X-FEN or Shredder-FEN string (6 fields, or 4 as in EPD).
+
+        Missing move counters (EPD) default to ``0 1``.  ``chess960=None`` infers Chess960
+        from the castling field: Shredder file letters, or rights whose king or rook is off
+        the standard e/a/h squares.  ``chess960=False`` rejects such rights.
+
+        Raises:
+            FenError: for any string that is malformed or describes a position whose perft
+                is undefined; ``.field`` names the FEN field at fault.
+            TypeError: if ``text`` is not a ``str``.
+        """
+        if not isinstance(text, str):
+            raise TypeError(f"FEN must be a str, not {type(text).__name__}")
+        parts = text.split()
+        if len(parts) not in (4, 6):
+            raise FenError("fields", f"expected 6 fields (or 4 as in EPD), got {len(parts)}", text)
+        board_text, side_text, castling_text, ep_text = parts[:4]
+
+        board = _parse_board(board_text, text)
+        if side_text not in ("w", "b"):
+            raise FenError("side", f"expected 'w' or 'b', got {side_text!r}", text)
+        white_to_move = side_text == "w"
+        castle_rooks, chess960, shredder = _parse_castling(castling_text, board, chess960, text)
+        ep_square = _parse_en_passant(ep_text, board, white_to_move, text)
+        halfmove, fullmove = 0, 1
+        if len(parts) == 6:
+            halfmove = _parse_counter(parts[4], "halfmove", text)
+            fullmove = _parse_counter(parts[5], "fullmove", text)
+            if fullmove < 1:
+                raise FenError("fullmove", f"must be at least 1, got {fullmove}", text)
+
+        mover, other = ("K", "k") if white_to_move else ("k", "K")
+        if _attacked(board, board.index(other), by_white=white_to_move):
+            raise FenError("side", f"{_colour(other)} is in check but it is {_colour(mover)} to move", text)
+
+        pbq = nbk = rqk = black = 0
+        for square, piece in enumerate(board):
+            if piece is None:
+                continue
+            code = _CODE_OF[piece.lower()]
+            bit = 1 << square
+            pbq |= bit if code & 1 else 0
+            nbk |= bit if code & 2 else 0
+            rqk |= bit if code & 4 else 0
+            black |= bit if piece.islower() else 0
+        return cls(pbq, nbk, rqk, black, white_to_move, castle_rooks, ep_square,
+                   halfmove, fullmove, chess960, shredder)
+
+    # ------------------------------------------------------------------ writing FEN
+
+    def piece_at(self, square: int) -> str | None:
+        """The piece letter on ``square`` (0..63): 'P', 'n', ... or None if empty.
+
+        Raises:
+            ValueError: if ``square`` is not in 0..63.
+        """
+        if not 0 <= square < 64:
+            raise ValueError(f"square must be in 0..63, got {square!r}")
+        code = (self.pbq >> square & 1) | (self.nbk >> square & 1) << 1 | (self.rqk >> square & 1) << 2
+        if code == 0:
+            return None
+        letter = _LETTER_OF[code]
+        return letter if self.black >> square & 1 else letter.upper()
+
+    def fen(self) -> str:
+        """The 6-field FEN, castling in the notation the input used (X-FEN or Shredder-FEN)."""
+        ep = "-" if self.ep_square is None else _name(self.ep_square)
+        side = "w" if self.white_to_move else "b"
+        return f"{self._board_fen()} {side} {self._castling_fen()} {ep} {self.halfmove} {self.fullmove}"
+
+    def _board_fen(self) -> str:
+        ranks = []
+        for rank in range(7, -1, -1):
+            text, empty = "", 0
+            for file in range(8):
+                piece = self.piece_at(rank * 8 + file)
+                if piece is None:
+                    empty += 1
+                    continue
+                text += (str(empty) if empty else "") + piece
+                empty = 0
+            ranks.append(text + (str(empty) if empty else ""))
+        return "/".join(ranks)
+
+    def _castling_fen(self) -> str:
+        letters = ""
+        for slot, rook in enumerate(self.castle_rooks):
+            if rook < 0:
+                continue
+            white = slot in (_WHITE_H, _WHITE_A)
+            h_side = slot in (_WHITE_H, _BLACK_H)
+            letter = _FILES[rook % 8]
+            if not self.shredder:
+                # X-FEN names the outermost rook on a side K/Q, any other by its file.
+                rank_start = rook - rook % 8
+                outer_files = range(rook % 8 + 1, 8) if h_side else range(rook % 8)
+                if not any(self.piece_at(rank_start + f) == ("R" if white else "r") for f in outer_files):
+                    letter = "k" if h_side else "q"
+            letters += letter.upper() if white else letter
+        return letters or "-"
+
+    def __repr__(self) -> str:
+        return f"Position({self.fen()!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Position):
+            return NotImplemented
+        return (self.fen(), self.chess960) == (other.fen(), other.chess960)
+
+    def __hash__(self) -> int:
+        return hash((self.fen(), self.chess960))
+
+    # ------------------------------------------------------------------ moves (C++ core)
+
+    def _core_args(self) -> tuple:
+        """The argument tuple ``B`` of every ``perft_core._core`` function."""
+        ep = -1 if self.ep_square is None else self.ep_square
+        return (self.pbq, self.nbk, self.rqk, self.black, self.white_to_move,
+                self.castle_rooks, ep, self.chess960)
+
+    def legal_moves(self) -> list[str]:
+        """All legal moves in UCI, sorted; castling is king-takes-rook (e1h1) in Chess960.
+
+        Raises:
+            ImportError: if the compiled extension ``perft_core._core`` is not built.
+        """
+        from perft_core import _core
+
+        return sorted(_core.legal_moves(self._core_args()))
+
+    def push(self, uci: str) -> Position:
+        """The position after the UCI move ``uci`` (this one is unchanged).
+
+        Castling is written e1g1 in standard chess and king-takes-rook (e1h1) in Chess960.
+        The halfmove clock resets on pawn moves and captures; the fullmove number grows after
+        a black move.  An en passant square is set after every double pawn push.
+
+        Raises:
+            IllegalMoveError: if ``uci`` is malformed or not a legal move here.
+            ImportError: if the compiled extension ``perft_core._core`` is not built.
+        """
+        if not isinstance(uci, str) or _UCI_RE.fullmatch(uci) is None:
+            raise IllegalMoveError(f"malformed UCI move {uci!r}: expected e.g. 'e2e4' or 'e7e8q'")
+        from perft_core import _core
+
+        try:
+            pbq, nbk, rqk, black, castle_rooks, ep, resets = _core.make_move(self._core_args(), uci)
+        except ValueError:
+            castling = "king-takes-rook, e.g. e1h1" if self.chess960 else "e.g. e1g1"
+            raise IllegalMoveError(
+                f"{uci!r} is not a legal move in {self.fen()!r} (castling is written {castling})"
+            ) from None
+        return Position(pbq, nbk, rqk, black, not self.white_to_move, tuple(castle_rooks),
+                        None if ep < 0 else ep,
+                        0 if resets else self.halfmove + 1,
+                        self.fullmove + (0 if self.white_to_move else 1),
+                        self.chess960, self.shredder)
+
+
+# ---------------------------------------------------------------------- field parsers
+
+
+def _colour(piece: str) -> str:
+    return "white" if piece.isupper() else "black"
+
+
+def _parse_board(text: str, fen: str) -> _Board:
+    """The 64-square board of a FEN's first field; checks syntax, kings and back-rank pawns."""
+    ranks = text.split("/")
+    if len(ranks) != 8:
+        raise FenError("board", f"expected 8 ranks separated by '/', got {len(ranks)}", fen)
+    board: _Board = [None] * 64
+    for i, rank_text in enumerate(ranks):
+        rank = 7 - i
+        file, previous_digit = 0, False
+        for ch in rank_text:
+            if ch in "12345678":
+                if previous_digit:
+                    raise FenError("board", f"two digits in a row in rank {rank + 1} {rank_text!r}", fen)
+                file += int(ch)
+                previous_digit = True
+                continue
+            if ch not in "pnbrqkPNBRQK":
+                raise FenError("board", f"bad piece letter {ch!r} in rank {rank + 1}", fen)
+            if file < 8:
+                board[rank * 8 + file] = ch
+            file += 1
+            previous_digit = False
+        if file != 8:
+            raise FenError("board", f"rank {rank + 1} {rank_text!r} has {file} squares, expected 8", fen)
+    for king in ("K", "k"):
+        count = board.count(king)
+        if count != 1:
+            raise FenError("board", f"expected exactly one {_colour(king)} king, found {count}", fen)
+    for square in [*range(8), *range(56, 64)]:
+        if board[square] in ("P", "p"):
+            raise FenError("board", f"{_colour(board[square])} pawn on {_name(square)}, a back rank", fen)
+    return board
+
+
+def _parse_castling(
+    text: str, board: _Board, chess960: bool | None, fen: str
+) -> tuple[tuple[int, int, int, int], bool, bool]:
+    """Resolve the castling field to rook squares; return (castle_rooks, chess960, shredder).
+
+    ``K``/``Q`` name the outermost rook on that side of the king (X-FEN), a file letter names
+    the rook on that file (Shredder-FEN, or X-FEN for an inner rook).
+    """
+    if _CASTLING_RE.fullmatch(text) is None:
+        raise FenError("castling", f"expected '-' or up to 4 letters from KQkq and A-H/a-h, "
+                                   f"got {text!r}", fen)
+    if text == "-":
+        return (-1, -1, -1, -1), bool(chess960), False
+    rooks = [-1, -1, -1, -1]
+
+    off_standard = None  # (letter, message) of the first right that only Chess960 allows
+    for letter in text:
+        white = letter.isupper()
+        colour = "white" if white else "black"
+        rank_start = 0 if white else 56
+        rook_piece, king = ("R", "K") if white else ("r", "k")
+        king_square = board.index(king)
+        if not rank_start <= king_square < rank_start + 8:
+            raise FenError("castling", f"right {letter!r} needs the {colour} king on rank "
+                                       f"{rank_start // 8 + 1}, it is on {_name(king_square)}", fen)
+        king_file = king_square % 8
+        own_rook_files = [f for f in range(8) if board[rank_start + f] == rook_piece]
+        if letter in "KkQq":
+            h_side = letter in "Kk"
+            candidates = [f for f in own_rook_files if (f > king_file) == h_side]
+            if not candidates:
+                where = (_name(rank_start + (7 if h_side else 0)) if king_file == 4
+                         else f"rank {rank_start // 8 + 1} on the {'h' if h_side else 'a'}-side of the king")
+                raise FenError("castling", f"no {colour} rook on {where} for right {letter!r}", fen)
+            rook_file = max(candidates) if h_side else min(candidates)
+        else:
+            rook_file = _FILES.index(letter.lower())
+            if rook_file not in own_rook_files:
+                raise FenError("castling", f"no {colour} rook on {_name(rank_start + rook_file)} "
+                                           f"for right {letter!r}", fen)
+            h_side = rook_file > king_file
+        slot = (_WHITE_H if h_side else _WHITE_A) + (0 if white else 2)
+        if rooks[slot] >= 0:
+            raise FenError("castling", f"two {_SLOT_NAMES[slot]} rights in {text!r}", fen)
+        rooks[slot] = rank_start + rook_file
+
+        standard_file = 7 if h_side else 0
+        if off_standard is None and (king_file != 4 or rook_file != standard_file):
+            if king_file != 4:
+                problem = f"the {colour} king is on {_name(king_square)}, not {_name(rank_start + 4)}"
+            elif letter in "KkQq":
+                problem = f"no {colour} rook on {_name(rank_start + standard_file)} for right {letter!r}"
+            else:
+                problem = (f"right {letter!r} names the {colour} rook on {_name(rank_start + rook_file)}, "
+                           f"not {_name(rank_start + standard_file)}")
+            off_standard = f"{problem} (standard chess; pass chess960=True for Chess960)"
+
+    shredder = not any(letter in "KQkq" for letter in text)
+    if chess960 is None:
+        chess960 = shredder or off_standard is not None
+    elif not chess960 and off_standard is not None:
+        raise FenError("castling", off_standard, fen)
+    return (rooks[0], rooks[1], rooks[2], rooks[3]), chess960, shredder
+
+
+def _parse_en_passant(text: str, board: _Board, white_to_move: bool, fen: str) -> int | None:
+    """The en passant target square, or None; it must follow a possible double pawn push."""
+    if text == "-":
+        return None
+    if _SQUARE_RE.fullmatch(text) is None:
+        raise FenError("en_passant", f"expected '-' or a square like 'e3', got {text!r}", fen)
+    square = _FILES.index(text[0]) + 8 * (int(text[1]) - 1)
+    # The opponent's pawn passed over `square`: from `origin` to `pawn` (one rank beyond).
+    rank, step, pawn_piece = (6, -8, "p") if white_to_move else (3, 8, "P")
+    if int(text[1]) != rank:
+        raise FenError("en_passant", f"{text} is not on rank {rank}, where the en passant square "
+                                     f"must be with {'white' if white_to_move else 'black'} to move", fen)
+    pawn, origin = square + step, square - step
+    if board[pawn] != pawn_piece:
+        raise FenError("en_passant", f"no {_colour(pawn_piece)} pawn on {_name(pawn)} "
+                                     f"that could have passed over {text}", fen)
+    if board[square] is not None:
+        raise FenError("en_passant", f"{text} is occupied", fen)
+    if board[origin] is not None:
+        raise FenError("en_passant", f"{_name(origin)} is occupied, so no pawn can have "
+                                     f"double-pushed from there", fen)
+    return square
+
+
+def _parse_counter(text: str, field: str, fen: str) -> int:
+    if _COUNTER_RE.fullmatch(text) is None:
+        raise FenError(field, f"expected a non-negative integer (at most 100 digits), got {text!r}", fen)
+    return int(text)
+
+
+def _attacked(board: _Board, square: int, by_white: bool) -> bool:
+    """Whether ``square`` is attacked by a piece of that colour (pins ignored)."""
+    rank, file = divmod(square, 8)
+
+    def piece(dr: int, df: int) -> str | None:
+        r, f = rank + dr, file + df
+        return board[r * 8 + f] if 0 <= r < 8 and 0 <= f < 8 else None
+
+    def theirs(letters: str) -> tuple[str, ...]:
+        return tuple(letters.upper() if by_white else letters)
+
+    pawn_dr = -1 if by_white else 1  # a white pawn attacks upward, so it stands one rank below
+    if any(piece(pawn_dr, df) in theirs("p") for df in (-1, 1)):
+        return True
+    if any(piece(dr, df) in theirs("n") for dr, df in _KNIGHT_STEPS):
+        return True
+    if any(piece(dr, df) in theirs("k") for dr, df in _KING_STEPS):
+        return True
+    for rays, sliders in ((_ROOK_RAYS, theirs("rq")), (_BISHOP_RAYS, theirs("bq"))):
+        for dr, df in rays:
+            r, f = rank + dr, file + df
+            while 0 <= r < 8 and 0 <= f < 8:
+                blocker = board[r * 8 + f]
+                if blocker is not None:
+                    if blocker in sliders:
+                        return True
+                    break
+                r, f = r + dr, f + df
+    return False
