@@ -4,7 +4,7 @@
 kernels from kernels/pc_kernels.cu compiled by NVRTC) or ``kernels.EmulatedKernels`` (NumPy arrays
 and the C++ extension's host batch versions of the same kernels), so CPU CI tests the BFS logic.
 """
-from .arena import Arena, DeviceOutOfMemory
+from .arena import Arena, DeviceOutOfMemory, FaultPlan
 from .driver import BfsDriver, GpuStats, get_driver
 
-__all__ = ["Arena", "DeviceOutOfMemory", "BfsDriver", "GpuStats", "get_driver"]
+__all__ = ["Arena", "DeviceOutOfMemory", "FaultPlan", "BfsDriver", "GpuStats", "get_driver"]

@@ -55,3 +55,52 @@ class Arena:
         self.used = start + nbytes
         self.peak = max(self.peak, self.used)
         return self._buf[start:start + nbytes].view(dtype)
+
+
+@dataclass
+class FaultPlan:
+    """Makes chosen arena allocations fail with DeviceOutOfMemory (fault injection for tests).
+
+    An allocation matches when every given criterion holds: ``site`` (a pattern over site names,
+    ``*`` and ``?`` wildcards, brackets literal, such as
+    ``"moves[*]"`` or ``"boards[2]"``), ``ordinal`` (the n-th allocation since the arena's reset, from
+    1), ``min_bytes`` (at least that many bytes). ``times`` is how many matches fail (then the plan is
+    spent); ``fired`` counts the failures made, so a test can prove the fault happened.
+    Text form (``PERFT_FAULT_PLAN``): ``site=moves[*],ordinal=3,min_bytes=1000,times=2``.
+    """
+
+    site: str | None = None
+    ordinal: int | None = None
+    min_bytes: int | None = None
+    times: int = 1
+    fired: int = 0
+
+    def should_fail(self, site: str, ordinal: int, nbytes: int) -> bool:
+        import fnmatch
+
+        if self.fired >= self.times:
+            return False
+        # Brackets in site names are literal ("moves[2]"); only * and ? are wildcards.
+        pattern = None if self.site is None else self.site.replace("[", "\0").replace("]", "[]]").replace("\0", "[[]")
+        if pattern is not None and not fnmatch.fnmatchcase(site, pattern):
+            return False
+        if self.ordinal is not None and ordinal != self.ordinal:
+            return False
+        if self.min_bytes is not None and nbytes < self.min_bytes:
+            return False
+        self.fired += 1
+        return True
+
+    @classmethod
+    def parse(cls, text: str) -> "FaultPlan":
+        """Read the text form; raises ValueError naming a bad key or value."""
+        kw: dict = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, sep, value = part.partition("=")
+            if not sep or key not in ("site", "ordinal", "min_bytes", "times"):
+                raise ValueError(f"fault plan: bad entry {part!r} (keys: site, ordinal, min_bytes, times)")
+            try:
+                kw[key] = value if key == "site" else int(value)
+            except ValueError:
+                raise ValueError(f"fault plan: {key} needs an integer, got {value!r}") from None
+        return cls(**kw)

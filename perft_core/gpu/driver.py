@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _core
-from .arena import Arena, DeviceOutOfMemory
+from .arena import Arena, DeviceOutOfMemory, FaultPlan
 
 WORDS = _core.BOARD_BYTES // 8
 # Bytes a BFS level needs per board it holds and per move it expands (see BfsDriver._bfs):
@@ -230,13 +230,16 @@ class BfsDriver:
 def get_driver(backend: str) -> BfsDriver:
     """The process-wide driver for ``"gpu"`` (CuPy) or ``"gpu-emulated"`` (NumPy + host kernels).
 
-    The emulated arena size comes from ``PERFT_EMULATED_MB`` (default 256 MiB).
+    The emulated arena size comes from ``PERFT_EMULATED_MB`` (default 256 MiB); a fault plan from
+    ``PERFT_FAULT_PLAN`` (see ``FaultPlan``).
     Raises ValueError if ``"gpu"`` is asked for and CuPy or a CUDA device is missing.
     """
     from .kernels import CupyKernels, EmulatedKernels
 
+    plan = FaultPlan.parse(os.environ["PERFT_FAULT_PLAN"]) if os.environ.get("PERFT_FAULT_PLAN") else None
     if backend == "gpu-emulated":
-        return BfsDriver(EmulatedKernels(), memory_bytes=int(os.environ.get("PERFT_EMULATED_MB", "256")) << 20)
+        return BfsDriver(EmulatedKernels(), memory_bytes=int(os.environ.get("PERFT_EMULATED_MB", "256")) << 20,
+                         fault_plan=plan)
     if backend == "gpu":
         try:
             import cupy
@@ -244,5 +247,5 @@ def get_driver(backend: str) -> BfsDriver:
             cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # ImportError, CUDARuntimeError: no usable GPU here
             raise ValueError(f"backend 'gpu' needs CuPy and a CUDA device: {exc}") from None
-        return BfsDriver(CupyKernels())
+        return BfsDriver(CupyKernels(), fault_plan=plan)
     raise ValueError(f"unknown GPU backend {backend!r}")
