@@ -94,23 +94,23 @@ inline void init_tables() {
     static const int WP[2][2] = {{-1, 1}, {1, 1}};
     static const int BP[2][2] = {{-1, -1}, {1, -1}};
     Tables& t = g_tables_host;
-    init_magics(t.rook, ROOK_DIRS, 0);
-    init_magics(t.bishop, BISHOP_DIRS, PC_ROOK_ENTRIES);
+    init_magics(t.small.rook, ROOK_DIRS, 0);
+    init_magics(t.small.bishop, BISHOP_DIRS, PC_ROOK_ENTRIES);
     for (int s = 0; s < 64; ++s) {
-        t.knight[s] = leaper(s, KN, 8);
-        t.king[s] = leaper(s, KG, 8);
-        t.pawn[WHITE][s] = leaper(s, WP, 2);
-        t.pawn[BLACK][s] = leaper(s, BP, 2);
-        t.rook_empty[s] = ray_attacks(s, 0, ROOK_DIRS);
-        t.bishop_empty[s] = ray_attacks(s, 0, BISHOP_DIRS);
+        t.small.knight[s] = leaper(s, KN, 8);
+        t.small.king[s] = leaper(s, KG, 8);
+        t.small.pawn[WHITE][s] = leaper(s, WP, 2);
+        t.small.pawn[BLACK][s] = leaper(s, BP, 2);
+        t.small.rook_empty[s] = ray_attacks(s, 0, ROOK_DIRS);
+        t.small.bishop_empty[s] = ray_attacks(s, 0, BISHOP_DIRS);
     }
     for (int a = 0; a < 64; ++a)
         for (int b = 0; b < 64; ++b) {
             t.between[a][b] = 0;
             if (a == b) continue;
-            if (t.rook_empty[a] & bit(b))
+            if (t.small.rook_empty[a] & bit(b))
                 t.between[a][b] = ray_attacks(a, bit(b), ROOK_DIRS) & ray_attacks(b, bit(a), ROOK_DIRS);
-            else if (t.bishop_empty[a] & bit(b))
+            else if (t.small.bishop_empty[a] & bit(b))
                 t.between[a][b] = ray_attacks(a, bit(b), BISHOP_DIRS) & ray_attacks(b, bit(a), BISHOP_DIRS);
         }
     done = true;

@@ -1,5 +1,14 @@
 // CUDA kernels of the GPU backend: thin __global__ wrappers over pc_bfs.h. Compiled at run time by
 // CuPy (NVRTC), once per process; each kernel is instantiated for both sides to move.
+//
+// Defaults chosen by measurement on an H200 (NOTES.md): the small attack tables in shared memory
+// (-8 % time on startpos perft 9, -9 % on Kiwipete 7) and leaf blocks capped to 8 per SM (64 regs).
+#ifndef PC_GLOBAL_TABLES
+#define PC_SHARED_TABLES
+#endif
+#ifndef PC_LEAF_MIN_BLOCKS
+#define PC_LEAF_MIN_BLOCKS 8
+#endif
 #include "chess.h"
 #include "pc_bfs.h"
 
@@ -9,11 +18,29 @@
 #ifndef PC_LEAF_THREADS
 #define PC_LEAF_THREADS 128
 #endif
+// Cap registers so PC_LEAF_MIN_BLOCKS leaf blocks fit on one multiprocessor (0: no cap).
+#if PC_LEAF_MIN_BLOCKS > 0
+#define PC_LEAF_BOUNDS __launch_bounds__(PC_LEAF_THREADS, PC_LEAF_MIN_BLOCKS)
+#else
+#define PC_LEAF_BOUNDS __launch_bounds__(PC_LEAF_THREADS)
+#endif
 #ifndef PC_STAGE_MOVES
 #define PC_STAGE_MOVES 6144  // moves staged in shared memory per block of the gen kernel
 #endif
 
-// The castling geometry is per game; every block copies it to shared memory first.
+#ifdef PC_SHARED_TABLES
+#define PC_LOAD_SMALL_TABLES()                                                                        \
+    {                                                                                                 \
+        const u64* src = reinterpret_cast<const u64*>(&g_tables_dev.small);                           \
+        u64* dst = reinterpret_cast<u64*>(&s_small_tables);                                           \
+        for (int w = threadIdx.x; w < (int)(sizeof(SmallTables) / 8); w += blockDim.x) dst[w] = src[w]; \
+    }
+#else
+#define PC_LOAD_SMALL_TABLES()
+#endif
+
+// The castling geometry is per game; every block copies it to shared memory first (and the small
+// attack tables too when they are read from shared memory).
 #define PC_LOAD_CI(ci_global)                                                        \
     __shared__ CastleInfo ci;                                                        \
     {                                                                                \
@@ -21,6 +48,7 @@
         u32* dst = reinterpret_cast<u32*>(&ci);                                      \
         for (int w = threadIdx.x; w < (int)(sizeof(CastleInfo) / 4); w += blockDim.x) \
             dst[w] = src[w];                                                         \
+        PC_LOAD_SMALL_TABLES();                                                      \
         __syncthreads();                                                             \
     }
 
@@ -85,7 +113,7 @@ __device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
 // LEVELS = 2: make + bulk count. LEVELS = 3: the fused two-level leaf (move list);
 // LEVELS = 4: the same count as 3, streaming the grandchildren from the generator (no list).
 template <int Us, int LEVELS>
-__global__ void __launch_bounds__(PC_LEAF_THREADS) leaf_kernel(const Board* __restrict__ boards,
+__global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
                                                                const u32* __restrict__ parents,
                                                                const Move* __restrict__ moves, u64 n,
                                                                const CastleInfo* ci_g, unsigned long long* total) {

@@ -17,16 +17,21 @@ struct Magic {
     u32 shift;  // 64 - popcount(mask)
 };
 
-struct Tables {
-    u64 slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];
+// The small, hot part (6 KiB): GPU kernels may copy it into shared memory (PC_SHARED_TABLES).
+struct SmallTables {
     Magic rook[64];
     Magic bishop[64];
     u64 knight[64];
     u64 king[64];
     u64 pawn[2][64];        // squares a pawn of that colour on sq attacks
-    u64 between[64][64];    // squares strictly between two aligned squares, else 0
     u64 rook_empty[64];     // rook attacks on an empty board
     u64 bishop_empty[64];   // bishop attacks on an empty board
+};
+
+struct Tables {
+    SmallTables small;
+    u64 slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];
+    u64 between[64][64];    // squares strictly between two aligned squares, else 0
 };
 
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
@@ -44,17 +49,30 @@ inline Tables g_tables_host;  // one instance across the extension's translation
 #define PC_LD(x) (x)
 #endif
 
-PC_HD u64 knight_att(int sq) { return PC_LD(PC_T.knight[sq]); }
-PC_HD u64 king_att(int sq) { return PC_LD(PC_T.king[sq]); }
-PC_HD u64 pawn_att(int color, int sq) { return PC_LD(PC_T.pawn[color][sq]); }
+// PC_S: where the small tables are read. With PC_SHARED_TABLES every block copies them into this
+// file-scope shared variable first (PC_LOAD_SMALL_TABLES in pc_kernels.cu).
+#if (defined(__CUDACC__) || defined(__CUDACC_RTC__)) && defined(PC_SHARED_TABLES)
+__shared__ SmallTables s_small_tables;
+#endif
+#if defined(__CUDA_ARCH__) && defined(PC_SHARED_TABLES)
+#define PC_S s_small_tables
+#define PC_SLD(x) (x)
+#else
+#define PC_S PC_T.small
+#define PC_SLD(x) PC_LD(x)
+#endif
+
+PC_HD u64 knight_att(int sq) { return PC_SLD(PC_S.knight[sq]); }
+PC_HD u64 king_att(int sq) { return PC_SLD(PC_S.king[sq]); }
+PC_HD u64 pawn_att(int color, int sq) { return PC_SLD(PC_S.pawn[color][sq]); }
 PC_HD u64 between_bb(int a, int b) { return PC_LD(PC_T.between[a][b]); }
-PC_HD u64 rook_empty(int sq) { return PC_LD(PC_T.rook_empty[sq]); }
-PC_HD u64 bishop_empty(int sq) { return PC_LD(PC_T.bishop_empty[sq]); }
+PC_HD u64 rook_empty(int sq) { return PC_SLD(PC_S.rook_empty[sq]); }
+PC_HD u64 bishop_empty(int sq) { return PC_SLD(PC_S.bishop_empty[sq]); }
 
 PC_HD u64 magic_lookup(const Magic& m, u64 occ) {
-    u64 mask = PC_LD(m.mask), mul = PC_LD(m.magic);
-    u32 off = PC_LD(m.offset), sh = PC_LD(m.shift);
+    u64 mask = PC_SLD(m.mask), mul = PC_SLD(m.magic);
+    u32 off = PC_SLD(m.offset), sh = PC_SLD(m.shift);
     return PC_LD(PC_T.slider[off + (u32)(((occ & mask) * mul) >> sh)]);
 }
-PC_HD u64 rook_att(int sq, u64 occ) { return magic_lookup(PC_T.rook[sq], occ); }
-PC_HD u64 bishop_att(int sq, u64 occ) { return magic_lookup(PC_T.bishop[sq], occ); }
+PC_HD u64 rook_att(int sq, u64 occ) { return magic_lookup(PC_S.rook[sq], occ); }
+PC_HD u64 bishop_att(int sq, u64 occ) { return magic_lookup(PC_S.bishop[sq], occ); }
