@@ -90,3 +90,48 @@ PC_HD u64 bfs_leaf3(const Board& parent, Move m, const CastleInfo& ci) {
     }
     return total;
 }
+
+// ----- transposition-table mode: keys carried per board, values per board, upsweep ----------------
+// Downsweep: a board whose key hits the table of its remaining depth takes the stored count and is
+// not expanded (count 0). Upsweep (after the leaf): each board's value is the sum of its children's,
+// then stored. A count is stored only once every board below it has been counted, so an
+// interrupted call (out of memory) stores nothing.
+#include "pc_tt.h"
+
+template <int Us>
+PC_HD u32 bfs_count_probe(const Board& b, const Key128& k, const TTEntry16* tt, u64 slots, const CastleInfo& ci,
+                          u64& value) {
+    if (tt) {
+        const TTEntry16 e = tt[tt16_slot(k, slots)];
+        if (tt16_match(e.check, e.data, k)) {
+            value = e.data;
+            return 0;
+        }
+    }
+    value = 0;
+    return count_moves<Us>(b, ci);
+}
+
+template <int Us>
+PC_HD void bfs_make_key(const Board& parent, const Key128& pk, Move m, const CastleInfo& ci, const ZobristKeys& z,
+                        Board& child, Key128& ck) {
+    ck = update_hash<Us>(pk, parent, m, ci, z);
+    child = parent;
+    make_move<Us>(child, m, ci);
+}
+
+// Stores a finished count; `audit` (optional) records what was stored, 8 words a slot:
+// board (5), key lo, key hi, side to move.
+PC_HD void bfs_store(TTEntry16* tt, u64 slots, const Key128& k, u64 value, u64* audit, const Board& b, int side) {
+    if (!value) return;  // zero counts are never stored (an empty slot reads as data 0)
+    const u64 s = tt16_slot(k, slots);
+    TTEntry16 e;
+    e.check = tt16_check(value, k);
+    e.data = value;
+    tt[s] = e;
+    if (audit) {
+        u64* a = audit + 8 * s;
+        a[0] = b.pbq; a[1] = b.nbk; a[2] = b.rqk; a[3] = b.black; a[4] = b.state;
+        a[5] = k.lo; a[6] = k.hi; a[7] = (u64)side;
+    }
+}

@@ -64,6 +64,7 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_kernel(const Board* __re
 // The block's moves form one contiguous run of the output: they are staged in shared memory and
 // written out coalesced, instead of each thread scattering 2-byte stores. A block whose run does
 // not fit the stage writes directly.
+// Boards with an empty range (no moves, or a TT hit in TT mode) write nothing.
 template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) gen_kernel(const Board* __restrict__ boards, u32 n,
                                                              const CastleInfo* ci_g, const u64* __restrict__ offsets,
@@ -77,7 +78,7 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) gen_kernel(const Board* __rest
     u64 base = offsets[first];
     u64 run = offsets[last] - base;  // offsets has n + 1 entries
     bool staged = run <= PC_STAGE_MOVES;
-    if (i < n) {
+    if (i < n && offsets[i + 1] > offsets[i]) {
         u64 at = offsets[i];
         Move* dst = staged ? &stage[at - base] : &moves[at];
         int k = generate_moves<Us>(boards[i], ci, dst);
@@ -137,6 +138,74 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* 
     block_add(i < n ? (u64)bfs_count<Us>(boards[i], ci) : 0, total);
 }
 
+
+// ----- transposition-table mode ---------------------------------------------------------------------
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) keys_kernel(const Board* __restrict__ boards, u32 n,
+                                                              const CastleInfo* ci_g, const ZobristKeys* z,
+                                                              Key128* __restrict__ keys) {
+    PC_LOAD_CI(ci_g);
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) keys[i] = compute_hash<Us>(boards[i], ci, *z);
+}
+
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) count_probe_kernel(const Board* __restrict__ boards,
+                                                                     const Key128* __restrict__ keys, u32 n,
+                                                                     const CastleInfo* ci_g, const TTEntry16* tt,
+                                                                     u64 slots, u32* __restrict__ counts,
+                                                                     u64* __restrict__ values) {
+    PC_LOAD_CI(ci_g);
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        u64 v;
+        counts[i] = bfs_count_probe<Us>(boards[i], keys[i], tt, slots, ci, v);
+        values[i] = v;
+    }
+}
+
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) make_key_kernel(const Board* __restrict__ boards,
+                                                                  const Key128* __restrict__ keys,
+                                                                  const u32* __restrict__ parents,
+                                                                  const Move* __restrict__ moves, u64 n,
+                                                                  const CastleInfo* ci_g, const ZobristKeys* z,
+                                                                  Board* __restrict__ children,
+                                                                  Key128* __restrict__ child_keys) {
+    PC_LOAD_CI(ci_g);
+    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        u32 p = parents[j];
+        bfs_make_key<Us>(boards[p], keys[p], moves[j], ci, *z, children[j], child_keys[j]);
+    }
+}
+
+// The leaf in TT mode: each move's count is added to its parent's value.
+template <int Us, int LEVELS>
+__global__ void PC_LEAF_BOUNDS leaf_values_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                                  const Move* __restrict__ moves, u64 n, const CastleInfo* ci_g,
+                                                  unsigned long long* values) {
+    PC_LOAD_CI(ci_g);
+    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        u32 p = parents[j];
+        u64 v = LEVELS == 2 ? bfs_leaf2<Us>(boards[p], moves[j], ci) : bfs_leaf3<Us>(boards[p], moves[j], ci);
+        if (v) atomicAdd(values + p, (unsigned long long)v);
+    }
+}
+
+__global__ void upsweep_kernel(const u32* __restrict__ parents, const u64* __restrict__ child_values, u64 n,
+                               unsigned long long* parent_values) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && child_values[i]) atomicAdd(parent_values + parents[i], (unsigned long long)child_values[i]);
+}
+
+__global__ void store_kernel(const Board* __restrict__ boards, const Key128* __restrict__ keys,
+                             const u64* __restrict__ values, u32 n, TTEntry16* tt, u64 slots, u64* audit, int side) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) bfs_store(tt, slots, keys[i], values[i], audit, boards[i], side);
+}
+
 #if !defined(__CUDACC_RTC__)
 // Offline builds (nvcc -Xptxas -v for the resource report; CPU CI's compile check) instantiate every
 // kernel the driver uses; NVRTC gets the same list as name expressions from perft_core/gpu/kernels.py.
@@ -152,6 +221,15 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* 
                                                unsigned long long*);                                        \
     template __global__ void leaf_kernel<S, 4>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
                                                unsigned long long*);                                        \
-    template __global__ void count_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);
+    template __global__ void count_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*); \
+    template __global__ void keys_kernel<S>(const Board*, u32, const CastleInfo*, const ZobristKeys*, Key128*); \
+    template __global__ void count_probe_kernel<S>(const Board*, const Key128*, u32, const CastleInfo*,     \
+                                                   const TTEntry16*, u64, u32*, u64*);                     \
+    template __global__ void make_key_kernel<S>(const Board*, const Key128*, const u32*, const Move*, u64,  \
+                                                const CastleInfo*, const ZobristKeys*, Board*, Key128*);   \
+    template __global__ void leaf_values_kernel<S, 2>(const Board*, const u32*, const Move*, u64,          \
+                                                      const CastleInfo*, unsigned long long*);             \
+    template __global__ void leaf_values_kernel<S, 3>(const Board*, const u32*, const Move*, u64,          \
+                                                      const CastleInfo*, unsigned long long*);
 PC_BOTH_SIDES(PC_INST)
 #endif

@@ -29,6 +29,7 @@ class Arena:
     xp: object
     capacity: int
     fault_plan: object | None = None
+    name: str = "bfs"
     align: int = 256
     used: int = 0
     peak: int = 0
@@ -48,7 +49,7 @@ class Arena:
         nbytes = int(count) * dtype.itemsize
         start = -(-self.used // self.align) * self.align
         self.ordinal += 1
-        if self.fault_plan is not None and self.fault_plan.should_fail(site, self.ordinal, nbytes):
+        if self.fault_plan is not None and self.fault_plan.should_fail(site, self.ordinal, nbytes, self.name):
             raise DeviceOutOfMemory(site, nbytes, self.ordinal, self.capacity - start, injected=True)
         if start + nbytes > self.capacity:
             raise DeviceOutOfMemory(site, nbytes, self.ordinal, self.capacity - start)
@@ -62,23 +63,26 @@ class FaultPlan:
     """Makes chosen arena allocations fail with DeviceOutOfMemory (fault injection for tests).
 
     An allocation matches when every given criterion holds: ``site`` (a pattern over site names,
-    ``*`` and ``?`` wildcards, brackets literal, such as
+    ``*`` and ``?`` wildcards, brackets literal), ``arena`` (``"bfs"`` or ``"tt"``), such as
     ``"moves[*]"`` or ``"boards[2]"``), ``ordinal`` (the n-th allocation since the arena's reset, from
     1), ``min_bytes`` (at least that many bytes). ``times`` is how many matches fail (then the plan is
     spent); ``fired`` counts the failures made, so a test can prove the fault happened.
-    Text form (``PERFT_FAULT_PLAN``): ``site=moves[*],ordinal=3,min_bytes=1000,times=2``.
+    Text form (``PERFT_FAULT_PLAN``): ``site=moves[*],arena=bfs,ordinal=3,min_bytes=1000,times=2``.
     """
 
     site: str | None = None
+    arena: str | None = None
     ordinal: int | None = None
     min_bytes: int | None = None
     times: int = 1
     fired: int = 0
 
-    def should_fail(self, site: str, ordinal: int, nbytes: int) -> bool:
+    def should_fail(self, site: str, ordinal: int, nbytes: int, arena: str = "bfs") -> bool:
         import fnmatch
 
         if self.fired >= self.times:
+            return False
+        if self.arena is not None and arena != self.arena:
             return False
         # Brackets in site names are literal ("moves[2]"); only * and ? are wildcards.
         pattern = None if self.site is None else self.site.replace("[", "\0").replace("]", "[]]").replace("\0", "[[]")
@@ -97,10 +101,10 @@ class FaultPlan:
         kw: dict = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
             key, sep, value = part.partition("=")
-            if not sep or key not in ("site", "ordinal", "min_bytes", "times"):
-                raise ValueError(f"fault plan: bad entry {part!r} (keys: site, ordinal, min_bytes, times)")
+            if not sep or key not in ("site", "arena", "ordinal", "min_bytes", "times"):
+                raise ValueError(f"fault plan: bad entry {part!r} (keys: site, arena, ordinal, min_bytes, times)")
             try:
-                kw[key] = value if key == "site" else int(value)
+                kw[key] = value if key in ("site", "arena") else int(value)
             except ValueError:
                 raise ValueError(f"fault plan: {key} needs an integer, got {value!r}") from None
         return cls(**kw)

@@ -40,7 +40,8 @@ class GpuStats:
     (device events, or the host batch loops when emulated) and the whole call's wall time;
     launch_depth: plies the CPU expanded before the first GPU call; gpu_depth: its subtree depth;
     oom_fallbacks / oom_sites: out-of-memory events and where they happened; chunk_splits: chunks
-    of roots halved after running out of memory.
+    of roots halved after running out of memory; allocations: arena allocations made by each
+    finished BFS call (so a fault plan can aim at the last one).
     """
 
     gpu_calls: int = 0
@@ -53,6 +54,7 @@ class GpuStats:
     oom_fallbacks: int = 0
     oom_sites: list[str] = field(default_factory=list)
     chunk_splits: int = 0
+    allocations: list[int] = field(default_factory=list)
 
     @property
     def overhead_share(self) -> float:
@@ -195,6 +197,7 @@ class BfsDriver:
             boards, n, side, ply = children, total, side ^ 1, ply + 1
             levels.append(n)
         k.synchronize()
+        self.stats.allocations.append(a.ordinal)
         return int(result)
 
     # ----- sizing ---------------------------------------------------------------------------------

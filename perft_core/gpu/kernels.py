@@ -71,6 +71,28 @@ class EmulatedKernels:
         self.count(boards, n, us, counts)
         return int(counts.sum(dtype=np.uint64))
 
+    # ----- transposition-table mode -----
+    def zobrist(self, seed: int):
+        return np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
+
+    def keys(self, boards, n, us, z, keys):
+        self._timed(_core.batch_keys, boards, n, us, self.ci, z, keys)
+
+    def count_probe(self, boards, keys, n, us, tt, slots, counts, values):
+        self._timed(_core.batch_count_probe, boards, keys, n, us, self.ci, tt, slots, counts, values)
+
+    def make_key(self, boards, keys, parents, moves, n, us, z, children, child_keys):
+        self._timed(_core.batch_make_key, boards, keys, parents, moves, n, us, self.ci, z, children, child_keys)
+
+    def leaf_values(self, boards, parents, moves, n, us, levels, values):
+        self._timed(_core.batch_leaf_values, boards, parents, moves, n, us, self.ci, levels, values)
+
+    def upsweep(self, parents, child_values, n, parent_values):
+        self._timed(_core.batch_upsweep, parents, child_values, n, parent_values)
+
+    def store(self, boards, keys, values, n, tt, slots, audit, side):
+        self._timed(_core.batch_store, boards, keys, values, n, tt, slots, audit, side)
+
 
 def kernel_source_dir() -> str:
     """Directory of the kernel sources: the installed ``perft_core.kernels`` package data, or the
@@ -92,6 +114,9 @@ def _module(options: tuple[str, ...] = ()):
     names = [f"count_kernel<{s}>" for s in SIDES] + [f"gen_kernel<{s}>" for s in SIDES]
     names += [f"make_kernel<{s}>" for s in SIDES] + [f"count_sum_kernel<{s}>" for s in SIDES]
     names += [f"leaf_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3, 4)]
+    names += [f"{k}<{s}>" for k in ("keys_kernel", "count_probe_kernel", "make_key_kernel") for s in SIDES]
+    names += [f"leaf_values_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3)]
+    names += ["upsweep_kernel", "store_kernel"]
     mod = cp.RawModule(code=code, options=("-std=c++17", f"-I{src_dir}") + tuple(options), name_expressions=names)
     blob = np.frombuffer(_core.tables_blob(), dtype=np.uint8)
     ptr = mod.get_global("g_tables_dev")
@@ -173,6 +198,34 @@ class CupyKernels:
         self.total[:] = 0
         self._launch(f"count_sum_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, self.total))
         return int(self.total.get()[0])
+
+    # ----- transposition-table mode -----
+    def zobrist(self, seed: int):
+        return self.xp.asarray(np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64))
+
+    def keys(self, boards, n, us, z, keys):
+        self._launch(f"keys_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, z, keys))
+
+    def count_probe(self, boards, keys, n, us, tt, slots, counts, values):
+        tt_ptr = tt if tt is not None else np.uint64(0)
+        self._launch(f"count_probe_kernel<{us}>", n, self.gen_threads,
+                     (boards, keys, np.uint32(n), self.ci, tt_ptr, np.uint64(slots), counts, values))
+
+    def make_key(self, boards, keys, parents, moves, n, us, z, children, child_keys):
+        self._launch(f"make_key_kernel<{us}>", n, self.gen_threads,
+                     (boards, keys, parents, moves, np.uint64(n), self.ci, z, children, child_keys))
+
+    def leaf_values(self, boards, parents, moves, n, us, levels, values):
+        self._launch(f"leaf_values_kernel<{us},{levels}>", n, self.leaf_threads,
+                     (boards, parents, moves, np.uint64(n), self.ci, values))
+
+    def upsweep(self, parents, child_values, n, parent_values):
+        self._launch("upsweep_kernel", n, 256, (parents, child_values, np.uint64(n), parent_values))
+
+    def store(self, boards, keys, values, n, tt, slots, audit, side):
+        audit_ptr = audit if audit is not None else np.uint64(0)
+        self._launch("store_kernel", n, 256,
+                     (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.int32(side)))
 
     def attributes(self) -> dict[str, dict[str, int]]:
         """Registers, local memory (bytes), shared memory (bytes) and max threads of every kernel."""

@@ -38,6 +38,7 @@ template <int Us> struct CountF {
 template <int Us> struct GenF {
     static int run(const Board* b, u64 n, const CastleInfo& ci, const u64* off, Move* moves, u32* parents) {
         for (u64 i = 0; i < n; ++i) {
+            if (off[i + 1] == off[i]) continue;  // no moves, or a TT hit (TT mode)
             int k = generate_moves<Us>(b[i], ci, moves + off[i]);
             for (int j = 0; j < k; ++j) parents[off[i] + j] = (u32)i;
         }
@@ -58,6 +59,37 @@ template <int Us> struct LeafF {
         return t;
     }
 };
+
+template <int Us> struct KeysF {
+    static int run(const Board* b, u64 n, const CastleInfo& ci, const ZobristKeys& z, Key128* keys) {
+        for (u64 i = 0; i < n; ++i) keys[i] = compute_hash<Us>(b[i], ci, z);
+        return 0;
+    }
+};
+template <int Us> struct CountProbeF {
+    static int run(const Board* b, const Key128* keys, u64 n, const CastleInfo& ci, const TTEntry16* tt, u64 slots,
+                   u32* counts, u64* values) {
+        for (u64 i = 0; i < n; ++i) counts[i] = bfs_count_probe<Us>(b[i], keys[i], tt, slots, ci, values[i]);
+        return 0;
+    }
+};
+template <int Us> struct MakeKeyF {
+    static int run(const Board* b, const Key128* keys, const u32* par, const Move* mv, u64 n, const CastleInfo& ci,
+                   const ZobristKeys& z, Board* out, Key128* out_keys) {
+        for (u64 j = 0; j < n; ++j) bfs_make_key<Us>(b[par[j]], keys[par[j]], mv[j], ci, z, out[j], out_keys[j]);
+        return 0;
+    }
+};
+template <int Us> struct LeafValuesF {
+    static int run(const Board* b, const u32* par, const Move* mv, u64 n, const CastleInfo& ci, int levels,
+                   u64* values) {
+        for (u64 j = 0; j < n; ++j)
+            values[par[j]] += levels == 2 ? bfs_leaf2<Us>(b[par[j]], mv[j], ci) : bfs_leaf3<Us>(b[par[j]], mv[j], ci);
+        return 0;
+    }
+};
+
+const ZobristKeys& zkeys(py::array& z) { return *ptr<ZobristKeys>(z, 1, "zobrist keys"); }
 
 }  // namespace
 
@@ -115,4 +147,90 @@ void register_batch(py::module_& m) {
         py::gil_scoped_release nogil;
         return by_side<LeafF>(us, b, par, mv, n, cinfo, levels);
     }, "Sum over moves j of perft(levels - 1) below boards[parents[j]] after moves[j].");
+
+    m.def("batch_perft", [](py::array boards, u64 n, int us, const py::bytes& ci, int depth) {
+        check_depth(depth);
+        const Board* b = ptr<Board>(boards, n, "boards");
+        const CastleInfo& cinfo = castle(ci);
+        py::array_t<u64> out(n);
+        u64* o = out.mutable_data();
+        py::gil_scoped_release nogil;
+        for (u64 i = 0; i < n; ++i) o[i] = perft_any(b[i], cinfo, us, depth);
+        return out;
+    }, "CPU perft of each board (uint64 counts), e.g. to audit transposition-table entries.");
+
+    // ----- transposition-table mode (keys are two uint64 words lo, hi; TT entries two words) -----
+    m.def("batch_keys", [](py::array boards, u64 n, int us, const py::bytes& ci, py::array z, py::array keys) {
+        const Board* b = ptr<Board>(boards, n, "boards");
+        Key128* k = ptr<Key128>(keys, n, "keys");
+        const CastleInfo& cinfo = castle(ci);
+        const ZobristKeys& zk = zkeys(z);
+        py::gil_scoped_release nogil;
+        by_side<KeysF>(us, b, n, cinfo, zk, k);
+    }, "keys[i] = Zobrist key of boards[i] from scratch (compute_hash).");
+
+    m.def("batch_count_probe", [](py::array boards, py::array keys, u64 n, int us, const py::bytes& ci,
+                                  py::object tt, u64 slots, py::array counts, py::array values) {
+        const Board* b = ptr<Board>(boards, n, "boards");
+        const Key128* k = ptr<Key128>(keys, n, "keys");
+        const TTEntry16* t = nullptr;
+        if (!tt.is_none()) {
+            py::array ta = tt.cast<py::array>();
+            t = ptr<TTEntry16>(ta, slots, "tt");
+        }
+        u32* c = ptr<u32>(counts, n, "counts");
+        u64* v = ptr<u64>(values, n, "values");
+        const CastleInfo& cinfo = castle(ci);
+        py::gil_scoped_release nogil;
+        by_side<CountProbeF>(us, b, k, n, cinfo, t, slots, c, v);
+    }, "Probe the TT (or None): a hit gives counts[i] = 0 and values[i] = its count; else the move count.");
+
+    m.def("batch_make_key", [](py::array boards, py::array keys, py::array parents, py::array moves, u64 n, int us,
+                               const py::bytes& ci, py::array z, py::array children, py::array child_keys) {
+        const Board* b = reinterpret_cast<const Board*>(boards.data());
+        const Key128* k = reinterpret_cast<const Key128*>(keys.data());
+        const u32* par = ptr<u32>(parents, n, "parents");
+        const Move* mv = ptr<Move>(moves, n, "moves");
+        Board* out = ptr<Board>(children, n, "children");
+        Key128* ok = ptr<Key128>(child_keys, n, "child keys");
+        const CastleInfo& cinfo = castle(ci);
+        const ZobristKeys& zk = zkeys(z);
+        py::gil_scoped_release nogil;
+        by_side<MakeKeyF>(us, b, k, par, mv, n, cinfo, zk, out, ok);
+    }, "Child boards and their keys by incremental update (update_hash).");
+
+    m.def("batch_leaf_values", [](py::array boards, py::array parents, py::array moves, u64 n, int us,
+                                  const py::bytes& ci, int levels, py::array values) {
+        if (levels != 2 && levels != 3) throw std::invalid_argument("levels must be 2 or 3");
+        const Board* b = reinterpret_cast<const Board*>(boards.data());
+        const u32* par = ptr<u32>(parents, n, "parents");
+        const Move* mv = ptr<Move>(moves, n, "moves");
+        u64* v = reinterpret_cast<u64*>(values.mutable_data());
+        const CastleInfo& cinfo = castle(ci);
+        py::gil_scoped_release nogil;
+        by_side<LeafValuesF>(us, b, par, mv, n, cinfo, levels, v);
+    }, "values[parents[j]] += perft(levels - 1) below boards[parents[j]] after moves[j].");
+
+    m.def("batch_upsweep", [](py::array parents, py::array child_values, u64 n, py::array parent_values) {
+        const u32* par = ptr<u32>(parents, n, "parents");
+        const u64* cv = ptr<u64>(child_values, n, "child values");
+        u64* pv = reinterpret_cast<u64*>(parent_values.mutable_data());
+        py::gil_scoped_release nogil;
+        for (u64 i = 0; i < n; ++i) pv[par[i]] += cv[i];
+    }, "parent_values[parents[i]] += child_values[i].");
+
+    m.def("batch_store", [](py::array boards, py::array keys, py::array values, u64 n, py::array tt, u64 slots,
+                            py::object audit, int side) {
+        const Board* b = ptr<Board>(boards, n, "boards");
+        const Key128* k = ptr<Key128>(keys, n, "keys");
+        const u64* v = ptr<u64>(values, n, "values");
+        TTEntry16* t = ptr<TTEntry16>(tt, slots, "tt");
+        u64* a = nullptr;
+        if (!audit.is_none()) {
+            py::array aa = audit.cast<py::array>();
+            a = ptr<u64>(aa, 8 * slots, "audit");
+        }
+        py::gil_scoped_release nogil;
+        for (u64 i = 0; i < n; ++i) bfs_store(t, slots, k[i], v[i], a, b[i], side);
+    }, "Store each board's finished count in the TT (and, in audit mode, what was stored).");
 }

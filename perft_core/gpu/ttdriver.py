@@ -1,0 +1,323 @@
+"""GPU perft with transposition tables: device TTs below the launch depth, a host lossless cache and
+key-merged roots at and above it.
+
+Within one BFS call every probe of a level happens before any store (counts are stored in the
+upsweep, after the leaf), so device TTs pay across calls. The driver therefore expands the top
+plies on the host, merges roots with equal Zobrist keys (counting each once, times its
+multiplicity), looks each up in a lossless host cache, and sends the rest to the GPU in chunks;
+later chunks hit the device entries that earlier chunks stored.
+
+Device TTs: one per remaining depth r from 3 to the GPU depth - 1, 16-byte XOR-checked entries
+(kernels/pc_tt.h), sized from a memory budget in proportion to the number of distinct positions at
+the ply they serve (OEIS A083276 from the start position; x8 a ply beyond its last term), each no
+larger than 4x that number. Out of memory: no count of an interrupted call is ever stored — stores
+happen only in the upsweep of a finished call — and the fallback is BfsDriver's.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _core
+from .arena import Arena, DeviceOutOfMemory
+from .driver import WORDS, BfsDriver
+
+# OEIS A083276: distinct positions after n plies from the start position, n = 0..11
+# (a(11) by P. Osterlund 2013, verified by F. Labelle 2017). Sizes the device TTs.
+UNIQUE_POSITIONS = [1, 20, 400, 5362, 72078, 822518, 9417681, 96400068, 988187354, 9183421888,
+                    85375278064, 726155461002]
+ENTRY_BYTES = 16
+AUDIT_BYTES = 64
+
+
+def unique_positions(ply: int) -> int:
+    """Distinct positions expected at ``ply`` (A083276; x8 per ply past its last term)."""
+    if ply < len(UNIQUE_POSITIONS):
+        return UNIQUE_POSITIONS[ply]
+    return UNIQUE_POSITIONS[-1] * 8 ** (ply - len(UNIQUE_POSITIONS) + 1)
+
+
+@dataclass
+class DeviceTT:
+    """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data);
+    ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, side to move."""
+
+    remaining: int
+    slots: int
+    entries: object
+    audit: object | None
+
+
+class TTBfsDriver(BfsDriver):
+    """BfsDriver with transposition tables (``backend`` option ``tt=True``).
+
+    Args (beyond BfsDriver's): ``tt_bytes`` device bytes for the TTs (default 30 % of the arena),
+    ``seed`` Zobrist key seed, ``audit`` record every stored entry's position (for tests),
+    ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
+    ``host_cache_entries`` bound of the lossless host cache (it stops storing when full).
+    """
+
+    def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
+                 tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1000,
+                 host_cache_entries: int = 1 << 20, chunk_leaf_moves: int = 1 << 24):
+        super().__init__(kernels, memory_bytes, fault_plan, max_gpu_depth)
+        cap = tt_bytes if tt_bytes is not None else int(self.arena.capacity * 0.3)
+        if tt_bytes is None:  # take the TT memory out of the BFS arena
+            self.arena = Arena(kernels.xp, self.arena.capacity - cap, fault_plan)
+        self.tt_arena = Arena(kernels.xp, cap, fault_plan, name="tt")
+        self.seed = _core.ZOBRIST_DEFAULT_SEED if seed is None else seed
+        self.audit_mode = audit
+        self.min_roots = min_roots
+        self.host_cache: dict[tuple[int, int, int], int] = {}
+        # audit mode: the position, side to move and castling geometry of each host cache entry
+        self.host_audit: dict[tuple[int, int, int], tuple[np.ndarray, int, bytes]] = {}
+        self.host_cache_entries = host_cache_entries
+        self.chunk_leaf_moves = chunk_leaf_moves
+        self.z_dev = kernels.zobrist(self.seed)
+        self.z_host = np.frombuffer(_core.zobrist_keys_blob(self.seed), dtype=np.uint64).copy()
+        self.tts: dict[int, DeviceTT] = {}
+        self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0}
+
+    # ----- the count ----------------------------------------------------------------------------
+    def _perft(self, pos, depth: int) -> int:
+        if depth == 0:
+            return 1
+        root, us, ci = _core.gpu_root(pos._core_args())
+        self.k.set_castle(ci)
+        self._ci_bytes = ci
+        self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
+        self.tt_arena.reset()
+        growth = self._growth(pos, depth)
+        g_mem = self._gpu_depth(growth, depth)
+        # Launch depth: the first ply with at least min_roots positions (so there are chunks whose
+        # entries later chunks can hit), no shallower than memory allows, and at least one ply of GPU.
+        launch, nodes = 0, 1
+        while nodes < self.min_roots and launch < depth - 1:
+            launch += 1
+            nodes = _core.perft(pos._core_args(), launch, 1)
+        launch = min(max(launch, depth - g_mem), depth - 1)
+        g = depth - launch
+        if self.max_gpu_depth is not None:
+            g = min(g, self.max_gpu_depth)
+        self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
+        self._plan_tts(depth, g)
+        boards = np.array([root], dtype=np.uint64)
+        keys = self._host_keys(boards, us)
+        return self._count_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
+
+    def _plan_tts(self, depth: int, g: int) -> None:
+        """Allocate device TTs for remaining depths 3 .. g-1, by distinct positions per ply."""
+        rs = list(range(3, g))
+        if not rs:
+            return
+        per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
+        weights = {r: unique_positions(depth - r) for r in rs}
+        total_w = sum(weights.values())
+        budget = self.tt_arena.capacity * 0.95
+        for r in sorted(rs, key=lambda r: weights[r]):
+            slots = int(min(4 * weights[r], budget * weights[r] / total_w / per_slot))
+            slots = max(slots, 1024)
+            try:
+                entries = self.tt_arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
+                entries[...] = 0
+                audit = None
+                if self.audit_mode:
+                    audit = self.tt_arena.alloc(f"tt_audit[{r}]", 8 * slots, np.uint64)
+                    audit[...] = 0
+            except DeviceOutOfMemory as exc:  # a TT is an optimisation: count on without it
+                self.stats.oom_sites.append(exc.site)
+                self.tt_stats["tt_disabled"] += 1
+                continue
+            self.tts[r] = DeviceTT(r, slots, entries, audit)
+
+    def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
+        keys = np.empty((len(boards), 2), dtype=np.uint64)
+        if len(boards):
+            _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), us, self._ci_bytes,
+                             self.z_host, keys)
+        return keys
+
+    def _count_tt(self, boards, keys, mult, us: int, depth: int, g: int) -> int:
+        """Sum of mult[i] * perft(boards[i], depth); GPU calls of depth <= g."""
+        if len(boards) == 0:
+            return 0
+        # Merge equal positions: same key, same subtree (the key covers everything that decides it).
+        uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        m = np.zeros(len(uniq), dtype=np.uint64)
+        np.add.at(m, inverse.reshape(-1), mult)
+        boards, keys, mult = boards[first], uniq, m
+        self.tt_stats["roots"] += int(len(inverse))
+        self.tt_stats["unique_roots"] += int(len(uniq))
+        if depth > g:
+            children = self._expand_host(boards, us)
+            parents = self._parents(boards, us)
+            return self._count_tt(children, self._host_keys(children, us ^ 1), mult[parents], us ^ 1, depth - 1, g)
+        total = 0
+        todo = []
+        for i in range(len(boards)):
+            hit = self.host_cache.get((int(keys[i, 0]), int(keys[i, 1]), depth))
+            if hit is None:
+                todo.append(i)
+            else:
+                self.tt_stats["host_hits"] += 1
+                total += hit * int(mult[i])
+        if not todo:
+            return total
+        idx = np.array(todo)
+        per_root_moves = max(self._bytes_estimate(depth) // 6, 1)
+        chunk = max(1, min(int(self.arena.capacity * 0.9 // max(self._bytes_estimate(depth), 1)),
+                           int(self.chunk_leaf_moves // per_root_moves) or 1))
+        pending = [idx[i:i + chunk] for i in range(0, len(idx), chunk)][::-1]
+        while pending:
+            part = pending.pop()
+            try:
+                values = self._bfs_tt(boards[part], keys[part], us, depth)
+            except DeviceOutOfMemory as exc:
+                self.stats.oom_sites.append(exc.site)
+                if len(part) > 1:
+                    self.stats.chunk_splits += 1
+                    half = len(part) // 2
+                    pending += [part[half:], part[:half]]
+                    continue
+                self.stats.oom_fallbacks += 1
+                if depth - 1 < 1:
+                    raise
+                g = depth - 1
+                sub = self._expand_host(boards[part], us)
+                total += int(mult[part[0]]) * self._count_tt(sub, self._host_keys(sub, us ^ 1),
+                                                            np.ones(len(sub), dtype=np.uint64), us ^ 1, depth - 1, g)
+                continue
+            for j, i in enumerate(part):
+                v = int(values[j])
+                total += v * int(mult[i])
+                if len(self.host_cache) < self.host_cache_entries:  # lossless: when full, stop storing
+                    entry = (int(keys[i, 0]), int(keys[i, 1]), depth)
+                    self.host_cache[entry] = v
+                    if self.audit_mode:
+                        self.host_audit[entry] = (boards[i].copy(), us, self._ci_bytes)
+        return total
+
+    def _parents(self, boards: np.ndarray, us: int) -> np.ndarray:
+        """For _expand_host's children: the index of each child's parent board."""
+        n = len(boards)
+        counts = np.empty(n, dtype=np.uint32)
+        _core.batch_count(np.ascontiguousarray(boards).reshape(-1), n, us, self._ci_bytes, counts)
+        return np.repeat(np.arange(n), counts.astype(np.int64))
+
+    def _bfs_tt(self, roots: np.ndarray, root_keys: np.ndarray, us: int, depth: int) -> np.ndarray:
+        """One BFS call in TT mode: perft of each root at ``depth`` (host uint64 array)."""
+        a, k = self.arena, self.k
+        a.reset()
+        self.stats.gpu_calls += 1
+        sizes = [len(roots)]
+        self.stats.level_positions.append(sizes)
+        n = len(roots)
+        boards = a.alloc("boards[0]", n * WORDS, np.uint64)
+        boards[...] = k.to_device(np.ascontiguousarray(roots).reshape(-1))
+        keys = a.alloc("keys[0]", n * 2, np.uint64)
+        keys[...] = k.to_device(np.ascontiguousarray(root_keys).reshape(-1))
+        levels = []
+        side, ply = us, 0
+        while True:
+            left = depth - ply
+            values = a.alloc(f"values[{ply}]", n, np.uint64)
+            counts = a.alloc(f"counts[{ply}]", n, np.uint32)
+            level = {"boards": boards, "keys": keys, "n": n, "values": values, "side": side,
+                     "tt": self.tts.get(left) if ply >= 1 else None, "parents": None}
+            levels.append(level)
+            if left == 1:
+                k.count(boards, n, side, counts)
+                values[...] = counts
+                break
+            tt = level["tt"]
+            k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
+            if tt is not None:
+                xp = k.xp
+                self.tt_stats["probes"] += n
+                self.tt_stats["hits"] += int(xp.count_nonzero((counts[:n] == 0) & (values[:n] > 0)))
+            offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
+            total = k.scan(counts, n, offsets)
+            if total == 0:
+                break
+            moves = a.alloc(f"moves[{ply}]", total, np.uint16)
+            parents = a.alloc(f"parents[{ply}]", total, np.uint32)
+            k.gen(boards, n, side, offsets, moves, parents)
+            level["parents"] = parents
+            if left <= 3:
+                k.leaf_values(boards, parents, moves, total, side, left, values)
+                break
+            if total >= 1 << 32:
+                raise DeviceOutOfMemory(f"boards[{ply + 1}]", total * _core.BOARD_BYTES, a.ordinal, 0)
+            children = a.alloc(f"boards[{ply + 1}]", total * WORDS, np.uint64)
+            child_keys = a.alloc(f"keys[{ply + 1}]", total * 2, np.uint64)
+            k.make_key(boards, keys, parents, moves, total, side, self.z_dev, children, child_keys)
+            boards, keys, n, side, ply = children, child_keys, total, side ^ 1, ply + 1
+            sizes.append(n)
+        # Upsweep: each level's values are final once the level below has been added; then store.
+        for i in range(len(levels) - 1, -1, -1):
+            lv = levels[i]
+            tt = lv["tt"]
+            if tt is not None:
+                k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit, lv["side"])
+            if i > 0:
+                k.upsweep(levels[i - 1]["parents"], lv["values"], lv["n"], levels[i - 1]["values"])
+        k.synchronize()
+        self.stats.allocations.append(a.ordinal)
+        out = levels[0]["values"]
+        return np.asarray(out.get() if hasattr(out, "get") else out).copy()
+
+    # ----- audit ------------------------------------------------------------------------------------
+    def audit_entries(self):
+        """Every valid device TT entry as (remaining, key, board words (5,), side, count, castle info
+        bytes); needs audit=True.
+
+        Raises RuntimeError when the driver was not made with ``audit=True``.
+        """
+        if not self.audit_mode:
+            raise RuntimeError("TT audit needs TTBfsDriver(..., audit=True)")
+        for r, tt in sorted(self.tts.items()):
+            e = np.asarray(tt.entries.get() if hasattr(tt.entries, "get") else tt.entries).reshape(-1, 2)
+            a = np.asarray(tt.audit.get() if hasattr(tt.audit, "get") else tt.audit).reshape(-1, 8)
+            for s in np.nonzero(e[:, 1])[0]:
+                check, data = int(e[s, 0]), int(e[s, 1])
+                lo, hi = int(a[s, 5]), int(a[s, 6])
+                if check ^ data != hi:  # overwritten by a later store in the same slot: audit that one
+                    continue
+                yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]), data, self._ci_bytes
+
+    def host_entries(self):
+        """Every host cache entry, shaped as audit_entries' tuples; needs audit=True."""
+        if not self.audit_mode:
+            raise RuntimeError("TT audit needs TTBfsDriver(..., audit=True)")
+        for (lo, hi, r), count in self.host_cache.items():
+            words, side, ci = self.host_audit[(lo, hi, r)]
+            yield r, (hi << 64) | lo, words, side, count, ci
+
+    def audit(self) -> tuple[int, list[tuple]]:
+        """Recompute every stored entry, device TTs and host cache, on the CPU.
+
+        Returns (entries checked, wrong entries); a wrong entry is (remaining, key, stored count,
+        CPU count, key matches). An empty list means no entry is poisoned.
+        """
+        import itertools
+
+        checked, wrong = 0, []
+        for r, key, words, side, count, ci in itertools.chain(self.audit_entries(), self.host_entries()):
+            flat = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1)
+            k = np.empty((1, 2), dtype=np.uint64)
+            _core.batch_keys(flat, 1, side, ci, self.z_host, k)
+            real_key = (int(k[0, 1]) << 64) | int(k[0, 0])
+            real = int(_core.batch_perft(flat, 1, side, ci, r)[0])
+            checked += 1
+            if real_key != key or real != count:
+                wrong.append((r, key, count, real, real_key == key))
+        return checked, wrong
+
+
+def timed_perft(driver: TTBfsDriver, pos, depth: int) -> tuple[int, float]:
+    """(nodes, seconds) of one count (a helper for benchmarks)."""
+    t = time.perf_counter()
+    n = driver.perft(pos, depth)
+    return n, time.perf_counter() - t

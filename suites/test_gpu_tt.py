@@ -1,0 +1,144 @@
+"""GPU transposition tables (downsweep probe, upsweep store, host cache) and out-of-memory fault
+injection proving no TT entry is ever poisoned. ``pytest suites/ -k oom`` runs the fault plans.
+
+Every test runs on the emulated device (CPU CI) and again on the real GPU (marker ``gpu``).
+Each fault-plan test checks: the count is exact, the audit (every device TT entry and host cache
+entry recomputed on the CPU from the position stored beside it) finds nothing wrong, and the plan
+fired (a plan that never fires fails).
+"""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import perft_core
+from perft_core.gpu.arena import FaultPlan
+from perft_core.gpu.ttdriver import TTBfsDriver, unique_positions
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+CASES = [(KIWIPETE, 4, 4085603), (CHESS960, 4, 326672), (POS3, 6, 11030083), (STARTPOS, 5, 4865609)]
+# Deep enough that device TTs exist (GPU depth >= 4 below a launch depth of 1 or 2).
+OOM_CASES = [(KIWIPETE, 5, 193690690), (CHESS960, 5, 8146062), (POS3, 6, 11030083)]
+
+
+def _emulated():
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    return EmulatedKernels()
+
+
+@pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
+def kernels(request):
+    if request.param == "emulated":
+        return _emulated()
+    from perft_core.gpu.kernels import CupyKernels
+
+    return CupyKernels()
+
+
+def make_driver(kernels, plan=None, tt_bytes=4 << 20, **kw):
+    """A small TT driver: many small chunks, so later chunks hit what earlier ones stored."""
+    kw.setdefault("min_roots", 20)
+    kw.setdefault("chunk_leaf_moves", 1 << 11)
+    return TTBfsDriver(kernels, memory_bytes=16 << 20, fault_plan=plan, tt_bytes=tt_bytes, audit=True, **kw)
+
+
+def assert_clean(drv):
+    checked, wrong = drv.audit()
+    assert not wrong, f"poisoned TT entries: {wrong[:5]}"
+    return checked
+
+
+@pytest.mark.parametrize("fen,depth,expected", CASES)
+def test_tt_counts_exact_with_hits_and_clean_audit(kernels, fen, depth, expected):
+    drv = make_driver(kernels)
+    assert drv.perft(perft_core.Position.from_fen(fen), depth) == expected
+    assert drv.stats.gpu_calls > 1
+    assert assert_clean(drv) > 0
+
+
+def test_tt_hits_happen_and_save_work(kernels):
+    drv = make_driver(kernels)
+    assert drv.perft(perft_core.Position.from_fen(POS3), 6) == 11030083
+    assert drv.tt_stats["hits"] > 0 and drv.tt_stats["probes"] > drv.tt_stats["hits"]
+
+
+def test_tiny_tables_heavy_collisions_still_exact(kernels):
+    """1,024-slot tables (the minimum) for ~10^4-10^5 positions: most stores overwrite others."""
+    drv = make_driver(kernels, tt_bytes=400_000)
+    assert drv.perft(perft_core.Position.from_fen(POS3), 7) == 178633661
+    assert all(t.slots == 1024 for t in drv.tts.values()) and drv.tts
+    assert_clean(drv)
+
+
+def test_tt_divide_and_host_cache(kernels):
+    drv = make_driver(kernels)
+    pos = perft_core.Position.from_fen(KIWIPETE)
+    assert drv.divide(pos, 4) == perft_core.divide(pos, 4)
+    assert_clean(drv)
+
+
+def test_tt_sizing_follows_unique_positions(kernels):
+    drv = make_driver(kernels, tt_bytes=64 << 20, min_roots=1)
+    drv.perft(perft_core.Position.from_fen(STARTPOS), 6)
+    sizes = {r: t.slots for r, t in drv.tts.items()}
+    assert sizes, "no device TT was made"
+    # A table never exceeds 4x the distinct positions of its ply, and deeper plies get more.
+    for r, slots in sizes.items():
+        assert slots <= max(1024, 4 * unique_positions(6 - r))
+    assert [sizes[r] for r in sorted(sizes, reverse=True)] == sorted(sizes.values())
+
+
+# ----- out-of-memory fault injection ------------------------------------------------------------
+
+SITES = ["boards[*]", "keys[*]", "values[*]", "counts[*]", "offsets[*]", "moves[*]", "parents[*]", "tt[*]"]
+
+
+@pytest.mark.parametrize("fen,depth,expected", OOM_CASES)
+@pytest.mark.parametrize("site", SITES)
+def test_oom_each_site_exact_and_no_poisoned_entry(kernels, fen, depth, expected, site):
+    plan = FaultPlan(site=site, times=1)
+    drv = make_driver(kernels, plan)
+    assert drv.perft(perft_core.Position.from_fen(fen), depth) == expected
+    assert plan.fired == 1, "the fault plan never fired"
+    assert drv.stats.oom_sites
+    assert_clean(drv)
+
+
+@pytest.mark.parametrize("which", ["first", "second", "middle", "last"])
+def test_oom_first_kth_and_last_allocation(kernels, which):
+    pos = perft_core.Position.from_fen(KIWIPETE)
+    probe = make_driver(kernels)
+    probe.perft(pos, 4)
+    n = probe.stats.allocations[0]  # allocations of the first BFS call
+    ordinal = {"first": 1, "second": 2, "middle": max(1, n // 2), "last": n}[which]
+    plan = FaultPlan(arena="bfs", ordinal=ordinal, times=1)
+    drv = make_driver(kernels, plan)
+    assert drv.perft(pos, 4) == 4085603
+    assert plan.fired == 1
+    assert drv.stats.oom_fallbacks + drv.stats.chunk_splits >= 1
+    assert_clean(drv)
+
+
+# Plans that can fire: by site (some allocation of every BFS call or TT build has it) or by an
+# ordinal that every BFS call reaches (each call allocates at least 7 arrays).
+PLANS = st.one_of(
+    st.builds(FaultPlan, site=st.sampled_from(SITES), times=st.integers(1, 4),
+              min_bytes=st.one_of(st.none(), st.integers(0, 64))),
+    st.builds(FaultPlan, arena=st.just("bfs"), ordinal=st.integers(1, 7), times=st.integers(1, 4)),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=PLANS, case=st.sampled_from(OOM_CASES))
+def test_oom_hypothesis_plans(kernels, plan, case):
+    fen, depth, expected = case
+    drv = make_driver(kernels, plan)
+    assert drv.perft(perft_core.Position.from_fen(fen), depth) == expected
+    assert plan.fired >= 1, "the fault plan never fired"
+    assert drv.stats.oom_sites
+    assert_clean(drv)
