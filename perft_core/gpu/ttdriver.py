@@ -53,7 +53,8 @@ class DeviceTT:
 class TTBfsDriver(BfsDriver):
     """BfsDriver with transposition tables (``backend`` option ``tt=True``).
 
-    Args (beyond BfsDriver's): ``tt_bytes`` device bytes for the TTs (default 30 % of the arena),
+    Args (beyond BfsDriver's): ``tt_bytes`` device bytes for the TTs (default 30 % of the memory;
+    taken out of ``memory_bytes`` when that is not given),
     ``seed`` Zobrist key seed, ``audit`` record every stored entry's position (for tests),
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
     ``host_cache_entries`` bound of the lossless host cache (it stops storing when full).
@@ -62,11 +63,15 @@ class TTBfsDriver(BfsDriver):
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
                  tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1000,
                  host_cache_entries: int = 1 << 20, chunk_leaf_moves: int = 1 << 24):
-        super().__init__(kernels, memory_bytes, fault_plan, max_gpu_depth)
-        cap = tt_bytes if tt_bytes is not None else int(self.arena.capacity * 0.3)
-        if tt_bytes is None:  # take the TT memory out of the BFS arena
-            self.arena = Arena(kernels.xp, self.arena.capacity - cap, fault_plan)
-        self.tt_arena = Arena(kernels.xp, cap, fault_plan, name="tt")
+        # Split the device memory between the BFS arena and the TTs before allocating either.
+        total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
+        if tt_bytes is None:
+            tt_bytes = int(total * 0.3)
+            total -= tt_bytes
+        elif memory_bytes is None:
+            total -= tt_bytes
+        super().__init__(kernels, total, fault_plan, max_gpu_depth)
+        self.tt_arena = Arena(kernels.xp, tt_bytes, fault_plan, name="tt")
         self.seed = _core.ZOBRIST_DEFAULT_SEED if seed is None else seed
         self.audit_mode = audit
         self.min_roots = min_roots
@@ -78,6 +83,7 @@ class TTBfsDriver(BfsDriver):
         self.z_dev = kernels.zobrist(self.seed)
         self.z_host = np.frombuffer(_core.zobrist_keys_blob(self.seed), dtype=np.uint64).copy()
         self.tts: dict[int, DeviceTT] = {}
+        self._hits_dev = None
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0}
 
     # ----- the count ----------------------------------------------------------------------------
@@ -219,6 +225,7 @@ class TTBfsDriver(BfsDriver):
         keys = a.alloc("keys[0]", n * 2, np.uint64)
         keys[...] = k.to_device(np.ascontiguousarray(root_keys).reshape(-1))
         levels = []
+        self._hits_dev = None
         side, ply = us, 0
         while True:
             left = depth - ply
@@ -233,10 +240,10 @@ class TTBfsDriver(BfsDriver):
                 break
             tt = level["tt"]
             k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
-            if tt is not None:
-                xp = k.xp
+            if tt is not None:  # hits counted on the device; read once at the end of the call
                 self.tt_stats["probes"] += n
-                self.tt_stats["hits"] += int(xp.count_nonzero((counts[:n] == 0) & (values[:n] > 0)))
+                hit = k.xp.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
+                self._hits_dev = hit if self._hits_dev is None else self._hits_dev + hit
             offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
             total = k.scan(counts, n, offsets)
             if total == 0:
@@ -265,6 +272,8 @@ class TTBfsDriver(BfsDriver):
                 k.upsweep(levels[i - 1]["parents"], lv["values"], lv["n"], levels[i - 1]["values"])
         k.synchronize()
         self.stats.allocations.append(a.ordinal)
+        if self._hits_dev is not None:
+            self.tt_stats["hits"] += int(self._hits_dev)
         out = levels[0]["values"]
         return np.asarray(out.get() if hasattr(out, "get") else out).copy()
 

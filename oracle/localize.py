@@ -1,0 +1,269 @@
+"""Localize a perft disagreement between an engine and a reference down to one position and move.
+
+Algorithm (:func:`localize`): at the current node, with ``d`` plies left,
+
+1. ask the engine for its divide at depth ``d`` and the reference for the legal moves (depth 1,
+   cheap); moves missing from the engine or extra in it are the answer;
+2. otherwise ask the reference for the count below each move, cheapest subtree first (ordered by
+   the engine's count), and descend into the first move whose counts differ, with ``d - 1`` plies;
+3. at one ply left, a move the engine counts other than once is the answer (it generates it
+   twice, say). If every child agrees although the parent's count for this move did not, the
+   engine is *inconsistent*: its count for the move at the parent is not the sum of its divide
+   after the move (a state carried wrongly across make-move, a hash bug, a depth-dependent bug).
+
+Both engines are queried from the root FEN plus the moves played (``position fen F moves ...``),
+so make-move is exercised as in a real perft. Moves are compared in one canonical UCI notation per
+position (standard castling ``e1g1`` unless the root needs Chess960 rules, then king-takes-rook),
+whatever the notation each engine prints; each engine is sent back its own spelling of a move.
+
+The reported FEN reproduces the disagreement on its own where that is possible: it keeps the en
+passant square after every double push (see :func:`oracle.engines.fen_of`) and is Shredder-FEN for
+Chess960. ``reproduces_from_fen`` says whether the engine, given that FEN alone, disagrees the same
+way (False points at state the engine carries wrongly through make-move).
+
+Cost: the engine's divide once per level, and the reference's counts of the children it visits.
+A rule bug (a move kind never generated, say) shows in many subtrees, so the cheapest few reveal
+it: en passant dropped, first seen 5 plies from the start, is localized against python-chess in
+about 5 s. A bug at a single node under the most expensive move of every ply makes the reference
+count the whole tree once: 14 s for CPW position 4 at depth 5 (15.8 M nodes), about 2 minutes for
+Kiwipete at depth 5 (194 M nodes); python-chess counts ~1-2 M nodes/s with bulk counting and its
+transposition table, which also makes each descent after the first level nearly free.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+import chess
+
+from oracle.engines import Engine, board_from, check_depth, fen_of
+
+__all__ = ["Level", "Localization", "canonical_divide", "localize"]
+
+KINDS = ("agree", "moves", "count", "inconsistent", "gave_up")
+
+
+@dataclass
+class Level:
+    """One node visited by :func:`localize`.
+
+    ``path``: canonical UCI moves from the root to this node; ``fen``: standalone FEN of the node;
+    ``depth``: plies counted below it; ``engine``: the engine's divide (canonical moves -> nodes);
+    ``reference``: reference counts for the moves it was asked about (cheapest first, so possibly
+    not all of them); ``engine_total``: sum of ``engine``; ``reference_total``: the reference's
+    total when it counted every move, else None; ``mismatch``: the move descended into, if any.
+    """
+
+    path: list[str]
+    fen: str
+    depth: int
+    engine: dict[str, int]
+    reference: dict[str, int]
+    engine_total: int
+    reference_total: int | None
+    mismatch: str | None = None
+
+
+@dataclass
+class Localization:
+    """Where an engine and a reference disagree (the result of :func:`localize`).
+
+    ``kind``: ``"agree"`` (no disagreement), ``"moves"`` (the engine's move list at ``fen`` has
+    ``missing`` / ``extra`` moves), ``"count"`` (same moves, but at one ply the engine counts a move
+    other than once: see ``wrong``), ``"inconsistent"`` (the engine's count for the last move of
+    ``path`` at its parent differs from its own divide at ``fen``, which agrees with the reference),
+    ``"gave_up"`` (``max_seconds`` ran out; ``levels`` hold what was seen).
+    ``path``: canonical UCI moves from the root to ``fen``; ``depth_left``: plies counted at ``fen``;
+    ``wrong``: ``{move: [engine nodes, reference nodes]}`` at ``fen``; ``seconds``: wall time.
+    """
+
+    engine: str
+    reference: str
+    root_fen: str
+    depth: int
+    kind: str
+    path: list[str] = field(default_factory=list)
+    fen: str = ""
+    depth_left: int = 0
+    missing: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)
+    wrong: dict[str, list[int]] = field(default_factory=dict)
+    levels: list[Level] = field(default_factory=list)
+    reproduces_from_fen: bool | None = None
+    seconds: float = 0.0
+
+    @property
+    def agree(self) -> bool:
+        """True when the engine and the reference agree at the root."""
+        return self.kind == "agree"
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict (every field, levels included)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Localization":
+        """Inverse of :meth:`to_dict`."""
+        data = dict(data)
+        data["levels"] = [Level(**level) for level in data.get("levels", [])]
+        return cls(**data)
+
+    def describe(self) -> str:
+        """A few lines for a person: where, which moves, and the counts on the way down."""
+        if self.kind == "agree":
+            total = self.levels[0].engine_total if self.levels else 1
+            return f"{self.engine} and {self.reference} agree: {total} nodes at depth {self.depth} from {self.root_fen}"
+        lines = [f"{self.engine} disagrees with {self.reference} at depth {self.depth} from {self.root_fen}"]
+        lines.append("  path:    " + (" ".join(self.path) if self.path else "(the root position)"))
+        lines.append(f"  fen:     {self.fen}")
+        if self.kind == "moves":
+            lines.append("  missing: " + (" ".join(self.missing) or "-") + "   (legal, not generated by the engine)")
+            lines.append("  extra:   " + (" ".join(self.extra) or "-") + "   (generated by the engine, not legal)")
+        elif self.kind == "count":
+            for move, (got, want) in sorted(self.wrong.items()):
+                lines.append(f"  move {move} counted {got} times at the last ply (should be {want})")
+        elif self.kind == "inconsistent":
+            parent = self.levels[-2] if len(self.levels) >= 2 else None
+            last = self.path[-1] if self.path else "?"
+            if parent is not None:
+                lines.append(
+                    f"  inconsistent engine: at the parent it counts {parent.engine.get(last)} nodes below {last} "
+                    f"(reference {parent.reference.get(last)}), but its divide after {last} "
+                    f"adds up to {self.levels[-1].engine_total}, as the reference does")
+        elif self.kind == "gave_up":
+            lines.append(f"  gave up after {self.seconds:.1f} s (max_seconds)")
+        if self.reproduces_from_fen is False:
+            lines.append("  note: the engine gets this position right from the FEN alone; the bug needs the "
+                         "moves from the root (state carried wrongly by make-move)")
+        lines.append("  counts on the way down (engine / reference):")
+        for level in self.levels:
+            move = level.mismatch
+            detail = (f"{move}: {level.engine.get(move)} / {level.reference.get(move)}" if move
+                      else f"total {level.engine_total} / {level.reference_total if level.reference_total is not None else '?'}")
+            lines.append(f"    ply {len(level.path)}, depth {level.depth}: {detail}")
+        return "\n".join(lines)
+
+
+def canonical_divide(board: chess.Board, divide: dict[str, int]) -> tuple[dict[str, int], dict[str, str]]:
+    """Rewrite a divide's moves in ``board``'s canonical UCI notation.
+
+    Returns ``(counts, spelled)``: ``counts`` maps canonical moves to nodes; ``spelled`` maps each
+    canonical move back to the engine's own spelling (the first one seen). Moves that are not legal
+    on ``board`` keep the engine's spelling (lower case). Two spellings of one move (``e1h1`` and
+    ``e1g1`` in standard chess) are one move generated twice: their counts add up.
+    """
+    counts: dict[str, int] = {}
+    spelled: dict[str, str] = {}
+    for raw, nodes in divide.items():
+        key = raw.strip().lower()
+        try:
+            canonical = board.uci(board.parse_uci(key))
+        except ValueError:
+            canonical = key
+        counts[canonical] = counts.get(canonical, 0) + int(nodes)
+        spelled.setdefault(canonical, raw)
+    return counts, spelled
+
+
+def localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
+             max_seconds: float | None = None) -> Localization:
+    """Find the first position and move where ``engine`` and ``reference`` disagree.
+
+    ``fen``: FEN, X-FEN, Shredder-FEN or EPD (Chess960 rules when it needs them); ``depth``: plies.
+    Returns a :class:`Localization` (``kind == "agree"`` when they agree at the root); see the
+    module docstring for the algorithm and its cost. ``max_seconds`` (wall time, checked between
+    engine queries) stops the search with ``kind == "gave_up"``.
+    Raises ``ValueError`` for a bad FEN or depth and :class:`oracle.engines.EngineError` when
+    either engine fails.
+    """
+    check_depth(depth)
+    start = time.monotonic()
+    board = board_from(fen)
+    result = Localization(engine=engine.name, reference=reference.name, root_fen=fen, depth=depth,
+                          kind="agree", fen=fen_of(board), depth_left=depth)
+    path: list[str] = []
+    eng_moves: list[str] = []   # the path in the engine's spelling
+    ref_moves: list[str] = []   # the path in the reference's spelling
+    d = depth
+
+    def out_of_time() -> bool:
+        return max_seconds is not None and time.monotonic() - start > max_seconds
+
+    def finish(kind: str) -> Localization:
+        result.kind = kind
+        result.path = list(path)
+        result.fen = fen_of(board)
+        result.depth_left = d
+        result.seconds = time.monotonic() - start
+        return result
+
+    while d > 0:
+        if out_of_time():
+            return finish("gave_up")
+        eng, eng_spelled = canonical_divide(board, engine.divide(fen, d, eng_moves))
+        ref_legal, ref_spelled = canonical_divide(board, reference.divide(fen, 1, ref_moves))
+        level = Level(path=list(path), fen=fen_of(board), depth=d, engine=eng,
+                      reference=dict(ref_legal) if d == 1 else {},
+                      engine_total=sum(eng.values()), reference_total=len(ref_legal) if d == 1 else None)
+        result.levels.append(level)
+
+        missing = [m for m in ref_legal if m not in eng]
+        if d > 1:  # an engine may leave out moves whose subtree is empty (mate or stalemate below)
+            for move in list(missing):
+                nodes = reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
+                level.reference[move] = nodes
+                if nodes == 0:
+                    missing.remove(move)
+        extra = [m for m in eng if m not in ref_legal]
+        if missing or extra:
+            result.missing, result.extra = sorted(missing), sorted(extra)
+            _check_reproduction(result, engine, board, d)
+            return finish("moves")
+
+        mismatch = None
+        for move in sorted(eng, key=lambda m: (eng[m], m)):  # cheapest subtree first
+            if out_of_time():
+                return finish("gave_up")
+            nodes = 1 if d == 1 else reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
+            level.reference[move] = nodes
+            if nodes != eng[move]:
+                mismatch = move
+                break
+        if mismatch is None:
+            level.reference_total = sum(level.reference.values())
+            if not path:
+                return finish("agree")
+            return finish("inconsistent")
+        level.mismatch = mismatch
+        if d == 1:
+            result.wrong = {mismatch: [eng[mismatch], 1]}
+            _check_reproduction(result, engine, board, d)
+            return finish("count")
+        path.append(mismatch)
+        eng_moves.append(eng_spelled[mismatch])
+        ref_moves.append(ref_spelled[mismatch])
+        board.push(board.parse_uci(mismatch))
+        d -= 1
+    # depth 0 at the root: both count the single root node
+    result.levels.append(Level(path=[], fen=fen_of(board), depth=0, engine={}, reference={},
+                               engine_total=1, reference_total=1))
+    return finish("agree")
+
+
+def _check_reproduction(result: Localization, engine: Engine, board: chess.Board, depth: int) -> None:
+    """Set ``result.reproduces_from_fen``: ask the engine about the standalone FEN, one ply deep.
+
+    Only meaningful below the root; engine failures here leave it None.
+    """
+    if not board.move_stack:
+        return
+    try:
+        alone, _ = canonical_divide(board, engine.divide(fen_of(board), 1))
+    except Exception:  # the FEN alone may be something the engine cannot read; say nothing then
+        return
+    legal = {board.uci(m) for m in board.legal_moves}
+    if result.missing or result.extra:
+        result.reproduces_from_fen = (sorted(legal - alone.keys()) == result.missing
+                                      and sorted(alone.keys() - legal) == result.extra)
+    else:
+        result.reproduces_from_fen = any(alone.get(m, 1) != 1 for m in alone)

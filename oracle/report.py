@@ -1,0 +1,314 @@
+"""The conformance report: one :class:`oracle.runner.RunResult` rendered three ways.
+
+- ``NAME.json``: the model itself (:meth:`RunResult.to_dict`): every row with expected, got,
+  status, seconds, nodes/s and its localization, plus backend, version, commit and machine.
+- ``NAME.md``: the published report (``docs/conformance.md``): summary, speed table, failures with
+  their localized positions, and per-suite tables (every row for small suites, per depth for big ones).
+- ``NAME.html``: one self-contained page (template ``oracle/templates/report.html.j2``): the same,
+  every row of every suite, and an inline SVG chart of nodes/s by suite and depth (no scripts).
+"""
+from __future__ import annotations
+
+import functools
+import json
+import math
+from html import escape
+from pathlib import Path
+
+import jinja2
+
+from oracle.runner import RowResult, RunResult, SuiteSummary
+
+__all__ = ["FORMATS", "render_html", "render_json", "render_markdown", "speed_chart_svg", "write_report"]
+
+FORMATS = ("json", "md", "html")
+#: Suites with at most this many rows get a row-by-row table in Markdown (the rest: per depth).
+MARKDOWN_ROWS_LIMIT = 100
+_COLORS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#9c755f")
+
+
+def write_report(run: RunResult, out_dir: str | Path, name: str = "report",
+                 formats: tuple[str, ...] = FORMATS) -> dict[str, Path]:
+    """Write ``out_dir/NAME.json``, ``NAME.md`` and ``NAME.html`` (those in ``formats``).
+
+    Creates ``out_dir`` if needed; returns ``{format: path}``. Raises ``ValueError`` for an unknown
+    format and ``OSError`` when a file cannot be written.
+    """
+    unknown = set(formats) - set(FORMATS)
+    if unknown:
+        raise ValueError(f"unknown report format(s) {sorted(unknown)}; known: {', '.join(FORMATS)}")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    render = {"json": render_json, "md": render_markdown, "html": render_html}
+    paths = {}
+    for fmt in formats:
+        path = out / f"{name}.{fmt}"
+        path.write_text(render[fmt](run), encoding="utf-8")
+        paths[fmt] = path
+    return paths
+
+
+def render_json(run: RunResult) -> str:
+    """The run as JSON text (one row per line, so that diffs of the committed file stay readable)."""
+    data = run.to_dict()
+    rows = data.pop("rows")
+    head = json.dumps(data, indent=1, sort_keys=False)
+    body = ",\n".join("  " + json.dumps(row, sort_keys=False, separators=(",", ":")) for row in rows)
+    return head[:-2] + ',\n "rows": [\n' + body + "\n ]\n}\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# number formatting
+
+
+def fmt_int(n: int | None) -> str:
+    """``1234567`` -> ``"1,234,567"``; None -> ``"-"``."""
+    return "-" if n is None else f"{n:,}"
+
+
+def fmt_nps(nps: float | None) -> str:
+    """Nodes per second with a unit: ``"212.3 M/s"``, ``"85.1 k/s"``; None -> ``"-"``."""
+    if nps is None:
+        return "-"
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if nps >= scale:
+            return f"{nps / scale:.1f} {unit}/s"
+    return f"{nps:.0f} /s"
+
+
+def fmt_s(seconds: float | None) -> str:
+    """Seconds with sensible precision: ``"0.0012"``, ``"1.25"``, ``"312"``."""
+    if seconds is None:
+        return "-"
+    if seconds < 0.01:
+        return f"{seconds:.4f}"
+    if seconds < 100:
+        return f"{seconds:.2f}"
+    return f"{seconds:.0f}"
+
+
+def _status_line(run: RunResult) -> str:
+    total = run.summary()[-1]
+    verdict = "PASS" if run.ok else "FAIL"
+    text = (f"**{verdict}**: {total.passed:,} rows passed, {total.failed:,} failed, {total.errors:,} errors"
+            f", {total.skipped:,} skipped")
+    if total.over_budget:
+        text += f"; {total.over_budget:,} rows over the node budget of {fmt_int(run.max_nodes)} nodes not run"
+    return text + "."
+
+
+def _budget(run: RunResult) -> str:
+    parts = [f"rows up to {fmt_int(run.max_nodes)} nodes" if run.max_nodes is not None else "every row"]
+    parts.append(f"{run.max_seconds:g} s of counting" if run.max_seconds is not None else "no time limit")
+    return ", ".join(parts)
+
+
+def _machine(run: RunResult) -> str:
+    m = run.environment.get("machine", {})
+    text = ", ".join(str(m[k]) for k in ("cpu", "os", "arch") if m.get(k))
+    if m.get("cores"):
+        text += f", {m['cores']} cores"
+    if m.get("python"):
+        text += f", Python {m['python']}"
+    if m.get("gpu"):
+        text += f", GPU {m['gpu']}"
+    return text or "unknown"
+
+
+def _engine(run: RunResult) -> str:
+    env = run.environment
+    text = run.engine
+    if env.get("backend"):
+        threads = env.get("threads")
+        text += f" (backend {env['backend']}" + (f", {threads} thread{'s' if threads != 1 else ''})" if threads else ")")
+    return text
+
+
+def _facts(run: RunResult) -> list[tuple[str, str]]:
+    env = run.environment
+    return [
+        ("engine", _engine(run)),
+        ("package version", str(env.get("version", "unknown"))),
+        ("git commit", str(env.get("commit", "unknown"))),
+        ("machine", _machine(run)),
+        ("started", run.started),
+        ("budget", _budget(run)),
+        ("wall time", f"{fmt_s(run.seconds)} s"),
+        ("localized against", run.reference or "-"),
+        ("command", run.command or "-"),
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _md_table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    align = align or "l" * len(header)
+    sep = ["---:" if a == "r" else "---" for a in align]
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"] + \
+        ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+
+
+def _summary_cells(s: SuiteSummary) -> list[str]:
+    return [s.suite, fmt_int(s.rows), fmt_int(s.passed), fmt_int(s.failed), fmt_int(s.errors), fmt_int(s.skipped),
+            fmt_int(s.over_budget), str(s.max_depth or "-"), fmt_int(s.nodes), fmt_s(s.seconds), fmt_nps(s.nodes_per_second)]
+
+
+_SUMMARY_HEADER = ["suite", "rows run", "pass", "fail", "error", "skipped", "over budget", "deepest",
+                   "nodes", "seconds", "nodes/s"]
+
+
+def _by_depth(rows: list[RowResult]) -> list[list[str]]:
+    depths: dict[int, list[RowResult]] = {}
+    for row in rows:
+        depths.setdefault(row.depth, []).append(row)
+    out = []
+    for depth in sorted(depths):
+        group = depths[depth]
+        counted = [r for r in group if r.status in ("pass", "fail") and r.got is not None]
+        nodes = sum(r.got for r in counted)
+        seconds = sum(r.seconds for r in counted)
+        out.append([str(depth), fmt_int(len(group)), fmt_int(sum(r.status == "pass" for r in group)),
+                    fmt_int(sum(r.status == "fail" for r in group)), fmt_int(sum(r.status == "error" for r in group)),
+                    fmt_int(sum(r.status == "skipped" for r in group)), fmt_int(nodes), fmt_s(seconds),
+                    fmt_nps(nodes / seconds if seconds > 0 else None)])
+    return out
+
+
+def _failure_text(row: RowResult) -> str:
+    if row.status == "error":
+        return row.error or "engine error"
+    if row.localization is not None:
+        return row.localization.describe()
+    if row.localized_at is not None:
+        return f"same position: see the localization of {row.localized_at}"
+    return row.error or "not localized"
+
+
+def render_markdown(run: RunResult) -> str:
+    """The report as GitHub-flavoured Markdown (the committed ``docs/conformance.md``)."""
+    lines = [f"# Perft conformance report: {run.engine}", "", _status_line(run), ""]
+    lines += _md_table(["", ""], [[k, v.replace("\n", " ")] for k, v in _facts(run)])
+    lines += ["", "## Summary", ""]
+    lines += _md_table(_SUMMARY_HEADER, [_summary_cells(s) for s in run.summary()], "lrrrrrrrrrr")
+
+    speed = run.speed_by_depth()
+    depths = sorted({d for per in speed.values() for d in per})
+    if depths:
+        lines += ["", "## Speed: nodes per second by suite and depth", "",
+                  "Wall time of each count, Python call included (shallow depths measure the overhead).", ""]
+        lines += _md_table(["suite"] + [f"depth {d}" for d in depths],
+                           [[suite] + [fmt_nps(per.get(d)) for d in depths] for suite, per in speed.items()],
+                           "l" + "r" * len(depths))
+
+    failures = run.failures()
+    lines += ["", "## Failures", ""]
+    if not failures:
+        lines.append("None.")
+    for row in failures:
+        lines += [f"### {row.suite} / {row.id}, depth {row.depth}: {row.status}", "",
+                  f"`{row.fen}` expected {fmt_int(row.expected)}, got {fmt_int(row.got)}", "",
+                  "```", _failure_text(row), "```", ""]
+
+    lines += ["", "## Suites"]
+    for suite in run.suites:
+        rows = [r for r in run.rows if r.suite == suite]
+        lines += ["", f"### {suite}", ""]
+        sources = run.sources.get(suite, [])
+        if sources:
+            lines += ["Source: " + "; ".join(sources), ""]
+        if not rows:
+            lines.append("No row within the budget.")
+        elif len(rows) <= MARKDOWN_ROWS_LIMIT:
+            lines += _md_table(["id", "depth", "expected", "got", "status", "seconds", "nodes/s", "tags"],
+                               [[r.id, str(r.depth), fmt_int(r.expected), fmt_int(r.got), r.status, fmt_s(r.seconds),
+                                 fmt_nps(r.nodes_per_second), " ".join(r.tags)] for r in rows], "lrrrlrrl")
+        else:
+            lines += [f"{len(rows):,} rows from {len({r.fen for r in rows}):,} positions, by depth "
+                      "(every row is in the JSON and HTML reports):", ""]
+            lines += _md_table(["depth", "rows", "pass", "fail", "error", "skipped", "nodes", "seconds", "nodes/s"],
+                               _by_depth(rows), "rrrrrrrrr")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+
+
+def speed_chart_svg(run: RunResult, width: int = 760, height: int = 320) -> str:
+    """An inline SVG bar chart of nodes/s (log scale) grouped by depth, one colour per suite.
+
+    Each bar has a ``<title>`` tooltip with the exact figure. Returns ``""`` when no row was counted.
+    """
+    speed = run.speed_by_depth()
+    depths = sorted({d for per in speed.values() for d in per})
+    if not depths:
+        return ""
+    values = [v for per in speed.values() for v in per.values() if v > 0]
+    lo = math.floor(math.log10(min(values)))
+    hi = max(math.ceil(math.log10(max(values))), lo + 1)
+    left, right, top, bottom = 64, 150, 16, 36
+    plot_w, plot_h = width - left - right, height - top - bottom
+    suites = list(speed)
+    group_w = plot_w / len(depths)
+    bar_w = max(2.0, (group_w * 0.8) / len(suites))
+
+    def y(v: float) -> float:
+        return top + plot_h * (1 - (math.log10(v) - lo) / (hi - lo))
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img" aria-label="nodes per second by suite and depth" '
+           'font-family="sans-serif" font-size="11">']
+    for e in range(lo, hi + 1):
+        yy = y(10 ** e)
+        out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#ddd"/>')
+        out.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end">{escape(fmt_nps(10 ** e))}</text>')
+    for gi, depth in enumerate(depths):
+        gx = left + gi * group_w + group_w * 0.1
+        for si, suite in enumerate(suites):
+            v = speed[suite].get(depth)
+            if not v:
+                continue
+            x = gx + si * bar_w
+            yy = y(v)
+            color = _COLORS[si % len(_COLORS)]
+            out.append(f'<rect x="{x:.1f}" y="{yy:.1f}" width="{bar_w - 1:.1f}" height="{top + plot_h - yy:.1f}" '
+                       f'fill="{color}"><title>{escape(suite)}, depth {depth}: {escape(fmt_nps(v))}</title></rect>')
+        out.append(f'<text x="{left + gi * group_w + group_w / 2:.1f}" y="{top + plot_h + 16}" '
+                   f'text-anchor="middle">{depth}</text>')
+    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 4}" text-anchor="middle">depth (plies)</text>')
+    out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + plot_h}" stroke="#333"/>')
+    out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{top + plot_h}" y2="{top + plot_h}" stroke="#333"/>')
+    for si, suite in enumerate(suites):
+        ly = top + 8 + si * 18
+        out.append(f'<rect x="{left + plot_w + 16}" y="{ly - 9}" width="12" height="12" '
+                   f'fill="{_COLORS[si % len(_COLORS)]}"/>')
+        out.append(f'<text x="{left + plot_w + 34}" y="{ly + 1}">{escape(suite)}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+@functools.cache
+def _environment() -> jinja2.Environment:
+    """The Jinja environment over the package's templates (built once per process)."""
+    env = jinja2.Environment(loader=jinja2.PackageLoader("oracle", "templates"),
+                             autoescape=jinja2.select_autoescape(["html", "j2"]),
+                             trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined)
+    env.filters.update(int=fmt_int, nps=fmt_nps, secs=fmt_s)
+    return env
+
+
+def render_html(run: RunResult) -> str:
+    """The report as one self-contained HTML page (inline CSS and SVG, no scripts, no external links)."""
+    suites = []
+    for suite in run.suites:
+        rows = [r for r in run.rows if r.suite == suite]
+        suites.append({"name": suite, "rows": rows, "open": len(rows) <= 200,
+                       "summary": next((s for s in run.summary() if s.suite == suite), None),
+                       "sources": run.sources.get(suite, [])})
+    failures = [{"row": row, "text": _failure_text(row)} for row in run.failures()]
+    return _environment().get_template("report.html.j2").render(
+        run=run, ok=run.ok, status_line=_status_line(run).replace("**", ""), facts=_facts(run),
+        summary=run.summary(), summary_header=_SUMMARY_HEADER, summary_cells=_summary_cells,
+        chart=speed_chart_svg(run), suites=suites, failures=failures)

@@ -1,0 +1,368 @@
+"""Run an engine on the known tables within a node and/or time budget; the result model of a run.
+
+:func:`run_suite` counts every (fen, depth) row with the engine under test, records expected, got,
+seconds and nodes/s, and localizes each failing position against a reference (python-chess by
+default: it only ever counts the smallest failing depth of each position, cheapest subtree first).
+:class:`RunResult` is the one model that the report renders to JSON, Markdown and HTML.
+"""
+from __future__ import annotations
+
+import datetime
+import functools
+import os
+import platform
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from oracle.engines import Engine, EngineError, PythonChessEngine, board_from
+from oracle.localize import Localization, localize
+
+__all__ = ["RowResult", "RunResult", "SuiteSummary", "environment", "run_suite", "select_rows"]
+
+STATUSES = ("pass", "fail", "error", "skipped")
+
+
+@dataclass
+class RowResult:
+    """One table row as run: ``perft(fen, depth)`` expected vs got.
+
+    ``status``: ``"pass"``, ``"fail"`` (wrong count), ``"error"`` (the engine failed: see
+    ``error``) or ``"skipped"`` (the time budget ran out first). ``seconds``: wall time of the
+    count; ``nodes_per_second``: ``got / seconds``. ``localization``: where the engine goes wrong
+    (set on the smallest failing depth of each position); ``localized_at``: the :attr:`key` of the
+    row that holds it, on every other failing row of the same position (any suite).
+    """
+
+    suite: str
+    id: str
+    fen: str
+    depth: int
+    expected: int
+    got: int | None = None
+    status: str = "skipped"
+    seconds: float = 0.0
+    nodes_per_second: float | None = None
+    chess960: bool = False
+    tags: list[str] = field(default_factory=list)
+    error: str | None = None
+    localization: Localization | None = None
+    localized_at: str | None = None
+
+    @property
+    def key(self) -> str:
+        """``"suite/id/depth"``: names the row in a run."""
+        return f"{self.suite}/{self.id}/{self.depth}"
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict; ``error``, ``localization`` and ``localized_at`` only when set, times
+        rounded to 4 significant digits, nodes/s to an int."""
+        data = asdict(self)
+        for key in ("error", "localization", "localized_at"):
+            if data[key] is None:
+                del data[key]
+        if self.localization is not None:
+            data["localization"] = self.localization.to_dict()
+        data["seconds"] = float(f"{self.seconds:.4g}")
+        if self.nodes_per_second is not None:
+            data["nodes_per_second"] = round(self.nodes_per_second)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RowResult":
+        """Inverse of :meth:`to_dict`."""
+        data = dict(data)
+        if data.get("localization"):
+            data["localization"] = Localization.from_dict(data["localization"])
+        return cls(**data)
+
+
+@dataclass
+class SuiteSummary:
+    """Totals of one suite (or of a whole run, ``suite == "all"``); nodes counted, wall seconds."""
+
+    suite: str
+    rows: int = 0
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0
+    over_budget: int = 0
+    nodes: int = 0
+    seconds: float = 0.0
+    max_depth: int = 0
+
+    @property
+    def nodes_per_second(self) -> float | None:
+        """Nodes counted per wall second over the rows run, None if none took measurable time."""
+        return self.nodes / self.seconds if self.seconds > 0 else None
+
+
+@dataclass
+class RunResult:
+    """A suite run: what ran, where, with which budget, and every row's result.
+
+    ``max_nodes`` / ``max_seconds``: the budget (None = none); rows over the node budget are not in
+    ``rows`` but counted per suite in ``over_budget``. ``sources``: where each suite's counts come
+    from. ``environment``: package version, git commit, backend, machine (see :func:`environment`).
+    ``seconds``: wall time of the whole run, localization included.
+    ``command``: the command line that produced it (set by the CLI; the report shows it).
+    """
+
+    engine: str
+    reference: str | None
+    suites: list[str]
+    max_nodes: int | None
+    max_seconds: float | None
+    rows: list[RowResult] = field(default_factory=list)
+    over_budget: dict[str, int] = field(default_factory=dict)
+    sources: dict[str, list[str]] = field(default_factory=dict)
+    environment: dict = field(default_factory=dict)
+    started: str = ""
+    seconds: float = 0.0
+    command: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when no row failed or errored (skipped rows do not count against it)."""
+        return all(row.status in ("pass", "skipped") for row in self.rows)
+
+    @property
+    def exit_status(self) -> int:
+        """0 all passed, 1 some count was wrong, 2 the engine failed (errors win over failures)."""
+        if any(row.status == "error" for row in self.rows):
+            return 2
+        return 0 if self.ok else 1
+
+    def failures(self) -> list[RowResult]:
+        """The rows that failed or errored, in table order."""
+        return [row for row in self.rows if row.status in ("fail", "error")]
+
+    def summary(self) -> list[SuiteSummary]:
+        """One :class:`SuiteSummary` per suite (in ``suites`` order), then the total (``"all"``)."""
+        per = {name: SuiteSummary(name, over_budget=self.over_budget.get(name, 0)) for name in self.suites}
+        total = SuiteSummary("all", over_budget=sum(self.over_budget.values()))
+        for row in self.rows:
+            for s in (per.setdefault(row.suite, SuiteSummary(row.suite)), total):
+                s.rows += 1
+                s.passed += row.status == "pass"
+                s.failed += row.status == "fail"
+                s.errors += row.status == "error"
+                s.skipped += row.status == "skipped"
+                if row.status in ("pass", "fail") and row.got is not None:
+                    s.nodes += row.got
+                    s.seconds += row.seconds
+                    s.max_depth = max(s.max_depth, row.depth)
+        return [*per.values(), total]
+
+    def speed_by_depth(self) -> dict[str, dict[int, float]]:
+        """``{suite: {depth: nodes/s}}`` over the rows counted (pass or fail, depth >= 1) that took measurable time."""
+        nodes: dict[tuple[str, int], int] = {}
+        seconds: dict[tuple[str, int], float] = {}
+        for row in self.rows:
+            if row.status in ("pass", "fail") and row.got is not None and row.depth > 0:
+                key = (row.suite, row.depth)
+                nodes[key] = nodes.get(key, 0) + row.got
+                seconds[key] = seconds.get(key, 0.0) + row.seconds
+        out: dict[str, dict[int, float]] = {}
+        for (suite, depth), n in sorted(nodes.items(), key=lambda kv: (self._suite_index(kv[0][0]), kv[0][1])):
+            if seconds[(suite, depth)] > 0:
+                out.setdefault(suite, {})[depth] = n / seconds[(suite, depth)]
+        return out
+
+    def _suite_index(self, suite: str) -> int:
+        return self.suites.index(suite) if suite in self.suites else len(self.suites)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: every field, the per-suite summary too (``summary``, informative)."""
+        data = asdict(self)
+        data["rows"] = [row.to_dict() for row in self.rows]
+        data["summary"] = [asdict(s) | {"nodes_per_second": s.nodes_per_second} for s in self.summary()]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "RunResult":
+        """Inverse of :meth:`to_dict` (the ``summary`` key is recomputed, not read)."""
+        data = {k: v for k, v in data.items() if k != "summary"}
+        data["rows"] = [RowResult.from_dict(row) for row in data.get("rows", [])]
+        return cls(**data)
+
+
+def select_rows(suites: Sequence[str] | None = None) -> tuple[list[str], list]:
+    """The bundled table rows of ``suites`` (all of :data:`oracle.tables.SUITES` when empty/None).
+
+    Returns ``(suite names, rows)``; raises ``ValueError`` for an unknown suite name.
+    """
+    from oracle import tables
+
+    names = list(suites) if suites else list(tables.SUITES)
+    rows = [row for name in names for row in tables.load(name)]
+    return names, rows
+
+
+def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None,
+              max_nodes: int | None = None, max_seconds: float | None = None,
+              localize_failures: bool = True, localize_seconds: float | None = 600.0,
+              suites: Sequence[str] | None = None,
+              progress: Callable[[RowResult, int, int], None] | None = None) -> RunResult:
+    """Count every row with ``engine`` and compare with the table.
+
+    ``rows``: :class:`oracle.tables.TableRow`-like objects (``suite, id, fen, depth, nodes, source,
+    tags, chess960``; sources are gathered per suite). ``max_nodes``: rows expecting more nodes are
+    left out (counted in ``over_budget``). ``max_seconds``: wall-time budget for counting; rows not reached in time are
+    ``"skipped"``. Rows run cheapest first (so a time budget covers as many as possible) and are
+    reported in table order. Engine failures mark the row ``"error"`` and the run goes on.
+    Each failing position is localized once, at its smallest failing depth, against ``reference``
+    (default: :class:`oracle.engines.PythonChessEngine`), each search limited to
+    ``localize_seconds``. ``progress(row_result, rows_done, rows_total)`` is called after each row.
+    Returns a :class:`RunResult`.
+    """
+    rows = list(rows)
+    if suites is None:
+        suites = list(dict.fromkeys(row.suite for row in rows))
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    t0 = time.monotonic()
+    kept = [row for row in rows if max_nodes is None or row.nodes <= max_nodes]
+    over: dict[str, int] = {}
+    for row in rows:
+        if max_nodes is not None and row.nodes > max_nodes:
+            over[row.suite] = over.get(row.suite, 0) + 1
+    results = [RowResult(suite=row.suite, id=row.id, fen=row.fen, depth=row.depth, expected=row.nodes,
+                         chess960=row.chess960, tags=sorted(row.tags)) for row in kept]
+    sources: dict[str, list[str]] = {}
+    for row in rows:
+        known = sources.setdefault(row.suite, [])
+        if row.source and row.source not in known:
+            known.append(row.source)
+    order = sorted(range(len(kept)), key=lambda i: (kept[i].nodes, i))
+    for done, i in enumerate(order, 1):
+        result = results[i]
+        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+            result.status, result.error = "skipped", "time budget spent"
+        else:
+            _count_row(engine, result)
+        if progress is not None:
+            progress(result, done, len(order))
+
+    if localize_failures:
+        reference = reference if reference is not None else PythonChessEngine()
+        _localize_failures(engine, reference, results, localize_seconds)
+    return RunResult(engine=engine.name, reference=reference.name if localize_failures else None,
+                     suites=list(suites), max_nodes=max_nodes, max_seconds=max_seconds, rows=results,
+                     over_budget=over, sources=sources, environment=environment(engine), started=started,
+                     seconds=time.monotonic() - t0)
+
+
+def _count_row(engine: Engine, result: RowResult) -> None:
+    start = time.perf_counter()
+    try:
+        got = engine.perft(result.fen, result.depth)
+    except EngineError as exc:
+        result.seconds = time.perf_counter() - start
+        result.status, result.error = "error", str(exc)
+        return
+    result.seconds = time.perf_counter() - start
+    result.got = got
+    result.nodes_per_second = got / result.seconds if result.seconds > 0 else None
+    result.status = "pass" if got == result.expected else "fail"
+
+
+def _localize_failures(engine: Engine, reference: Engine, results: list[RowResult],
+                       max_seconds: float | None) -> None:
+    """Localize each failing position once (FENs that differ only in move counters are one
+    position), at its smallest failing depth."""
+    by_position: dict[str, list[RowResult]] = {}
+    for result in results:
+        if result.status == "fail":
+            try:
+                board = board_from(result.fen)
+                key = board.epd(en_passant="fen", shredder=board.chess960)
+            except ValueError:
+                key = result.fen
+            by_position.setdefault(key, []).append(result)
+    for failing in by_position.values():
+        first = min(failing, key=lambda r: r.depth)
+        try:
+            first.localization = localize(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
+        except (EngineError, ValueError) as exc:
+            first.error = f"could not localize: {exc}"
+            continue
+        for result in failing:
+            if result is not first:
+                result.localized_at = first.key
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def environment(engine: Engine | None = None) -> dict:
+    """Where a run happened: ``version`` (package), ``commit`` (git, ``+dirty`` if modified, or
+    ``"unknown"``), ``backend`` and ``threads`` (for our engine), ``machine`` (cpu, cores, os,
+    python, and the GPU's name for a gpu backend)."""
+    backend = getattr(engine, "backend", None)
+    env = {
+        "version": _version(),
+        "commit": _commit(),
+        "backend": backend,
+        "threads": getattr(engine, "threads", None),
+        "machine": dict(_machine()),
+    }
+    if backend and str(backend).startswith("gpu"):
+        env["machine"]["gpu"] = _gpu_name()
+    return env
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("perft-oracle")
+    except metadata.PackageNotFoundError:
+        try:
+            import perft_core
+
+            return str(getattr(perft_core, "__version__", "unknown"))
+        except ImportError:
+            return "unknown"
+
+
+@functools.cache
+def _commit() -> str:
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
+                              capture_output=True, text=True, timeout=10)
+        if head.returncode != 0:
+            return "unknown"
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+@functools.cache
+def _machine() -> tuple:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return (("cpu", cpu), ("cores", os.cpu_count()), ("os", f"{platform.system()} {platform.release()}"),
+            ("arch", platform.machine()), ("python", platform.python_version()))
+
+
+def _gpu_name() -> str:
+    try:
+        import cupy
+
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+        return name.decode() if isinstance(name, bytes) else str(name)
+    except Exception:  # no CuPy, no device: the report just says so
+        return "unknown"

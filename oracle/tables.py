@@ -1,0 +1,198 @@
+"""Known perft tables bundled with the oracle, as tagged rows.
+
+The tables are the CSV files in ``oracle/data/`` (package data; their sources are in
+``oracle/data/README.md`` and in every row's ``source`` column). Suites, in ``SUITES`` order:
+
+=============  =====================================================  ==========================
+suite          files                                                  rows (positions)
+=============  =====================================================  ==========================
+startpos       startpos_A048987.csv (OEIS A048987)                    16 (1), depths 0-15
+cpw            cpw_perft_results.csv (Chess Programming Wiki)         57 (7), depths 0-9
+tricky         pychess_tricky.csv (python-chess tricky.perft)         67 (19), depths 1-5
+perftsuite     perftsuite.csv + perftsuite_extras.csv                 764 (129), depths 1-6
+chess960       chess960_fischer_ethereal.csv (CPW Chess960 perft)     5760 (960), depths 1-6
+=============  =====================================================  ==========================
+
+``nodes`` are Python ints: the deepest start-position counts exceed 2**63.
+
+Which rows need Chess960 rules (``TableRow.chess960``): every row of the ``chess960`` suite, and
+every other row whose castling rights, read by python-chess with ``chess960=True``, are only
+possible in Chess960 (``Board.has_chess960_castling_rights()``): in the bundled data exactly the
+tricky ``xfen-*`` rows and ``asymmetrical-and-king-on-h``.
+
+Tags (``TableRow.tags``, also ``tags(fen, chess960)``), computed once per distinct root position
+with python-chess on ``chess.Board(fen, chess960=chess960)``:
+
+``"en_passant"``
+    the side to move has a legal en passant capture at the root, or a legal double pawn push
+    at the root whose target square is next (same rank, adjacent file) to an enemy pawn, so an
+    en passant capture is possible at ply 2.
+``"castling"``
+    any castling right is left (``board.clean_castling_rights() != 0``), for either side.
+``"promotion"``
+    a pawn stands one step from promoting: a white pawn on rank 7 or a black pawn on rank 2,
+    of either side (so this includes every position where the side to move has a pawn on
+    its seventh rank).
+``"check"``
+    the side to move is in check.
+``"double_check"``
+    the side to move is attacked by two or more checkers (always together with ``"check"``).
+``"chess960"``
+    the row needs Chess960 rules (see above).
+``"unreachable"``
+    python-chess reports the position invalid (``board.status() != chess.STATUS_VALID``),
+    e.g. an impossible check or too many pieces. The counts are still the legal-move counts.
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import io
+from dataclasses import dataclass
+from importlib import resources
+
+import chess
+
+__all__ = ["TAGS", "SUITES", "TableRow", "load", "load_all", "budget", "unique_positions", "tags"]
+
+SUITES: tuple[str, ...] = ("startpos", "cpw", "tricky", "perftsuite", "chess960")
+"""The suite names, in the order ``load_all`` returns them."""
+
+TAGS: tuple[str, ...] = (
+    "en_passant", "castling", "promotion", "check", "double_check", "chess960", "unreachable",
+)
+"""Every tag a row can carry (see the module docstring for what each means)."""
+
+_FILES: dict[str, tuple[str, ...]] = {
+    "startpos": ("startpos_A048987.csv",),
+    "cpw": ("cpw_perft_results.csv",),
+    "tricky": ("pychess_tricky.csv",),
+    "perftsuite": ("perftsuite.csv", "perftsuite_extras.csv"),
+    "chess960": ("chess960_fischer_ethereal.csv",),
+}
+_UNIQUE_POSITIONS_FILE = "unique_positions_A083276.csv"
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One known count: ``perft(fen, depth) == nodes``, from ``source``."""
+
+    suite: str
+    id: str
+    fen: str
+    depth: int
+    nodes: int
+    source: str
+    tags: frozenset[str]
+    chess960: bool
+
+    @property
+    def test_id(self) -> str:
+        """``"suite/id/depth"``, unique over ``load_all()``."""
+        return f"{self.suite}/{self.id}/{self.depth}"
+
+
+def _read_csv(name: str) -> list[dict[str, str]]:
+    text = resources.files("oracle.data").joinpath(name).read_text(encoding="utf-8")
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+@functools.cache
+def _needs_chess960(fen: str) -> bool:
+    return chess.Board(fen, chess960=True).has_chess960_castling_rights()
+
+
+def _double_push_next_to_enemy_pawn(board: chess.Board, move: chess.Move) -> bool:
+    if abs(move.to_square - move.from_square) != 16:
+        return False
+    if board.piece_type_at(move.from_square) != chess.PAWN:
+        return False
+    to = move.to_square
+    beside = chess.BB_EMPTY
+    if chess.square_file(to) > 0:
+        beside |= chess.BB_SQUARES[to - 1]
+    if chess.square_file(to) < 7:
+        beside |= chess.BB_SQUARES[to + 1]
+    return bool(beside & board.pieces_mask(chess.PAWN, not board.turn))
+
+
+@functools.cache
+def tags(fen: str, chess960: bool = False) -> frozenset[str]:
+    """The tags of the root position ``fen`` (see the module docstring); cached.
+
+    Raises ValueError (from python-chess) if python-chess cannot read ``fen``.
+    """
+    board = chess.Board(fen, chess960=chess960)
+    found: set[str] = set()
+    if chess960:
+        found.add("chess960")
+    if board.status() != chess.STATUS_VALID:
+        found.add("unreachable")
+    if board.clean_castling_rights():
+        found.add("castling")
+    if (board.pieces_mask(chess.PAWN, chess.WHITE) & chess.BB_RANK_7
+            or board.pieces_mask(chess.PAWN, chess.BLACK) & chess.BB_RANK_2):
+        found.add("promotion")
+    checkers = board.checkers_mask()
+    if checkers:
+        found.add("check")
+        if chess.popcount(checkers) >= 2:
+            found.add("double_check")
+    pawn_pushes = board.generate_legal_moves(from_mask=board.pawns, to_mask=chess.BB_RANK_4 | chess.BB_RANK_5)
+    if board.has_legal_en_passant() or any(_double_push_next_to_enemy_pawn(board, m) for m in pawn_pushes):
+        found.add("en_passant")
+    return frozenset(found)
+
+
+@functools.cache
+def _load(suite: str) -> tuple[TableRow, ...]:
+    if suite not in _FILES:
+        raise ValueError(f"unknown suite {suite!r}; known suites: {', '.join(SUITES)}")
+    rows = []
+    for name in _FILES[suite]:
+        for raw in _read_csv(name):
+            fen = raw["fen"]
+            chess960 = suite == "chess960" or _needs_chess960(fen)
+            rows.append(TableRow(
+                suite=suite,
+                id=raw["id"],
+                fen=fen,
+                depth=int(raw["depth"]),
+                nodes=int(raw["nodes"]),
+                source=raw["source"],
+                tags=tags(fen, chess960),
+                chess960=chess960,
+            ))
+    return tuple(rows)
+
+
+def load(suite: str) -> list[TableRow]:
+    """All rows of one suite, in file order (cached; a fresh list each call).
+
+    Raises ValueError for a name not in ``SUITES`` (the message lists the names).
+    """
+    return list(_load(suite))
+
+
+def load_all() -> list[TableRow]:
+    """All rows of every suite, suites in ``SUITES`` order."""
+    return [row for suite in SUITES for row in _load(suite)]
+
+
+def budget(rows: list[TableRow], max_nodes: int) -> list[TableRow]:
+    """The rows whose count is at most ``max_nodes`` nodes, order kept."""
+    return [row for row in rows if row.nodes <= max_nodes]
+
+
+@functools.cache
+def _unique_positions() -> tuple[int, ...]:
+    rows = _read_csv(_UNIQUE_POSITIONS_FILE)
+    plies = [int(raw["ply"]) for raw in rows]
+    if plies != list(range(len(plies))):
+        raise ValueError(f"{_UNIQUE_POSITIONS_FILE}: plies are not 0, 1, 2, ...: {plies}")
+    return tuple(int(raw["distinct_positions"]) for raw in rows)
+
+
+def unique_positions() -> list[int]:
+    """Distinct positions reachable from the start after exactly n plies, n = 0..11 (OEIS A083276)."""
+    return list(_unique_positions())

@@ -1,0 +1,299 @@
+"""The oracle catches bugs: deliberately broken engines, and localize names the position and move.
+
+The broken move generators live in ``suites/fake_engines/broken.py``; here they run in-process
+(a :class:`PythonChessEngine` whose ``moves`` is the broken generator) and, for a few, as UCI and
+perftree subprocesses.
+"""
+from __future__ import annotations
+
+import importlib.util
+import sys
+import time
+from pathlib import Path
+
+import chess
+import pytest
+
+from oracle.engines import BaseEngine, PerftreeEngine, PythonChessEngine, UciEngine, board_from, fen_of
+from oracle.localize import Localization, canonical_divide, localize
+
+FAKES = Path(__file__).parent / "fake_engines"
+_spec = importlib.util.spec_from_file_location("oracle_test_broken", FAKES / "broken.py")
+broken = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(broken)
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+POS4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
+POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
+
+
+class Broken(PythonChessEngine):
+    """The python-chess reference with a planted move-generation bug (``broken.BUGS[bug]``)."""
+
+    def __init__(self, bug: str):
+        super().__init__()
+        self.name = f"broken:{bug}"
+        self.generate = broken.BUGS[bug]
+
+    def moves(self, board):
+        return self.generate(board)
+
+
+class Miscount(PythonChessEngine):
+    """Counts one node too many below ``broken.MISCOUNT_AT`` at 3 plies, and nowhere else."""
+
+    name = "broken:miscount"
+
+    def _count(self, board, depth):
+        nodes = super()._count(board, depth)
+        fen, at = broken.MISCOUNT_AT
+        return nodes + (depth == at and board.epd().startswith(fen + " "))
+
+
+def assert_names_the_bug(loc: Localization, bug: str) -> chess.Board:
+    """The reported FEN alone shows the disagreement: the broken generator's moves there differ
+    from the legal moves by exactly ``missing`` / ``extra``; and the path replays to that FEN."""
+    assert loc.kind == "moves", loc.describe()
+    replay = board_from(loc.root_fen)
+    for move in loc.path:
+        replay.push_uci(move)
+    assert fen_of(replay) == loc.fen
+    board = board_from(loc.fen)
+    legal = {board.uci(m) for m in board.legal_moves}
+    generated = {board.uci(m) for m in broken.BUGS[bug](board)}
+    assert sorted(legal - generated) == loc.missing
+    assert sorted(generated - legal) == loc.extra
+    assert loc.missing or loc.extra
+    assert loc.reproduces_from_fen in (True, None)
+    return board
+
+
+# -- each bug is caught and named ---------------------------------------------------------------
+
+
+def test_dropped_en_passant():
+    loc = localize(Broken("no-ep"), PythonChessEngine(), POS3, 4)
+    board = assert_names_the_bug(loc, "no-ep")
+    assert len(loc.path) == 3 and loc.extra == []
+    assert all(board.is_en_passant(board.parse_uci(m)) for m in loc.missing)
+    assert loc.fen.split()[3] != "-"  # the en passant square is in the reported FEN
+    assert loc.reproduces_from_fen is True
+
+
+def test_dropped_underpromotions():
+    loc = localize(Broken("no-underpromotion"), PythonChessEngine(), POS4, 3)
+    board = assert_names_the_bug(loc, "no-underpromotion")
+    assert loc.path == ["b4c5"]
+    assert {board.parse_uci(m).promotion for m in loc.missing} == {chess.KNIGHT, chess.BISHOP, chess.ROOK}
+
+
+def test_dropped_underpromotions_at_the_root():
+    loc = localize(Broken("no-underpromotion"), PythonChessEngine(), POS5, 3)
+    assert_names_the_bug(loc, "no-underpromotion")
+    assert loc.path == [] and loc.missing == ["d7c8b", "d7c8n", "d7c8r"]
+    assert loc.reproduces_from_fen is None  # nothing to reproduce: it is the root
+
+
+def test_castling_through_check():
+    loc = localize(Broken("castle-through-check"), PythonChessEngine(), KIWIPETE, 3)
+    board = assert_names_the_bug(loc, "castle-through-check")
+    assert loc.extra == ["e1g1"] and loc.missing == []
+    assert board.is_attacked_by(chess.BLACK, chess.F1) and not board.is_check()
+
+
+def test_illegal_king_step():
+    loc = localize(Broken("illegal-king-step"), PythonChessEngine(), chess.STARTING_FEN, 4)
+    board = assert_names_the_bug(loc, "illegal-king-step")
+    assert loc.path == ["g1h3", "f7f6", "h3g5"] and loc.extra == ["e8f7"]
+    assert board.is_attacked_by(chess.WHITE, chess.F7)
+
+
+def test_move_generated_twice_is_a_count_error():
+    loc = localize(Broken("knight-twice"), PythonChessEngine(), KIWIPETE, 3)
+    assert loc.kind == "count", loc.describe()
+    assert loc.depth_left == 1 and len(loc.path) == 2
+    (move, (got, want)), = loc.wrong.items()
+    board = board_from(loc.fen)
+    assert board.piece_type_at(board.parse_uci(move).from_square) == chess.KNIGHT and (got, want) == (2, 1)
+    assert loc.reproduces_from_fen is True
+    assert "counted 2 times" in loc.describe()
+
+
+def test_miscount_at_depth_3_in_one_subtree_is_inconsistent():
+    loc = localize(Miscount(), PythonChessEngine(), chess.STARTING_FEN, 5)
+    assert loc.kind == "inconsistent", loc.describe()
+    assert loc.path == ["e2e4", "e7e5"] and loc.depth_left == 3
+    assert loc.fen.startswith(broken.MISCOUNT_AT[0] + " ")
+    parent = loc.levels[-2]
+    assert parent.engine["e7e5"] == parent.reference["e7e5"] + 1
+    assert loc.levels[-1].engine_total == loc.levels[-1].reference_total == parent.reference["e7e5"]
+    assert "inconsistent engine" in loc.describe()
+
+
+def test_chess960_castling_bug_reports_shredder_fen():
+    root = "1r4kr/8/8/8/8/8/8/1R4KR b HB - 0 1"
+    loc = localize(Broken("no-castling-in-place"), PythonChessEngine(), root, 3)
+    assert_names_the_bug(loc, "no-castling-in-place")
+    assert loc.missing == ["g1h1"] and len(loc.path) == 1
+    assert loc.fen.split()[2] == "HB"  # Shredder-FEN: the rights survive whatever the files
+
+
+def test_chess960_from_xfen_root():
+    root = "r1k1r2q/p1ppp1pp/8/8/8/8/P1PPP1PP/R1K1R2Q w KQkq - 0 1"  # tricky xfen-00
+    loc = localize(Broken("castle-through-check"), PythonChessEngine(), root, 3)
+    assert loc.agree  # that bug is for standard chess only: the engines agree here
+    assert loc.fen.split()[2] == "EAea"
+
+
+def test_planted_depth_5_bug_is_localized_quickly():
+    """En passant first appears 5 plies from the start; localized against python-chess in < 60 s."""
+    start = time.monotonic()
+    loc = localize(Broken("no-ep"), PythonChessEngine(), chess.STARTING_FEN, 5)
+    seconds = time.monotonic() - start
+    board = assert_names_the_bug(loc, "no-ep")
+    assert len(loc.path) == 4 and loc.depth_left == 1
+    assert [board.is_en_passant(board.parse_uci(m)) for m in loc.missing] == [True]
+    assert [level.depth for level in loc.levels] == [5, 4, 3, 2, 1]
+    assert seconds < 60, f"took {seconds:.1f} s"
+
+
+def core_available() -> bool:
+    try:
+        import perft_core
+
+        return perft_core.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1) == 3
+    except Exception:
+        return False
+
+
+class Planted(BaseEngine):
+    """Our fast cpu engine with one move dropped at the node reached by ``path`` from ``root`` (only
+    when reached that way: from any other FEN it counts right, like a bug in carried state)."""
+
+    name = "planted"
+
+    def __init__(self, root: str, path: list[str], dropped: str):
+        from oracle.engines import CoreEngine
+
+        self.core, self.root, self.path, self.dropped = CoreEngine("cpu"), root, path, dropped
+
+    def _divide(self, fen, depth, moves):
+        counts = self.core.divide(fen, depth, moves)
+        k = len(moves)
+        if fen != self.root or list(moves) != self.path[:k] or depth < len(self.path) - k + 1:
+            return counts
+        if k == len(self.path):
+            del counts[self.dropped]
+        else:  # the subtree through the planted node lacks the dropped move's leaves
+            counts[self.path[k]] -= self.core.perft(fen, depth - (len(self.path) - k) - 1, self.path + [self.dropped])
+        return counts
+
+
+@pytest.mark.skipif(not core_available(), reason="perft_core extension not built")
+def test_planted_depth_5_bug_in_a_middlegame_worst_case():
+    """A bug at one node 4 plies deep, under the most expensive move at every ply (so cheapest-first
+    visits every sibling first): found against python-chess in < 60 s."""
+    from oracle.engines import CoreEngine
+
+    core, path = CoreEngine("cpu"), []
+    for _ in range(4):
+        counts = core.divide(POS4, 5 - len(path), path)
+        path.append(max(counts, key=counts.get))
+    dropped = sorted(core.divide(POS4, 1, path))[0]
+    start = time.monotonic()
+    loc = localize(Planted(POS4, path, dropped), PythonChessEngine(), POS4, 5)
+    seconds = time.monotonic() - start
+    assert loc.kind == "moves" and loc.path == path and loc.missing == [dropped] and loc.extra == []
+    assert loc.reproduces_from_fen is False  # the FEN alone does not show it: the path does
+    assert "needs the moves from the root" in loc.describe()
+    assert seconds < 60, f"took {seconds:.1f} s"
+
+
+# -- agreement, notation, zero counts, budget ---------------------------------------------------
+
+
+def test_agreement():
+    loc = localize(PythonChessEngine(), PythonChessEngine(cache_size=0), KIWIPETE, 2)
+    assert loc.agree and loc.path == [] and loc.missing == loc.extra == []
+    assert loc.levels[0].engine_total == loc.levels[0].reference_total == 2039
+    assert "agree: 2039 nodes" in loc.describe()
+    assert localize(Broken("no-ep"), PythonChessEngine(), KIWIPETE, 0).agree
+
+
+def test_canonical_divide():
+    board = board_from(KIWIPETE)
+    counts, spelled = canonical_divide(board, {"e1h1": 5, "E1C1": 3, "a1a8": 1})
+    assert counts == {"e1g1": 5, "e1c1": 3, "a1a8": 1}  # a1a8 is not legal: kept as printed
+    assert spelled == {"e1g1": "e1h1", "e1c1": "E1C1", "a1a8": "a1a8"}
+    # two spellings of one move: castling generated twice, its counts add up
+    assert canonical_divide(board, {"e1h1": 5, "e1g1": 5})[0] == {"e1g1": 10}
+    board960 = board_from("1r4kr/8/8/8/8/8/8/1R4KR w HBhb - 0 1")
+    assert canonical_divide(board960, {"g1h1": 1, "g1b1": 1})[0] == {"g1h1": 1, "g1b1": 1}  # king takes rook
+
+
+class OmitsZeros(BaseEngine):
+    """A correct engine that leaves out moves whose subtree is empty (some engines print no 0s)."""
+
+    name = "omits-zeros"
+
+    def _divide(self, fen, depth, moves):
+        return {m: n for m, n in PythonChessEngine().divide(fen, depth, moves).items() if n}
+
+
+def test_engine_may_omit_moves_with_empty_subtrees():
+    fen = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # Ra8 is mate: 0 nodes below it at depth 2
+    assert PythonChessEngine().divide(fen, 2)["a1a8"] == 0
+    assert localize(OmitsZeros(), PythonChessEngine(), fen, 2).agree
+
+
+def test_max_seconds_gives_up():
+    class Slow(Broken):
+        def divide(self, fen, depth, moves=()):
+            time.sleep(0.2)
+            return super().divide(fen, depth, moves)
+
+    loc = localize(Slow("no-ep"), PythonChessEngine(), POS3, 4, max_seconds=0.1)
+    assert loc.kind == "gave_up" and loc.levels
+    assert "gave up" in loc.describe()
+
+
+def test_localization_round_trips_through_a_dict():
+    loc = localize(Broken("no-ep"), PythonChessEngine(), POS3, 4)
+    assert Localization.from_dict(loc.to_dict()) == loc
+
+
+def test_bad_input():
+    with pytest.raises(ValueError):
+        localize(PythonChessEngine(), PythonChessEngine(), "not a fen", 2)
+    with pytest.raises(ValueError):
+        localize(PythonChessEngine(), PythonChessEngine(), KIWIPETE, -1)
+
+
+# -- subprocess engines -------------------------------------------------------------------------
+
+
+def test_uci_engine_printing_king_takes_rook_castling_agrees():
+    with UciEngine([sys.executable, str(FAKES / "fake_uci.py"), "king-takes-rook"]) as engine:
+        assert "e1h1" in engine.divide(KIWIPETE, 1)
+        assert localize(engine, PythonChessEngine(), KIWIPETE, 3).agree
+
+
+def test_uci_broken_engine_is_localized_like_the_in_process_one():
+    with UciEngine([sys.executable, str(FAKES / "fake_uci.py"), "no-ep"]) as engine:
+        loc = localize(engine, PythonChessEngine(), POS3, 4)
+    assert_names_the_bug(loc, "no-ep")
+    assert loc.path == localize(Broken("no-ep"), PythonChessEngine(), POS3, 4).path
+
+
+def test_perftree_broken_engine_is_localized():
+    engine = PerftreeEngine([sys.executable, str(FAKES / "fake_perftree.py"), "castle-through-check"])
+    loc = localize(engine, PythonChessEngine(), KIWIPETE, 3)
+    assert_names_the_bug(loc, "castle-through-check")
+    assert loc.extra == ["e1g1"]
+
+
+def test_uci_miscount_engine_is_inconsistent():
+    with UciEngine([sys.executable, str(FAKES / "fake_uci.py"), "miscount"]) as engine:
+        loc = localize(engine, PythonChessEngine(), "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", 4)
+    assert loc.kind == "inconsistent" and loc.path == ["e7e5"]

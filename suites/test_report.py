@@ -1,0 +1,156 @@
+"""The conformance report: one run model rendered to JSON, Markdown and single-file HTML."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from oracle import cli
+from oracle.engines import PythonChessEngine
+from oracle.report import fmt_nps, render_html, render_markdown, speed_chart_svg, write_report
+from oracle.runner import RunResult, run_suite, select_rows
+
+FAKES = Path(__file__).parent / "fake_engines"
+_spec = importlib.util.spec_from_file_location("oracle_test_broken", FAKES / "broken.py")
+broken = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(broken)
+
+
+class NoEnPassant(PythonChessEngine):
+    name = "broken:no-ep"
+
+    def moves(self, board):
+        return broken.no_en_passant(board)
+
+
+def rows(max_nodes: int = 3_000) -> list:
+    """cpw, tricky and 80 Chess960 positions (> 100 rows: the Markdown condenses it), small counts."""
+    _, all_rows = select_rows(["cpw", "tricky", "chess960"])
+    return [r for r in all_rows if r.nodes <= max_nodes and (r.suite != "chess960" or int(r.id) < 80)]
+
+
+@pytest.fixture(scope="module")
+def failing_run() -> RunResult:
+    run = run_suite(NoEnPassant(), rows(), suites=["cpw", "tricky", "chess960"])
+    run.command = "pytest"
+    return run
+
+
+@pytest.fixture(scope="module")
+def passing_run() -> RunResult:
+    return run_suite(PythonChessEngine(), rows(), suites=["cpw", "tricky", "chess960"], max_nodes=500)
+
+
+def test_write_report_writes_three_files(failing_run, tmp_path):
+    paths = write_report(failing_run, tmp_path / "docs", "conformance")
+    assert {k: p.name for k, p in paths.items()} == {"json": "conformance.json", "md": "conformance.md",
+                                                     "html": "conformance.html"}
+    assert all(p.stat().st_size > 0 for p in paths.values())
+    with pytest.raises(ValueError, match="unknown report format"):
+        write_report(failing_run, tmp_path, formats=("pdf",))
+
+
+def test_json_is_the_model(failing_run, tmp_path):
+    path = write_report(failing_run, tmp_path, formats=("json",))["json"]
+    data = json.loads(path.read_text())
+    assert set(data["environment"]) >= {"version", "commit", "backend", "machine"}
+    row = data["rows"][0]
+    assert set(row) >= {"suite", "id", "fen", "depth", "expected", "got", "status", "seconds", "nodes_per_second"}
+    again = RunResult.from_dict(data)
+    assert [(r.key, r.status, r.got) for r in again.rows] == [(r.key, r.status, r.got) for r in failing_run.rows]
+    assert [r.localization for r in again.rows] == [r.localization for r in failing_run.rows]
+    assert data["summary"][-1]["suite"] == "all" and data["summary"][-1]["failed"] == len(failing_run.failures())
+
+
+def test_markdown_shows_verdict_summary_and_localized_failures(failing_run):
+    md = render_markdown(failing_run)
+    assert md.startswith("# Perft conformance report: broken:no-ep")
+    assert "**FAIL**" in md and "## Summary" in md and "## Failures" in md
+    for row in failing_run.failures():
+        assert f"### {row.suite} / {row.id}, depth {row.depth}: fail" in md
+        if row.localization:
+            assert row.localization.fen in md and "missing: " in md
+    assert "| chess960 |" in md and "by depth" in md  # the big suite gets a per-depth table
+    assert "| cpw |" in md and "| pos2_kiwipete | 1 |" in md  # small suites: every row
+
+
+def test_markdown_passing(passing_run):
+    md = render_markdown(passing_run)
+    assert "**PASS**" in md and "## Failures\n\nNone." in md
+    assert "over the node budget of 500 nodes" in md
+
+
+def test_html_is_one_self_contained_file(failing_run):
+    html = render_html(failing_run)
+    assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
+    assert "<script" not in html.lower()
+    assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html)
+    assert html.count("<details") == 3  # a table per suite
+    assert "<svg" in html
+    for row in failing_run.failures():
+        if row.localization:
+            assert row.localization.fen in html
+            assert " ".join(row.localization.missing) in html
+
+
+def test_html_escapes_text(failing_run):
+    run = RunResult.from_dict(failing_run.to_dict())
+    run.command = "<b>not bold</b>"
+    html = render_html(run)
+    assert "<b>not bold</b>" not in html and "&lt;b&gt;not bold&lt;/b&gt;" in html
+
+
+def test_speed_chart_is_valid_svg(passing_run):
+    svg = speed_chart_svg(passing_run)
+    root = ET.fromstring(svg)
+    assert root.tag.endswith("svg")
+    bars = [el for el in root.iter() if el.tag.endswith("rect") and el.find("{*}title") is not None]
+    speed = passing_run.speed_by_depth()
+    assert len(bars) == sum(len(per) for per in speed.values())
+    assert all(float(b.get("height")) >= 0 for b in bars)
+
+
+def test_empty_run_renders():
+    run = run_suite(PythonChessEngine(), [], suites=["tricky"])
+    assert speed_chart_svg(run) == ""
+    assert "No row within the budget." in render_markdown(run)
+    assert "<!DOCTYPE html>" in render_html(run)
+
+
+def test_number_formatting():
+    assert fmt_nps(None) == "-" and fmt_nps(212.3e6) == "212.3 M/s" and fmt_nps(85_100) == "85.1 k/s"
+    assert fmt_nps(1.5e9) == "1.5 G/s" and fmt_nps(12) == "12 /s"
+
+
+def test_template_ships_as_package_data():
+    assert resources.files("oracle").joinpath("templates/report.html.j2").is_file()
+
+
+def core_available() -> bool:
+    try:
+        import perft_core
+
+        return perft_core.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1) == 3
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not core_available(), reason="perft_core extension not built")
+def test_cli_report_writes_the_published_files(tmp_path, capsys):
+    status = cli.main(["report", "--out", str(tmp_path), "--name", "conformance", "--max-nodes", "20000", "--json"])
+    captured = capsys.readouterr()
+    assert status == 0 and captured.err == ""
+    summary = json.loads(captured.out)
+    assert summary["failed"] == summary["errors"] == 0 and summary["passed"] > 1000
+    assert Path(summary["paths"]["md"]) == tmp_path / "conformance.md"
+    md = (tmp_path / "conformance.md").read_text()
+    assert "**PASS**" in md and "perft report --out" in md and "--name conformance" in md
+    data = json.loads((tmp_path / "conformance.json").read_text())
+    assert data["environment"]["backend"] == "cpu" and data["max_nodes"] == 20000
+    assert data["suites"] == ["startpos", "cpw", "tricky", "perftsuite", "chess960"]
+    assert (tmp_path / "conformance.html").read_text().count("<details") == 5
