@@ -1,7 +1,8 @@
 """GPU benchmark (no transposition tables): median wall time of several runs after a warm-up, beside
 the perft_gpu_2026 figures recorded on an H200. Not a test: run it on a GPU machine, one at a time.
 
-    python ci/bench_gpu.py [--runs 5] [--json out.json] [--only startpos-9] [--leaf3 stream] [--leaf-threads 64]
+    python ci/bench_gpu.py [--runs 5] [--json out.json] [--only startpos-9 kiwipete-7] [--leaf3 stream]
+                           [--leaf-threads 64] [--define PC_LEAF_MIN_BLOCKS=0 ...]
 
 Prints a table: workload, nodes, median seconds (spread min..max), G nodes/s, the peer's seconds,
 the ratio (peer time / ours: > 1 means faster than the peer), and Python/launch overhead share.
@@ -32,12 +33,15 @@ def main() -> int:
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--leaf3", choices=("list", "stream"), default="list", help="fused-leaf variant")
     ap.add_argument("--leaf-threads", type=int, default=128, help="threads per block of the leaf kernels")
+    ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="a preprocessor define for the kernels (NVRTC -D); repeatable")
     args = ap.parse_args()
 
     gpu = gpu_info()["name"]
     t = time.perf_counter()
-    drv = build_driver(Variant(args.leaf3, args.leaf_threads))
-    print(f"variant: leaf3={drv.k.leaf3_variant} leaf_threads={drv.k.leaf_threads}")
+    variant = Variant(args.leaf3, args.leaf_threads, tuple(f"-D{d}" for d in args.define))
+    drv = build_driver(variant)
+    print(f"variant: {variant.describe()}")
     drv.perft(perft_core.Position.from_fen(STARTPOS), 3)  # compile + upload tables
     print(f"GPU: {gpu}; NVRTC build + table upload {time.perf_counter() - t:.1f} s; arena {drv.arena.capacity >> 20} MiB")
     for name, a in sorted(drv.k.attributes().items()):

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What a GPU CI runner executes: install the wheels the runner lacks (python-chess, tox and tox's
 # needs) offline from $PERFT_WHEELS (default .whl/, see NOTES.md for how to fetch them), show the
-# GPU, then `tox -e gpu`: build the extension in place and run the gpu-marked suites.
-# Usage: ci/gpu-runner.sh [pytest args...]
+# GPU, then `tox -e gpu`: build the extension in place, run the gpu-marked suites, then the
+# performance gates (ci/perf_gate.py static --cupy, then timing against ci/baselines/<gpu>.json).
+# Usage: ci/gpu-runner.sh [pytest args...]   (the args go to pytest only, not to the gates)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 wheels="${PERFT_WHEELS:-.whl}"

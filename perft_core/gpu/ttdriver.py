@@ -57,12 +57,14 @@ class TTBfsDriver(BfsDriver):
     taken out of ``memory_bytes`` when that is not given),
     ``seed`` Zobrist key seed, ``audit`` record every stored entry's position (for tests),
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
-    ``host_cache_entries`` bound of the lossless host cache (it stops storing when full).
+    ``host_cache_entries`` bound of the lossless host cache (it stops storing when full),
+    ``chunk_leaf_moves`` about how many leaf moves one GPU call should hold, ``merge`` merge equal
+    positions (equal keys) within each BFS level before expanding it.
     """
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
                  tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1000,
-                 host_cache_entries: int = 1 << 20, chunk_leaf_moves: int = 1 << 24):
+                 host_cache_entries: int = 1 << 20, chunk_leaf_moves: int = 1 << 26, merge: bool = True):
         # Split the device memory between the BFS arena and the TTs before allocating either.
         total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
         if tt_bytes is None:
@@ -80,11 +82,13 @@ class TTBfsDriver(BfsDriver):
         self.host_audit: dict[tuple[int, int, int], tuple[np.ndarray, int, bytes]] = {}
         self.host_cache_entries = host_cache_entries
         self.chunk_leaf_moves = chunk_leaf_moves
+        self.merge = merge
         self.z_dev = kernels.zobrist(self.seed)
         self.z_host = np.frombuffer(_core.zobrist_keys_blob(self.seed), dtype=np.uint64).copy()
         self.tts: dict[int, DeviceTT] = {}
         self._hits_dev = None
-        self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0}
+        self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
+                         "merged": 0}
 
     # ----- the count ----------------------------------------------------------------------------
     def _perft(self, pos, depth: int) -> int:
@@ -229,10 +233,15 @@ class TTBfsDriver(BfsDriver):
         side, ply = us, 0
         while True:
             left = depth - ply
+            n_made, group_of = n, None
+            if ply >= 1 and self.merge and n > 1:
+                boards, keys, n, group_of = self._merge(boards, keys, n, ply)
+                self.tt_stats["merged"] += n_made - n
             values = a.alloc(f"values[{ply}]", n, np.uint64)
             counts = a.alloc(f"counts[{ply}]", n, np.uint32)
             level = {"boards": boards, "keys": keys, "n": n, "values": values, "side": side,
-                     "tt": self.tts.get(left) if ply >= 1 else None, "parents": None}
+                     "tt": self.tts.get(left) if ply >= 1 else None, "parents": None,
+                     "group_of": group_of, "n_made": n_made}
             levels.append(level)
             if left == 1:
                 k.count(boards, n, side, counts)
@@ -268,14 +277,42 @@ class TTBfsDriver(BfsDriver):
             tt = lv["tt"]
             if tt is not None:
                 k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit, lv["side"])
-            if i > 0:
-                k.upsweep(levels[i - 1]["parents"], lv["values"], lv["n"], levels[i - 1]["values"])
+            if i > 0:  # each made board takes its merged group's value, then adds it to its parent
+                made = lv["values"] if lv["group_of"] is None else lv["values"][lv["group_of"]]
+                k.upsweep(levels[i - 1]["parents"], made, lv["n_made"], levels[i - 1]["values"])
         k.synchronize()
         self.stats.allocations.append(a.ordinal)
         if self._hits_dev is not None:
             self.tt_stats["hits"] += int(self._hits_dev)
         out = levels[0]["values"]
         return np.asarray(out.get() if hasattr(out, "get") else out).copy()
+
+    def _merge(self, boards, keys, n: int, ply: int):
+        """Merge boards with equal keys: (unique boards, their keys, count, group of each board).
+
+        Sorts by the key's low word and starts a group wherever (lo, hi) changes, so equal keys
+        are one group; two keys equal in lo only may split a group (never joins different keys).
+        Array-module operations only: the same code runs on CuPy and NumPy.
+        """
+        xp = self.k.xp
+        kv = keys[:2 * n].reshape(n, 2)
+        order = xp.argsort(kv[:, 0])
+        s = kv[order]
+        head = xp.empty(n, dtype=bool)
+        head[0] = True
+        head[1:] = (s[1:, 0] != s[:-1, 0]) | (s[1:, 1] != s[:-1, 1])
+        gid = xp.cumsum(head) - 1
+        un = int(gid[-1]) + 1
+        if un == n:
+            return boards, keys, n, None
+        group_of = xp.empty(n, dtype=xp.int64)
+        group_of[order] = gid
+        rep = order[head]
+        ub = self.arena.alloc(f"merged_boards[{ply}]", un * WORDS, np.uint64)
+        ub.reshape(un, WORDS)[...] = boards[:n * WORDS].reshape(n, WORDS)[rep]
+        uk = self.arena.alloc(f"merged_keys[{ply}]", un * 2, np.uint64)
+        uk.reshape(un, 2)[...] = kv[rep]
+        return ub, uk, un, group_of
 
     # ----- audit ------------------------------------------------------------------------------------
     def audit_entries(self):

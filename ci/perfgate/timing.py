@@ -1,0 +1,332 @@
+"""Timing gate: median wall times of the fixed workloads against a per-GPU baseline file.
+
+Baseline files live in ci/baselines/<slug of the CUDA device name>.json ("NVIDIA H200" ->
+nvidia-h200.json) and are written by ``python ci/perf_gate.py timing --update``. Layout (schema 1):
+
+    {"schema": 1, "gpu": "NVIDIA H200", "arch": "sm_90", "date": "2026-11-21", "commit": "bd8c096",
+     "cupy": "13.6.0", "cuda_driver": "13000", "cuda_runtime": "13000",
+     "workloads": {"startpos-9": {"nodes": 2439530234167, "runs": 5, "median_s": 4.036,
+                                  "min_s": 4.031, "max_s": 4.05, "spread": 0.0047, "times_s": [...]},
+                   "kiwipete-6": {..., "tolerance": 0.10, "tolerance_reason": "..."}}}
+
+Only ``nodes`` and ``median_s`` (and an optional ``tolerance`` in 0..1 with its reason) are read
+for the verdict; the rest records how the baseline was taken. ``--update`` keeps every
+per-workload tolerance override already in the file.
+
+Noise: each workload is timed ``runs`` times after a warm-up and judged on the median; the spread
+((max - min) / median) of both the baseline and the current runs is printed. A workload that comes
+out slower than its tolerance is timed once more (same number of runs) and judged on the median of
+all 2N runs: it moves only when more than N runs are slow, so a disturbance that spoiled most of
+one round passes, while a real regression, present in every run, still fails. The median of a
+round is itself unmoved by a minority of disturbed runs. Workloads whose runs spread wider than
+their tolerance are named in a "noise" line; short workloads carry wider per-workload tolerances.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .table import markdown
+from .workloads import ROOT, Measurement, Workload
+
+SCHEMA = 1
+DEFAULT_TOLERANCE = 0.05
+BASELINE_DIR = ROOT / "ci" / "baselines"
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be read or does not match the workload list."""
+
+
+def slug(gpu_name: str) -> str:
+    """File-name slug of a CUDA device name: "NVIDIA H200" -> "nvidia-h200"."""
+    s = re.sub(r"[^a-z0-9]+", "-", gpu_name.lower()).strip("-")
+    if not s:
+        raise ValueError(f"GPU name {gpu_name!r} has no letters or digits")
+    return s
+
+
+def baseline_path(gpu_name: str, directory: Path = BASELINE_DIR) -> Path:
+    return Path(directory) / f"{slug(gpu_name)}.json"
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One workload's recorded timing: median seconds over ``runs`` runs of ``nodes`` nodes."""
+
+    nodes: int
+    median_s: float
+    runs: int = 0
+    min_s: float | None = None
+    max_s: float | None = None
+    times_s: tuple[float, ...] = ()
+    tolerance: float | None = None
+    tolerance_reason: str | None = None
+
+    @property
+    def spread(self) -> float | None:
+        if self.min_s is None or self.max_s is None:
+            return None
+        return (self.max_s - self.min_s) / self.median_s
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A parsed baseline file (see the module docstring); ``meta`` holds the descriptive keys."""
+
+    gpu: str
+    workloads: dict[str, BaselineEntry]
+    meta: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        out: dict[str, object] = {"schema": SCHEMA, "gpu": self.gpu, **self.meta, "workloads": {}}
+        for name, e in self.workloads.items():
+            w: dict[str, object] = {"nodes": e.nodes, "runs": e.runs, "median_s": round(e.median_s, 6)}
+            if e.min_s is not None and e.max_s is not None:
+                w.update(min_s=round(e.min_s, 6), max_s=round(e.max_s, 6), spread=round(e.spread, 4))
+            if e.times_s:
+                w["times_s"] = [round(t, 6) for t in e.times_s]
+            if e.tolerance is not None:
+                w["tolerance"] = e.tolerance
+                w["tolerance_reason"] = e.tolerance_reason or ""
+            out["workloads"][name] = w
+        text = json.dumps(out, indent=2)
+        return re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + ", ".join(re.split(r",\s+", m.group(1))) + "]",
+                      text) + "\n"  # lists of numbers on one line
+
+    @classmethod
+    def from_json(cls, text: str, source: str = "baseline") -> Baseline:
+        """Parse a baseline; raises BaselineError naming ``source`` and the offending key."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BaselineError(f"{source}: not valid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise BaselineError(f"{source}: expected a JSON object at the top, got {type(data).__name__}")
+        if data.get("schema") != SCHEMA:
+            raise BaselineError(f"{source}: schema is {data.get('schema')!r}, this gate reads schema {SCHEMA}")
+        gpu = data.get("gpu")
+        if not isinstance(gpu, str) or not gpu:
+            raise BaselineError(f"{source}: 'gpu' must be the CUDA device name, got {gpu!r}")
+        raw = data.get("workloads")
+        if not isinstance(raw, dict) or not raw:
+            raise BaselineError(f"{source}: 'workloads' must be a non-empty object of workload name -> timing")
+        workloads = {name: _entry(w, f"{source}: workloads.{name}") for name, w in raw.items()}
+        meta = {k: str(v) for k, v in data.items() if k not in ("schema", "gpu", "workloads")}
+        return cls(gpu, workloads, meta)
+
+    @classmethod
+    def load(cls, path: Path) -> Baseline | None:
+        """The baseline at ``path``, or None when there is no such file; BaselineError if unreadable."""
+        path = Path(path)
+        if not path.exists():
+            return None
+        return cls.from_json(path.read_text(), str(path))
+
+
+def _entry(w: object, where: str) -> BaselineEntry:
+    if not isinstance(w, dict):
+        raise BaselineError(f"{where}: expected an object, got {type(w).__name__}")
+
+    def number(key: str, kind: type, required: bool = False, positive: bool = True):
+        v = w.get(key)
+        if v is None:
+            if required:
+                raise BaselineError(f"{where}: missing '{key}'")
+            return None
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and (kind is float or isinstance(v, int))
+        if not ok or (positive and v <= 0) or (not positive and v < 0):
+            need = "a positive" if positive else "a non-negative"
+            raise BaselineError(f"{where}: '{key}' must be {need} {kind.__name__}, got {v!r}")
+        return kind(v)
+
+    tolerance = number("tolerance", float)
+    if tolerance is not None and tolerance >= 1:
+        raise BaselineError(f"{where}: 'tolerance' is a fraction (0.05 = 5 %), got {tolerance!r}")
+    times = w.get("times_s", [])
+    if not isinstance(times, list) or not all(isinstance(t, (int, float)) and t > 0 for t in times):
+        raise BaselineError(f"{where}: 'times_s' must be a list of positive seconds, got {times!r}")
+    reason = w.get("tolerance_reason")
+    return BaselineEntry(
+        nodes=number("nodes", int, required=True), median_s=number("median_s", float, required=True),
+        runs=number("runs", int, positive=False) or 0, min_s=number("min_s", float), max_s=number("max_s", float),
+        times_s=tuple(float(t) for t in times), tolerance=tolerance,
+        tolerance_reason=str(reason) if reason is not None else None)
+
+
+# ----- comparison -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Comparison:
+    """A workload's current measurement beside its baseline; ``verdict`` is one of
+    "ok" (within tolerance), "faster" (beyond tolerance, passes), "SLOWER" (fails),
+    "no baseline" (fails)."""
+
+    workload: str
+    now: Measurement
+    baseline: BaselineEntry | None
+    tolerance: float
+    confirmed: bool = False  # re-measured after a first SLOWER verdict
+
+    @property
+    def ratio(self) -> float | None:
+        """Current median / baseline median (1.10 = 10 % slower)."""
+        return None if self.baseline is None else self.now.median / self.baseline.median_s
+
+    @property
+    def verdict(self) -> str:
+        r = self.ratio
+        if r is None:
+            return "no baseline"
+        if r > 1 + self.tolerance:
+            return "SLOWER"
+        if r < 1 - self.tolerance:
+            return "faster"
+        return "ok"
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in ("SLOWER", "no baseline")
+
+
+def compare_one(m: Measurement, baseline: Baseline | None, tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
+    """Judge one measurement. The baseline's per-workload tolerance overrides ``tolerance``.
+    Raises BaselineError when the baseline records another node count for the workload."""
+    entry = baseline.workloads.get(m.workload) if baseline else None
+    if entry is not None and entry.nodes != m.nodes:
+        raise BaselineError(f"baseline for {m.workload} records {entry.nodes:,} nodes but the workload counts "
+                            f"{m.nodes:,}: the workload changed, record a new baseline with --update")
+    tol = entry.tolerance if entry is not None and entry.tolerance is not None else tolerance
+    return Comparison(m.workload, m, entry, tol)
+
+
+def compare(measurements: Sequence[Measurement], baseline: Baseline | None,
+            tolerance: float = DEFAULT_TOLERANCE) -> list[Comparison]:
+    return [compare_one(m, baseline, tolerance) for m in measurements]
+
+
+def render(comparisons: Sequence[Comparison]) -> str:
+    """The verdict table: baseline and current medians, spreads, ratio, tolerance, verdict."""
+    rows = []
+    for c in comparisons:
+        b, m = c.baseline, c.now
+        runs = f"{len(m.times) // 2}+{len(m.times) - len(m.times) // 2}" if c.confirmed else str(len(m.times))
+        rows.append([
+            c.workload, f"{m.nodes:,}",
+            f"{b.median_s:.4f}" if b else "no baseline",
+            f"{b.spread:.1%}" if b and b.spread is not None else None,
+            f"{m.median:.4f}", f"{min(m.times):.4f}..{max(m.times):.4f}", f"{m.spread:.1%}", runs,
+            f"{c.ratio:.3f}" if c.ratio is not None else None, f"{c.tolerance:.0%}", c.verdict,
+        ])
+    return markdown(["workload", "nodes", "baseline s", "base spread", "now s", "now min..max s", "now spread",
+                     "runs", "ratio", "tolerance", "verdict"], rows, "lrrrrrrrrrl")
+
+
+def summary(comparisons: Sequence[Comparison], baseline_file: Path) -> list[str]:
+    """Lines after the table: failures with their numbers, noise warnings, how to update."""
+    lines = []
+    for c in comparisons:
+        if c.verdict == "SLOWER":
+            again = ", confirmed by a second round" if c.confirmed else ""
+            lines.append(f"FAIL {c.workload}: {c.now.median:.4f} s vs baseline {c.baseline.median_s:.4f} s = "
+                         f"{c.ratio - 1:+.1%} (tolerance {c.tolerance:.0%}){again}")
+        elif c.verdict == "faster":
+            lines.append(f"note {c.workload}: {1 - c.ratio:.1%} faster than the baseline; if that is the new normal, "
+                         f"record it with --update")
+        if c.now.spread > c.tolerance:
+            lines.append(f"noise {c.workload}: runs spread {c.now.spread:.1%}, more than the {c.tolerance:.0%} "
+                         f"tolerance; the verdict rests on the median of {len(c.now.times)} runs")
+    if any(c.verdict == "SLOWER" for c in comparisons):
+        lines.append("A slowdown accepted on purpose is recorded with `python ci/perf_gate.py timing --update` "
+                     "(say why in the commit message).")
+    if any(c.verdict == "no baseline" for c in comparisons):
+        lines.append(f"FAIL no baseline for {', '.join(c.workload for c in comparisons if c.baseline is None)} in "
+                     f"{relpath(baseline_file)}: on this GPU run `python ci/perf_gate.py timing --update`, "
+                     f"check the table, and commit the file")
+    return lines
+
+
+# ----- the gate ---------------------------------------------------------------------------------------------
+
+@dataclass
+class GateResult:
+    comparisons: list[Comparison]
+
+    @property
+    def passed(self) -> bool:
+        return not any(c.failed for c in self.comparisons)
+
+
+def run_gate(workloads: Sequence[Workload], driver_for: Callable[[Workload], object], baseline: Baseline | None,
+             tolerance: float = DEFAULT_TOLERANCE, runs: int | None = None, confirm: bool = True,
+             measure: Callable[..., Measurement] | None = None, log: Callable[[str], None] = print) -> GateResult:
+    """Measure every workload, compare with ``baseline``, re-measure the SLOWER ones once (``confirm``).
+
+    ``driver_for(workload)`` gives the driver to time (``workloads.build_driver``); ``measure`` is
+    ``workloads.measure`` unless a test passes a fake. Raises WrongNodeCount, BaselineError.
+    """
+    if measure is None:
+        from .workloads import measure
+    out = []
+    for w in workloads:
+        driver = driver_for(w)
+        m = measure(driver, w, runs)
+        c = compare_one(m, baseline, tolerance)
+        log(f"  {w.name}: median {m.median:.4f} s over {len(m.times)} runs (spread {m.spread:.1%}) -> {c.verdict}")
+        if confirm and c.verdict == "SLOWER":
+            m = m.extended(measure(driver, w, runs))
+            c = compare_one(m, baseline, tolerance)
+            c = Comparison(c.workload, c.now, c.baseline, c.tolerance, confirmed=True)
+            log(f"  {w.name}: second round, median of {len(m.times)} runs {m.median:.4f} s -> {c.verdict}")
+        out.append(c)
+        driver = None  # so driver_for can free it before building another
+    return GateResult(out)
+
+
+def updated_baseline(old: Baseline | None, measurements: Sequence[Measurement], workloads: Sequence[Workload],
+                     gpu: dict[str, str], commit: str, date: str | None = None) -> Baseline:
+    """The baseline ``--update`` writes: these measurements, ``gpu`` (``workloads.gpu_info()``) and
+    ``commit``; tolerance overrides come from ``old`` where it has one, else from the workload list."""
+    seeds = {w.name: w.tolerance for w in workloads}
+    entries = {}
+    for m in measurements:
+        prev = old.workloads.get(m.workload) if old else None
+        if prev is not None and prev.tolerance is not None:
+            tol, why = prev.tolerance, prev.tolerance_reason
+        elif seeds.get(m.workload) is not None:
+            tol, why = seeds[m.workload], "seeded from ci/perfgate/workloads.py: a short run, noisy"
+        else:
+            tol, why = None, None
+        entries[m.workload] = BaselineEntry(m.nodes, m.median, len(m.times), min(m.times), max(m.times), m.times,
+                                            tol, why)
+    meta = {"arch": gpu.get("arch", "?"), "date": date or time.strftime("%Y-%m-%d"), "commit": commit,
+            "cupy": gpu.get("cupy", "?"), "cuda_driver": gpu.get("driver", "?"),
+            "cuda_runtime": gpu.get("runtime", "?"),
+            "command": "python ci/perf_gate.py timing --update"}
+    return Baseline(gpu["name"], entries, meta)
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """$PERFT_COMMIT when set (a checkout copied without .git), else ``git describe --always --dirty``
+    of the checkout, else "unknown"."""
+    if os.environ.get("PERFT_COMMIT"):
+        return os.environ["PERFT_COMMIT"]
+    try:
+        out = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=root,
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
+
+
+def relpath(path: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
