@@ -2,6 +2,7 @@
 from .errors import FenError, IllegalMoveError
 from .position import Position
 from .api import perft, divide
+from .zobrist import HashVerificationError
 
 __version__ = "0.1.0"
-__all__ = ["FenError", "IllegalMoveError", "Position", "perft", "divide", "__version__"]
+__all__ = ["FenError", "IllegalMoveError", "HashVerificationError", "Position", "perft", "divide", "__version__"]

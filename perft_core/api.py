@@ -25,7 +25,8 @@ def _check(depth: object, backend: str, threads: object) -> None:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
 
 
-def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1) -> int:
+def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
+          tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None) -> int:
     """Count the leaf nodes of the legal move tree ``depth`` plies below a position.
 
     Args:
@@ -33,24 +34,37 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
         depth: plies, an int >= 0; perft(…, 0) is 1.
         backend: "cpu" (C++ extension), "gpu" (CuPy) or "gpu-emulated" (the GPU driver on NumPy).
         threads: CPU threads for the cpu backend (the tree is split two plies below the root).
+        tt: count through transposition tables (same counts): CPU tables (perft_core.zobrist) or,
+            on the GPU backends, device tables plus a host cache (perft_core.gpu.ttdriver).
+        tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 30 % of the GPU
+            driver's memory on the GPU backends (fixed when the process's driver is made).
+        verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
+            HashVerificationError if the two counts differ.
 
     Returns:
         The node count as a Python int.
 
     Raises:
         FenError: the FEN is malformed or describes a position perft is undefined for.
-        ValueError: bad depth, backend or threads.
+        ValueError: bad depth, backend, threads or tt options.
+        perft_core.zobrist.HashVerificationError: the verify_seed count differs.
     """
     _check(depth, backend, threads)
     pos = _position(fen_or_position)
+    use_tt = _use_tt(tt, verify_seed)
+    if use_tt and backend == "cpu":
+        from . import zobrist
+
+        return zobrist.perft_tt(pos, depth, threads=threads, tt_mb=_cpu_tt_mb(tt_mb), verify_seed=verify_seed)
     if backend == "cpu":
         from . import _core
 
         return int(_core.perft(pos._core_args(), depth, threads))
-    return _gpu_driver(backend).perft(pos, depth)
+    return _gpu_count(backend, use_tt, tt_mb, verify_seed, lambda drv: drv.perft(pos, depth))
 
 
-def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1) -> dict[str, int]:
+def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
+           tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None) -> dict[str, int]:
     """Perft split by root move: ``{uci_move: nodes}``, the counts below each legal move.
 
     Arguments as for :func:`perft`. UCI keys: promotions as ``e7e8q``; castling as king to its
@@ -58,20 +72,60 @@ def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu",
     Stockfish writes them with UCI_Chess960. Depth 0 gives ``{}``; depth 1 gives 1 per move.
 
     Raises:
-        FenError, ValueError: as for :func:`perft`.
+        FenError, ValueError, HashVerificationError: as for :func:`perft`.
     """
     _check(depth, backend, threads)
     pos = _position(fen_or_position)
+    use_tt = _use_tt(tt, verify_seed)
     if depth == 0:
         return {}
+    if use_tt and backend == "cpu":
+        from . import zobrist
+
+        return zobrist.divide_tt(pos, depth, threads=threads, tt_mb=_cpu_tt_mb(tt_mb), verify_seed=verify_seed)
     if backend == "cpu":
         from . import _core
 
         return {m: int(n) for m, n in sorted(_core.divide(pos._core_args(), depth, threads))}
-    return _gpu_driver(backend).divide(pos, depth)
+    return _gpu_count(backend, use_tt, tt_mb, verify_seed, lambda drv: drv.divide(pos, depth))
 
 
-def _gpu_driver(backend: str):
+def _use_tt(tt: object, verify_seed: object) -> bool:
+    """Validate the transposition-table options; True to count through tables."""
+    if not isinstance(tt, bool):
+        raise ValueError(f"tt must be True or False, got {tt!r}")
+    if verify_seed is not None and not tt:
+        raise ValueError("verify_seed needs tt=True (it re-counts through tables with another key seed)")
+    return tt
+
+
+def _cpu_tt_mb(tt_mb: float | None) -> float:
+    from .zobrist import DEFAULT_TT_MB
+
+    return DEFAULT_TT_MB if tt_mb is None else tt_mb
+
+
+def _gpu_count(backend: str, tt: bool, tt_mb: float | None, verify_seed: int | None, count):
+    """Run ``count(driver)`` on the process's GPU driver; with verify_seed, again with that key
+    seed, raising HashVerificationError when the two results differ."""
     from .gpu import get_driver
 
-    return get_driver(backend)
+    drv = get_driver(backend, tt_mb)
+    drv.tt_enabled = tt
+    try:
+        result = count(drv)
+        if verify_seed is not None:
+            from .zobrist import HashVerificationError
+
+            default_seed = drv.seed
+            drv.reseed(verify_seed)
+            try:
+                again = count(drv)
+            finally:
+                drv.reseed(default_seed)
+            if again != result:
+                raise HashVerificationError(
+                    f"GPU counts differ between key seeds {default_seed:#x} and {verify_seed:#x}: {result} vs {again}")
+        return result
+    finally:
+        drv.tt_enabled = False

@@ -41,17 +41,48 @@ def _positive(text: str) -> int:
     return value
 
 
+def _mib(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {text!r}")
+    return value
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed (decimal or 0x hex), got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"seed must be in 0..2**64-1, got {text!r}")
+    return value
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from . import Position, __version__, divide, perft
 
+    if args.verify_seed is not None and not args.tt:
+        raise UsageError("--verify-seed needs --tt")
     pos = Position.from_fen(args.fen, chess960=True if args.chess960 else None)
+    tt = {"tt": args.tt, "tt_mb": args.tt_mb, "verify_seed": args.verify_seed} if args.tt else {}
     t0 = time.perf_counter()
-    if args.divide:
-        parts = divide(pos, args.depth, backend=args.backend, threads=args.threads)
-        nodes = sum(parts.values()) if args.depth > 0 else 1
-    else:
-        parts = None
-        nodes = perft(pos, args.depth, backend=args.backend, threads=args.threads)
+    try:
+        if args.divide:
+            parts = divide(pos, args.depth, backend=args.backend, threads=args.threads, **tt)
+            nodes = sum(parts.values()) if args.depth > 0 else 1
+        else:
+            parts = None
+            nodes = perft(pos, args.depth, backend=args.backend, threads=args.threads, **tt)
+    except RuntimeError as exc:
+        from .zobrist import HashVerificationError
+
+        if not isinstance(exc, HashVerificationError):  # --verify-seed: the two key seeds disagree
+            raise
+        print(f"perft: error: {exc}", file=sys.stderr)
+        return 1
     seconds = time.perf_counter() - t0
     nps = nodes / seconds if seconds > 0 else 0.0
     if args.json:
@@ -82,6 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=_positive, default=1, help="CPU threads (cpu backend)")
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    run.add_argument("--tt", action="store_true", help="count through transposition tables (cpu backend)")
+    run.add_argument("--tt-mb", type=_mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
+    run.add_argument("--verify-seed", type=_seed, default=None, metavar="SEED",
+                     help="with --tt: count again with this Zobrist key seed; exit 1 if the counts differ")
     run.set_defaults(func=_cmd_run)
     try:
         from oracle import cli as oracle_cli

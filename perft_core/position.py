@@ -185,6 +185,21 @@ class Position:
 
     # ------------------------------------------------------------------ moves (C++ core)
 
+    def zobrist(self, seed: int | None = None) -> int:
+        """The 128-bit Zobrist key from scratch, as ``hi << 64 | lo`` (see perft_core.zobrist)."""
+        from .zobrist import zobrist
+
+        return zobrist(self, seed)
+
+    def zobrist_path(self, moves, seed: int | None = None) -> list[int]:
+        """Keys along UCI ``moves``: the from-scratch key, then the incremental key after each move.
+
+        Raises IllegalMoveError for a move that is not legal where it is played.
+        """
+        from .zobrist import zobrist_path
+
+        return zobrist_path(self, moves, seed)
+
     def _core_args(self) -> tuple:
         """The argument tuple ``B`` of every ``perft_core._core`` function."""
         ep = -1 if self.ep_square is None else self.ep_square

@@ -142,10 +142,10 @@ def test_oom_plan_from_environment(monkeypatch):
     from perft_core.gpu import driver as driver_mod
 
     monkeypatch.setenv("PERFT_FAULT_PLAN", "site=boards[1],times=1")
-    driver_mod.get_driver.cache_clear()
+    driver_mod._DRIVERS.clear()
     try:
         drv = driver_mod.get_driver("gpu-emulated")
         assert drv.perft(perft_core.Position.from_fen(KIWIPETE), 4) == 4085603
         assert drv.arena.fault_plan.fired == 1
     finally:
-        driver_mod.get_driver.cache_clear()
+        driver_mod._DRIVERS.clear()

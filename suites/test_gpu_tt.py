@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import perft_core
+from oracle.strategies import random_walk_fens
 from perft_core.gpu.arena import FaultPlan
 from perft_core.gpu.ttdriver import TTBfsDriver, unique_positions
 
@@ -142,3 +143,68 @@ def test_oom_hypothesis_plans(kernels, plan, case):
     assert plan.fired >= 1, "the fault plan never fired"
     assert drv.stats.oom_sites
     assert_clean(drv)
+
+
+# ----- Zobrist keys on the device: incremental == from scratch == host ------------------------------
+
+def _device_keys_property(kernels, fen: str, seed: int, plies: int = 3) -> int:
+    """Expand ``plies`` levels below ``fen`` with make_key (incremental keys) and compare every child's
+    key with keys_kernel (from scratch) and the host's compute_hash. Returns positions checked."""
+    import numpy as np
+
+    from perft_core import _core
+
+    xp = kernels.xp
+    pos = perft_core.Position.from_fen(fen)
+    root, us, ci = _core.gpu_root(pos._core_args())
+    kernels.set_castle(ci)
+    z = kernels.zobrist(seed)
+    z_host = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
+    boards = kernels.to_device(np.array(root, dtype=np.uint64))
+    keys = xp.zeros(2, dtype=xp.uint64)
+    kernels.keys(boards, 1, us, z, keys)
+    n, side, checked = 1, us, 0
+    for _ in range(plies):
+        counts = xp.zeros(n, dtype=xp.uint32)
+        kernels.count(boards, n, side, counts)
+        offsets = xp.zeros(n + 1, dtype=xp.uint64)
+        total = kernels.scan(counts, n, offsets)
+        if total == 0:
+            break
+        moves = xp.zeros(total, dtype=xp.uint16)
+        parents = xp.zeros(total, dtype=xp.uint32)
+        kernels.gen(boards, n, side, offsets, moves, parents)
+        children = xp.zeros(total * 5, dtype=xp.uint64)
+        inc = xp.zeros(total * 2, dtype=xp.uint64)
+        kernels.make_key(boards, keys, parents, moves, total, side, z, children, inc)
+        scratch = xp.zeros(total * 2, dtype=xp.uint64)
+        kernels.keys(children, total, side ^ 1, z, scratch)
+        kernels.synchronize()
+        host_children = np.asarray(children.get() if hasattr(children, "get") else children)
+        host = np.zeros((total, 2), dtype=np.uint64)
+        _core.batch_keys(host_children, total, side ^ 1, ci, z_host, host)
+        inc_h = np.asarray(inc.get() if hasattr(inc, "get") else inc).reshape(total, 2)
+        scr_h = np.asarray(scratch.get() if hasattr(scratch, "get") else scratch).reshape(total, 2)
+        assert (inc_h == scr_h).all(), f"incremental key != from-scratch key below {fen}"
+        assert (scr_h == host).all(), f"device key != host key below {fen}"
+        boards, keys, n, side = children, inc, total, side ^ 1
+        checked += total
+    return checked
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fen=random_walk_fens(chess960=None, max_plies=30),
+       seed=st.sampled_from([None, 0x1234_5678_9ABC_DEF1]))
+def test_device_zobrist_incremental_equals_scratch(kernels, fen, seed):
+    from perft_core import _core
+
+    _device_keys_property(kernels, fen, _core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
+
+
+@pytest.mark.parametrize("fen", [KIWIPETE, CHESS960, POS3, "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2",
+                                 "r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"])
+def test_device_zobrist_tables_positions(kernels, fen):
+    from perft_core import _core
+
+    for seed in (_core.ZOBRIST_DEFAULT_SEED, 99):
+        assert _device_keys_property(kernels, fen, seed) > 0

@@ -63,7 +63,7 @@ class TTBfsDriver(BfsDriver):
     """
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
-                 tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1000,
+                 tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1,
                  host_cache_entries: int = 1 << 20, chunk_leaf_moves: int = 1 << 26, merge: bool = True):
         # Split the device memory between the BFS arena and the TTs before allocating either.
         total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
@@ -74,24 +74,33 @@ class TTBfsDriver(BfsDriver):
             total -= tt_bytes
         super().__init__(kernels, total, fault_plan, max_gpu_depth)
         self.tt_arena = Arena(kernels.xp, tt_bytes, fault_plan, name="tt")
-        self.seed = _core.ZOBRIST_DEFAULT_SEED if seed is None else seed
+        self.tt_enabled = True
         self.audit_mode = audit
-        self.min_roots = min_roots
         self.host_cache: dict[tuple[int, int, int], int] = {}
         # audit mode: the position, side to move and castling geometry of each host cache entry
         self.host_audit: dict[tuple[int, int, int], tuple[np.ndarray, int, bytes]] = {}
+        self.min_roots = min_roots
         self.host_cache_entries = host_cache_entries
         self.chunk_leaf_moves = chunk_leaf_moves
         self.merge = merge
-        self.z_dev = kernels.zobrist(self.seed)
-        self.z_host = np.frombuffer(_core.zobrist_keys_blob(self.seed), dtype=np.uint64).copy()
+        self.reseed(_core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
         self.tts: dict[int, DeviceTT] = {}
         self._hits_dev = None
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0}
 
+    def reseed(self, seed: int) -> None:
+        """Key with another Zobrist seed from now on; forgets the host cache (its keys change)."""
+        self.seed = seed
+        self.z_dev = self.k.zobrist(seed)
+        self.z_host = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
+        self.host_cache.clear()
+        self.host_audit.clear()
+
     # ----- the count ----------------------------------------------------------------------------
     def _perft(self, pos, depth: int) -> int:
+        if not self.tt_enabled:
+            return super()._perft(pos, depth)
         if depth == 0:
             return 1
         root, us, ci = _core.gpu_root(pos._core_args())

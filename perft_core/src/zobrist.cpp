@@ -1,3 +1,170 @@
+// Zobrist keys, transposition-table perft and the table audit, for perft_core._core.
+//
+// Keys cross into Python as (lo, hi) halves or as one int (hi << 64) | lo; counts as Python ints
+// of any size (the TT perft accumulates in 128 bits).
 #include "modules.h"
+#include "tt.h"
 
-void register_zobrist(pybind11::module_& m) {}
+using namespace pc_host;
+using pc_tt::Table;
+using pc_tt::u128;
+
+namespace {
+
+py::object pyint_u128(u128 v) {
+    const u64 hi = (u64)(v >> 64), lo = (u64)v;
+    if (hi == 0) return py::int_(lo);
+    py::int_ h(hi), l(lo), shift(64);
+    py::object s = py::reinterpret_steal<py::object>(PyNumber_Lshift(h.ptr(), shift.ptr()));
+    if (!s) throw py::error_already_set();
+    py::object r = py::reinterpret_steal<py::object>(PyNumber_Or(s.ptr(), l.ptr()));
+    if (!r) throw py::error_already_set();
+    return r;
+}
+
+py::object pykey(const Key128& k) { return pyint_u128(((u128)k.hi << 64) | k.lo); }
+
+ZobristKeys keys_for(u64 seed) {
+    ZobristKeys z;
+    zobrist_init(z, seed);
+    return z;
+}
+
+const char* kind_name(int k) { return k == pc_tt::LEVEL_LOSSY ? "lossy" : k == pc_tt::LEVEL_LOSSLESS ? "lossless" : "none"; }
+
+// The core-args tuple of a recorded position.
+py::tuple rec_args(const pc_tt::Rec& r) {
+    int f = (r.state >> 4) - 1;
+    int ep = f < 0 ? -1 : (r.us == WHITE ? 40 : 16) + f;
+    return py::make_tuple(r.pbq, r.nbk, r.rqk, r.black, r.us == WHITE,
+                          py::make_tuple((int)r.rooks[0], (int)r.rooks[1], (int)r.rooks[2], (int)r.rooks[3]), ep,
+                          false);
+}
+
+std::vector<u128> tt_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads, Table& t,
+                            int fault) {
+    py::gil_scoped_release nogil;
+    return pc_tt::divide_tt(r, moves, depth, threads, t, fault);
+}
+
+}  // namespace
+
+void register_zobrist(pybind11::module_& m) {
+    m.attr("ZOBRIST_DEFAULT_SEED") = py::int_((u64)PC_ZOBRIST_DEFAULT_SEED);
+
+    m.def("zobrist_key", [](const py::tuple& args, u64 seed) {
+        Root r = parse_args(args);
+        ZobristKeys z = keys_for(seed);
+        return pykey(pc_tt::root_key(r.board, r.us, r.ci, z));
+    }, py::arg("args"), py::arg("seed"), "128-bit key (hi << 64 | lo) of position B, from scratch.");
+
+    m.def("zobrist_path", [](const py::tuple& args, const std::vector<std::string>& moves, u64 seed) {
+        Root r = parse_args(args);
+        ZobristKeys z = keys_for(seed);
+        Key128 k = pc_tt::root_key(r.board, r.us, r.ci, z);
+        py::list out;
+        out.append(pykey(k));
+        for (size_t i = 0; i < moves.size(); ++i) {
+            bool found = false;
+            for (Move mv : legal_list(r)) {
+                if (uci(r, mv) != moves[i]) continue;
+                k = pc_tt::play_key(r.board, r.us, mv, k, r.ci, z);
+                Board c;
+                play(r.board, r.ci, r.us, mv, c);
+                r.board = c;
+                r.us ^= 1;
+                found = true;
+                break;
+            }
+            if (!found) throw std::invalid_argument("move " + std::to_string(i) + " is illegal: " + moves[i]);
+            out.append(pykey(k));
+        }
+        return out;
+    }, py::arg("args"), py::arg("moves"), py::arg("seed"),
+       "Keys along a UCI move sequence from B: [from-scratch key of B, then the incremental key after each move].");
+
+    m.def("zobrist_keys_blob", [](u64 seed) {
+        ZobristKeys z = keys_for(seed);
+        return py::bytes(reinterpret_cast<const char*>(&z), sizeof z);
+    }, py::arg("seed"), "The ZobristKeys struct of a seed as raw bytes (for upload to the device).");
+
+    py::class_<Table>(m, "TTable", "Transposition tables, one per remaining depth (see src/tt.h).")
+        .def(py::init([](int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record) {
+                 if (lossless_from < 0) lossless_from = max_depth - 3;
+                 return new Table(max_depth, bytes, seed, min_depth, lossless_from, record);
+             }),
+             py::arg("max_depth"), py::arg("bytes"), py::arg("seed"), py::arg("min_depth") = 2,
+             py::arg("lossless_from") = -1, py::arg("record") = false)
+        .def_property_readonly("seed", &Table::seed)
+        .def_property_readonly("max_depth", &Table::max_depth)
+        .def_property_readonly("min_depth", &Table::min_depth)
+        .def_property_readonly("budget_bytes", &Table::budget)
+        .def_property_readonly("allocated_bytes", &Table::allocated)
+        .def_property_readonly("lossless_used", &Table::nodes_used)
+        .def_property_readonly("record", &Table::record)
+        .def("levels", [](const Table& t) {
+            py::list out;
+            for (int d = 0; d <= t.max_depth(); ++d)
+                if (t.kind(d) != pc_tt::LEVEL_NONE) out.append(py::make_tuple(d, kind_name(t.kind(d)), t.slots(d)));
+            return out;
+        }, "[(remaining depth, 'lossy' | 'lossless', slots)]; lossless levels share one pool of `slots` nodes.")
+        .def("stats", [](const Table& t) {
+            py::list out;
+            for (int d = 0; d <= t.max_depth(); ++d) {
+                if (t.kind(d) == pc_tt::LEVEL_NONE) continue;
+                const pc_tt::LevelStats& s = t.stats(d);
+                py::dict e;
+                e["depth"] = d;
+                e["kind"] = kind_name(t.kind(d));
+                e["probes"] = s.probes;
+                e["hits"] = s.hits;
+                e["stores"] = s.stores;
+                e["replaced"] = s.replaced;
+                e["full"] = s.full;
+                e["unstorable"] = s.unstorable;
+                out.append(e);
+            }
+            return out;
+        })
+        .def("entries", [](const Table& t) {
+            py::list out;
+            t.for_each([&](int d, int kind, u64 bucket, const Key128& k, bool known, u128 count, const pc_tt::Rec& rec) {
+                out.append(py::make_tuple(d, kind_name(kind), bucket, k.lo, k.hi, known, pyint_u128(count),
+                                          rec.valid ? py::object(rec_args(rec)) : py::object(py::none())));
+            });
+            return out;
+        }, "Every stored entry: (depth, kind, bucket, key_lo, key_hi, key_lo_is_full, count, core args or None).")
+        .def("bucket", [](const Table& t, u64 lo, int depth) {
+            if (t.kind(depth) == pc_tt::LEVEL_NONE) throw std::invalid_argument("no table at that depth");
+            return t.bucket(depth, Key128{lo, 0});
+        }, py::arg("key_lo"), py::arg("depth"), "The bucket a key (by its low half) maps to in a level.")
+        .def("lookup", [](Table& t, u64 lo, u64 hi, int depth) -> py::object {
+            if (t.kind(depth) == pc_tt::LEVEL_NONE) return py::none();
+            pc_tt::LevelStats scratch;
+            u128 c = 0;
+            if (!t.probe(depth, Key128{lo, hi}, c, scratch)) return py::none();
+            return pyint_u128(c);
+        }, py::arg("key_lo"), py::arg("key_hi"), py::arg("depth"), "The stored count of a key at a depth, or None.")
+        .def("clear", &Table::clear);
+
+    m.def("perft_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault) {
+        check_depth(depth);
+        Root r = parse_args(args);
+        if (depth == 0) return py::object(py::int_(1));
+        u128 total = 0;
+        for (u128 c : tt_counts(r, legal_list(r), depth, threads, table, fault)) total += c;
+        return pyint_u128(total);
+    }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("fault") = 0,
+       "Perft of B through the tables (128-bit count). fault != 0 plants a test-only key bug.");
+
+    m.def("divide_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault) {
+        check_depth(depth);
+        Root r = parse_args(args);
+        std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
+        std::vector<u128> counts = tt_counts(r, moves, depth, threads, table, fault);
+        py::list out;
+        for (size_t i = 0; i < moves.size(); ++i) out.append(py::make_tuple(uci(r, moves[i]), pyint_u128(counts[i])));
+        return out;
+    }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("fault") = 0,
+       "[(uci, nodes)] through the tables.");
+}

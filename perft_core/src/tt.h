@@ -1,0 +1,515 @@
+// Host transposition tables and the perft recursion that uses them.
+//
+// One table per remaining depth d (a count depends on the position and d, so each table stores
+// counts of one depth only). Two kinds:
+//   * lossless (the levels nearest the root): chained hash tables holding the full 128-bit key and
+//     a 128-bit count. All of them draw nodes from one pool of fixed capacity; when it is full they
+//     stop storing (a miss costs time, an eviction could never cost a count, but we do not evict).
+//     A mutex guards them: they see few probes (only positions a few plies below the root).
+//   * lossy (the deep levels, which see nearly every probe): 16-byte entries (kernels/pc_tt.h),
+//     check = key.hi ^ count, in two-entry buckets chosen by key.lo: way 0 keeps the bigger count,
+//     way 1 always takes the store. Lock-free: threads read and write each word with a relaxed
+//     atomic; a torn entry fails the check.
+//     Counts of 0 (mate/stalemate below) and counts >= 2^64 are not stored in them.
+// No probe or store at remaining depth 1 (counting the moves is cheaper than a probe), and none
+// below the table's min_depth. Depth 2 pays: startpos perft 8 took 12.1 s probing from depth 2 and
+// 18.6 s probing from depth 3 (256 MiB, one thread, AMD EPYC, 2026-11-21).
+//
+// Record mode (tests, single thread): next to every entry the table keeps the position it was
+// stored for (board, side to move, castling rook squares), so an audit can recompute each count
+// and each key from scratch and prove that no entry is wrong.
+#pragma once
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+
+#include "host.h"
+#include "pc_tt.h"
+
+namespace pc_tt {
+
+using pc_host::Root;
+typedef unsigned __int128 u128;
+
+// A position as recorded next to an entry in record mode. valid == 0: nothing recorded.
+struct Rec {
+    u64 pbq, nbk, rqk, black;
+    u8 state, us, valid, pad;
+    signed char rooks[4];  // castle_rooks of the root (white h, white a, black h, black a), -1 = none
+};
+
+inline Rec make_rec(const Board& b, int us, const CastleInfo& ci) {
+    Rec r;
+    r.pbq = b.pbq;
+    r.nbk = b.nbk;
+    r.rqk = b.rqk;
+    r.black = b.black;
+    r.state = b.state;
+    r.us = (u8)us;
+    r.valid = 1;
+    r.pad = 0;
+    for (int i = 0; i < 4; ++i) r.rooks[i] = (b.state >> i & 1) ? (signed char)ci.side[i >> 1][i & 1].rook : (signed char)-1;
+    return r;
+}
+
+struct LevelStats {
+    u64 probes = 0, hits = 0, stores = 0;
+    u64 replaced = 0;  // lossy: a store overwrote another key's entry
+    u64 full = 0;      // lossless: not stored, the pool was full
+    u64 unstorable = 0;  // lossy: count 0 or >= 2^64, not stored
+    void add(const LevelStats& o) {
+        probes += o.probes;
+        hits += o.hits;
+        stores += o.stores;
+        replaced += o.replaced;
+        full += o.full;
+        unstorable += o.unstorable;
+    }
+};
+
+enum LevelKind { LEVEL_NONE = 0, LEVEL_LOSSY = 1, LEVEL_LOSSLESS = 2 };
+
+struct LosslessNode {
+    Key128 key;
+    u64 count_lo, count_hi;
+    u32 next;  // index + 1 of the next node of the chain, 0 = end
+};
+
+// A zero-filled array from its own anonymous mapping: the OS hands out zero pages lazily, and
+// arrays of 2 MiB or more ask for transparent huge pages (random probes into a table of hundreds
+// of MiB otherwise miss the TLB on nearly every access).
+template <class T>
+class Mapped {
+  public:
+    Mapped() = default;
+    explicit Mapped(u64 n) {
+        if (n == 0) return;
+        const size_t huge = 2u << 20;
+        bytes_ = n * sizeof(T) + huge;
+        void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED) throw std::bad_alloc();
+        base_ = m;
+        uintptr_t a = ((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1);
+        // Huge pages only for whole 2 MiB pages inside the array, so resident memory never
+        // exceeds the array (the slack after it stays in small, untouched pages).
+        const size_t whole = n * sizeof(T) & ~(huge - 1);
+        if (whole) madvise((void*)a, whole, MADV_HUGEPAGE);
+        p_ = reinterpret_cast<T*>(a);
+    }
+    Mapped(Mapped&& o) noexcept { swap(o); }
+    Mapped& operator=(Mapped&& o) noexcept {
+        swap(o);
+        return *this;
+    }
+    Mapped(const Mapped&) = delete;
+    Mapped& operator=(const Mapped&) = delete;
+    ~Mapped() {
+        if (base_) munmap(base_, bytes_);
+    }
+    T* get() const { return p_; }
+    T& operator[](u64 i) const { return p_[i]; }
+
+  private:
+    void swap(Mapped& o) {
+        std::swap(base_, o.base_);
+        std::swap(p_, o.p_);
+        std::swap(bytes_, o.bytes_);
+    }
+    void* base_ = nullptr;
+    T* p_ = nullptr;
+    size_t bytes_ = 0;
+};
+
+// All the tables of one search (or of several searches with the same key seed).
+class Table {
+  public:
+    // Levels exist for remaining depths min_depth .. max_depth - 1 (the root is never stored).
+    // Levels at d >= lossless_from are lossless, the others lossy. `bytes` bounds every allocation
+    // of the tables (record arrays included). Of the budget, the lossless pool gets 1/16 when
+    // lossy levels exist too (all of it otherwise); the lossy levels share the rest (below).
+    Table(int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record)
+        : max_depth_(max_depth), min_depth_(std::max(min_depth, 2)), seed_(seed), record_(record),
+          budget_(bytes) {
+        if (max_depth < 0 || max_depth > 64) throw std::invalid_argument("max_depth must be in 0..64");
+        zobrist_init(keys_, seed);
+        kinds_.assign(max_depth_ + 1, LEVEL_NONE);
+        sizes_.assign(max_depth_ + 1, 0);
+        lossy_.resize(max_depth_ + 1);
+        lossy_rec_.resize(max_depth_ + 1);
+        heads_.resize(max_depth_ + 1);
+        stats_.assign(max_depth_ + 1, LevelStats());
+        int n_lossy = 0, n_lossless = 0;
+        for (int d = min_depth_; d < max_depth_; ++d) {
+            kinds_[d] = d >= lossless_from ? LEVEL_LOSSLESS : LEVEL_LOSSY;
+            (kinds_[d] == LEVEL_LOSSY ? n_lossy : n_lossless)++;
+        }
+        u64 ll_budget = n_lossless == 0 ? 0 : (n_lossy == 0 ? bytes : bytes / 16);
+        u64 lossy_budget = bytes - ll_budget;
+        // Lossy shares: the i-th lossy level from the bottom weighs 2^-(i+1) (the level below the
+        // leaves sees most of the distinct positions), but no less than 1 / (4 n_lossy) so that
+        // the upper levels of a deep search keep useful tables; weights are then normalised.
+        std::vector<double> w(max_depth_ + 1, 0.0);
+        double wsum = 0;
+        for (int d = min_depth_, i = 0; d < max_depth_; ++d) {
+            if (kinds_[d] != LEVEL_LOSSY) continue;
+            w[d] = std::max(std::ldexp(1.0, -(i + 1)), 1.0 / (4.0 * n_lossy));
+            wsum += w[d];
+            ++i;
+        }
+        const u64 entry_bytes = sizeof(TTEntry16) + (record ? sizeof(Rec) : 0);
+        for (int d = min_depth_; d < max_depth_; ++d) {
+            if (kinds_[d] != LEVEL_LOSSY) continue;
+            u64 n = (u64)((double)lossy_budget * (w[d] / wsum)) / entry_bytes & ~1ULL;  // whole buckets
+            if (n == 0) {
+                kinds_[d] = LEVEL_NONE;
+                continue;
+            }
+            sizes_[d] = n;
+            lossy_[d] = Mapped<u64>(2 * n);
+            if (record) lossy_rec_[d] = Mapped<Rec>(n);
+            allocated_ += n * entry_bytes;
+        }
+        if (n_lossless) {
+            // Per node: the node, its record, and one bucket head in each lossless level.
+            const u64 per_node = sizeof(LosslessNode) + (record ? sizeof(Rec) : 0) + 4 * (u64)n_lossless;
+            u64 cap = ll_budget / per_node;
+            if (cap > 0xFFFFFFF0ULL) cap = 0xFFFFFFF0ULL;
+            for (int d = min_depth_; d < max_depth_; ++d) {
+                if (kinds_[d] != LEVEL_LOSSLESS) continue;
+                if (cap == 0) {
+                    kinds_[d] = LEVEL_NONE;
+                    continue;
+                }
+                sizes_[d] = cap;
+                heads_[d] = Mapped<u32>(cap);
+                allocated_ += 4 * cap;
+            }
+            if (cap) {
+                capacity_ = cap;
+                nodes_ = Mapped<LosslessNode>(cap);
+                if (record) node_rec_ = Mapped<Rec>(cap);
+                allocated_ += cap * (sizeof(LosslessNode) + (record ? sizeof(Rec) : 0));
+            }
+        }
+        for (int d = max_depth_; d >= 0; --d)
+            if (kinds_[d] != LEVEL_NONE) lowest_ = d;
+    }
+
+    const ZobristKeys& keys() const { return keys_; }
+    int max_depth() const { return max_depth_; }
+    int min_depth() const { return min_depth_; }
+    // The lowest remaining depth that has a table (a budget too small for a level drops it).
+    int lowest_level() const { return lowest_; }
+    u64 seed() const { return seed_; }
+    bool record() const { return record_; }
+    u64 allocated() const { return allocated_; }
+    u64 budget() const { return budget_; }
+    int kind(int d) const { return d >= 0 && d <= max_depth_ ? kinds_[d] : LEVEL_NONE; }
+    u64 slots(int d) const {
+        int k = kind(d);
+        return k == LEVEL_LOSSY ? sizes_[d] : k == LEVEL_LOSSLESS ? capacity_ : 0;
+    }
+    u64 nodes_used() const { return used_; }
+    const LevelStats& stats(int d) const { return stats_[d]; }
+    std::mutex& mutex() { return mutex_; }
+
+    bool probe(int d, const Key128& k, u128& count, LevelStats& st) {
+        ++st.probes;
+        bool hit = kinds_[d] == LEVEL_LOSSY ? probe_lossy(d, k, count) : probe_lossless(d, k, count);
+        st.hits += hit;
+        return hit;
+    }
+
+    void store(int d, const Key128& k, u128 count, const Board& b, int us, const CastleInfo& ci, LevelStats& st) {
+        if (kinds_[d] == LEVEL_LOSSY) store_lossy(d, k, count, b, us, ci, st);
+        else store_lossless(d, k, count, b, us, ci, st);
+    }
+
+    // The bucket of key k in level d: a lossy level's two-entry bucket, a lossless level's chain.
+    u64 bucket(int d, const Key128& k) const {
+        return kinds_[d] == LEVEL_LOSSY ? tt16_slot(k, sizes_[d] / 2) : kinds_[d] == LEVEL_LOSSLESS ? tt16_slot(k, sizes_[d]) : 0;
+    }
+
+    void add_stats(const std::vector<LevelStats>& local) {
+        std::lock_guard<std::mutex> g(mutex_);
+        for (size_t d = 0; d < local.size() && d < stats_.size(); ++d) stats_[d].add(local[d]);
+    }
+
+    void clear() {
+        std::lock_guard<std::mutex> g(mutex_);
+        for (int d = 0; d <= max_depth_; ++d) {
+            if (kinds_[d] == LEVEL_LOSSY) {
+                std::memset(lossy_[d].get(), 0, 16 * sizes_[d]);
+                if (record_) std::memset(lossy_rec_[d].get(), 0, sizeof(Rec) * sizes_[d]);
+            } else if (kinds_[d] == LEVEL_LOSSLESS) {
+                std::memset(heads_[d].get(), 0, 4 * sizes_[d]);
+            }
+            stats_[d] = LevelStats();
+        }
+        used_ = 0;
+    }
+
+    // The audit walk: calls f(depth, kind, bucket, key, key_known, count, rec) for every stored
+    // entry. Lossy entries know only key.hi and their bucket (a function of key.lo, see bucket()):
+    // key.lo is then 0 and key_known false. Not thread-safe against a running search.
+    template <class F>
+    void for_each(F&& f) const {
+        static const Rec none = Rec();
+        for (int d = 0; d <= max_depth_; ++d) {
+            if (kinds_[d] == LEVEL_LOSSY) {
+                const u64* w = lossy_[d].get();
+                for (u64 s = 0; s < sizes_[d]; ++s) {
+                    u64 check = w[2 * s], data = w[2 * s + 1];
+                    if (data == 0) continue;
+                    Key128 k = {0, check ^ data};
+                    f(d, LEVEL_LOSSY, s / 2, k, false, (u128)data, record_ ? lossy_rec_[d][s] : none);
+                }
+            } else if (kinds_[d] == LEVEL_LOSSLESS) {
+                for (u64 h = 0; h < sizes_[d]; ++h) {
+                    for (u32 i = heads_[d][h]; i; i = nodes_[i - 1].next) {
+                        const LosslessNode& nd = nodes_[i - 1];
+                        u128 c = ((u128)nd.count_hi << 64) | nd.count_lo;
+                        f(d, LEVEL_LOSSLESS, h, nd.key, true, c, record_ ? node_rec_[i - 1] : none);
+                    }
+                }
+            }
+        }
+    }
+
+  private:
+    // A lossy level is an array of buckets of two 16-byte entries (one 32-byte half cache line).
+    // Way 0 keeps the bigger count (the subtree that costs more to recount), way 1 takes every
+    // other store: the classic two-tier replacement, with the count standing in for the depth.
+    u64* bucket_ptr(int d, const Key128& k) const { return lossy_[d].get() + 4 * tt16_slot(k, sizes_[d] / 2); }
+
+    bool probe_lossy(int d, const Key128& k, u128& count) {
+        u64* w = bucket_ptr(d, k);
+        for (int way = 0; way < 2; ++way, w += 2) {
+            u64 check = __atomic_load_n(w, __ATOMIC_RELAXED);
+            u64 data = __atomic_load_n(w + 1, __ATOMIC_RELAXED);
+            if (tt16_match(check, data, k)) {
+                count = data;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void store_lossy(int d, const Key128& k, u128 count, const Board& b, int us, const CastleInfo& ci,
+                     LevelStats& st) {
+        if (count == 0 || (count >> 64) != 0) {
+            ++st.unstorable;
+            return;
+        }
+        u64* w = bucket_ptr(d, k);
+        u64 c0 = __atomic_load_n(w, __ATOMIC_RELAXED), d0 = __atomic_load_n(w + 1, __ATOMIC_RELAXED);
+        u64 c1 = __atomic_load_n(w + 2, __ATOMIC_RELAXED), d1 = __atomic_load_n(w + 3, __ATOMIC_RELAXED);
+        int way;
+        if (tt16_match(c0, d0, k)) way = 0;
+        else if (tt16_match(c1, d1, k)) way = 1;
+        else way = (u64)count >= d0 ? 0 : 1;  // an empty way 0 has d0 == 0
+        u64 old = way == 0 ? d0 : d1, old_check = way == 0 ? c0 : c1;
+        if (old != 0 && (old_check ^ old) != k.hi) ++st.replaced;
+        __atomic_store_n(w + 2 * way, tt16_check((u64)count, k), __ATOMIC_RELAXED);
+        __atomic_store_n(w + 2 * way + 1, (u64)count, __ATOMIC_RELAXED);
+        if (record_) lossy_rec_[d][(u64)(w - lossy_[d].get()) / 2 + way] = make_rec(b, us, ci);
+        ++st.stores;
+    }
+
+    bool probe_lossless(int d, const Key128& k, u128& count) {
+        std::lock_guard<std::mutex> g(mutex_);
+        for (u32 i = heads_[d][tt16_slot(k, sizes_[d])]; i; i = nodes_[i - 1].next) {
+            const LosslessNode& nd = nodes_[i - 1];
+            if (key_eq(nd.key, k)) {
+                count = ((u128)nd.count_hi << 64) | nd.count_lo;
+                return true;
+            }
+        }
+        return false;
+    }
+
+    void store_lossless(int d, const Key128& k, u128 count, const Board& b, int us, const CastleInfo& ci,
+                        LevelStats& st) {
+        std::lock_guard<std::mutex> g(mutex_);
+        u32& head = heads_[d][tt16_slot(k, sizes_[d])];
+        for (u32 i = head; i; i = nodes_[i - 1].next)
+            if (key_eq(nodes_[i - 1].key, k)) return;  // another thread stored it first
+        if (used_ >= capacity_) {
+            ++st.full;
+            return;
+        }
+        LosslessNode& nd = nodes_[used_];
+        nd.key = k;
+        nd.count_lo = (u64)count;
+        nd.count_hi = (u64)(count >> 64);
+        nd.next = head;
+        if (record_) node_rec_[used_] = make_rec(b, us, ci);
+        head = (u32)(++used_);
+        ++st.stores;
+    }
+
+    int max_depth_, min_depth_, lowest_ = 1 << 30;
+    u64 seed_;
+    bool record_;
+    u64 budget_, allocated_ = 0;
+    ZobristKeys keys_;
+    std::vector<int> kinds_;
+    std::vector<u64> sizes_;  // slots of a lossy level, buckets of a lossless one
+    std::vector<Mapped<u64>> lossy_;
+    std::vector<Mapped<Rec>> lossy_rec_;
+    std::vector<Mapped<u32>> heads_;
+    Mapped<LosslessNode> nodes_;
+    Mapped<Rec> node_rec_;
+    u64 capacity_ = 0, used_ = 0;
+    std::vector<LevelStats> stats_;
+    std::mutex mutex_;
+};
+
+// Test-only planted key bugs (the `fault` argument of perft_tt): FAULT_WEAK_CAPTURE_KEY keeps
+// only 8 bits of each half of the key after a capture, a seed-dependent collision generator that a
+// second-seed run must catch; FAULT_DROP_CAPTURED leaves the captured piece in the key, a
+// structural bug (seed-independent) that the TT-off comparison and the audit must catch.
+enum Fault { FAULT_NONE = 0, FAULT_WEAK_CAPTURE_KEY = 1, FAULT_DROP_CAPTURED = 2 };
+
+// One thread's view of a search: the table, the keys, the root's castling geometry, own stats.
+struct Search {
+    Table& tt;
+    const ZobristKeys& z;
+    const CastleInfo& ci;
+    std::vector<LevelStats> st;
+    Search(Table& t, const CastleInfo& c) : tt(t), z(t.keys()), ci(c), st(t.max_depth() + 1) {}
+};
+
+template <int Us, int F>
+inline Key128 child_key(const Key128& k, const Board& b, Move m, const Search& s) {
+    Key128 c = update_hash<Us>(k, b, m, s.ci, s.z);
+    if (F != FAULT_NONE) {
+        const int flag = mv_flag(m);
+        const bool capture = flag == MF_EP || (flag != MF_CASTLE && (occupied(b) & bit(mv_to(m))));
+        if (capture && F == FAULT_WEAK_CAPTURE_KEY) {
+            c.lo &= 0xFF;
+            c.hi &= 0xFF;
+        }
+        if (capture && F == FAULT_DROP_CAPTURED) {
+            const int victim = flag == MF_EP ? mv_to(m) ^ 8 : mv_to(m);
+            key_xor(c, s.z.psq[Us ^ 1][flag == MF_EP ? PAWN : piece_code(b, victim)][victim]);
+        }
+    }
+    return c;
+}
+
+// Perft of b (key k, Us to move) at remaining depth >= 1, through the tables.
+template <int Us, int F>
+u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
+    if (depth == 1) return count_moves<Us>(b, s.ci);
+    const bool use = s.tt.kind(depth) != LEVEL_NONE;
+    u128 total = 0;
+    if (use && s.tt.probe(depth, k, total, s.st[depth])) return total;
+    if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
+        total = pc_host::perft_rec<Us>(b, s.ci, depth);
+    } else {
+        Move list[PC_MAX_MOVES];
+        const int n = generate_moves<Us>(b, s.ci, list);
+        for (int i = 0; i < n; ++i) {
+            Board c = b;
+            make_move<Us>(c, list[i], s.ci);
+            total += tt_rec<Us ^ 1, F>(c, child_key<Us, F>(k, b, list[i], s), depth - 1, s);
+        }
+    }
+    if (use) s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
+    return total;
+}
+
+template <int F>
+u128 tt_any(const Board& b, const Key128& k, int us, int depth, Search& s) {
+    if (depth == 0) return 1;
+    return us == WHITE ? tt_rec<WHITE, F>(b, k, depth, s) : tt_rec<BLACK, F>(b, k, depth, s);
+}
+
+inline Key128 root_key(const Board& b, int us, const CastleInfo& ci, const ZobristKeys& z) {
+    return us == WHITE ? compute_hash<WHITE>(b, ci, z) : compute_hash<BLACK>(b, ci, z);
+}
+
+inline Key128 play_key(const Board& b, int us, Move m, const Key128& k, const CastleInfo& ci, const ZobristKeys& z) {
+    return us == WHITE ? update_hash<WHITE>(k, b, m, ci, z) : update_hash<BLACK>(k, b, m, ci, z);
+}
+
+// Divide through the tables: the count below each root move. Threads share the tables and take
+// subtrees one or two plies below the root from a shared counter (as pc_host::divide_counts).
+template <int F>
+std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads, Table& tt) {
+    std::vector<u128> out(moves.size(), 0);
+    if (depth <= 0) return out;
+    if (depth > tt.max_depth()) throw std::invalid_argument("depth exceeds the table's max_depth");
+    if (tt.record() && threads > 1) throw std::invalid_argument("a recording table needs threads=1");
+    struct Item {
+        Board b;
+        Key128 k;
+        int root, us;
+    };
+    const ZobristKeys& z = tt.keys();
+    Search probe_keys(tt, r.ci);
+    const Key128 k0 = root_key(r.board, r.us, r.ci, z);
+    std::vector<Item> items;
+    int below = depth - 1;
+    for (size_t i = 0; i < moves.size(); ++i) {
+        Board c;
+        pc_host::play(r.board, r.ci, r.us, moves[i], c);
+        Key128 ck = r.us == WHITE ? child_key<WHITE, F>(k0, r.board, moves[i], probe_keys)
+                                  : child_key<BLACK, F>(k0, r.board, moves[i], probe_keys);
+        items.push_back({c, ck, (int)i, r.us ^ 1});
+    }
+    if (threads > 1 && below >= 4) {
+        std::vector<Item> deeper;
+        for (const Item& it : items) {
+            Move list[PC_MAX_MOVES];
+            int n = it.us == WHITE ? generate_moves<WHITE>(it.b, r.ci, list) : generate_moves<BLACK>(it.b, r.ci, list);
+            for (int j = 0; j < n; ++j) {
+                Board c;
+                pc_host::play(it.b, r.ci, it.us, list[j], c);
+                Key128 ck = it.us == WHITE ? child_key<WHITE, F>(it.k, it.b, list[j], probe_keys)
+                                           : child_key<BLACK, F>(it.k, it.b, list[j], probe_keys);
+                deeper.push_back({c, ck, it.root, it.us ^ 1});
+            }
+        }
+        items.swap(deeper);
+        --below;
+    }
+    std::vector<u128> sums(moves.size(), 0);
+    std::mutex sums_mutex;
+    std::atomic<size_t> next{0};
+    auto worker = [&]() {
+        Search s(tt, r.ci);
+        for (size_t k; (k = next.fetch_add(1)) < items.size();) {
+            u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, below, s);
+            std::lock_guard<std::mutex> g(sums_mutex);
+            sums[items[k].root] += c;
+        }
+        tt.add_stats(s.st);
+    };
+    int nt = threads < 1 ? 1 : threads;
+    if (nt == 1 || items.size() < 2) {
+        worker();
+    } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
+        for (auto& th : pool) th.join();
+    }
+    return sums;
+}
+
+inline std::vector<u128> divide_tt(const Root& r, const std::vector<Move>& moves, int depth, int threads, Table& tt,
+                                   int fault) {
+    switch (fault) {
+        case FAULT_NONE: return divide_tt_counts<FAULT_NONE>(r, moves, depth, threads, tt);
+        case FAULT_WEAK_CAPTURE_KEY: return divide_tt_counts<FAULT_WEAK_CAPTURE_KEY>(r, moves, depth, threads, tt);
+        case FAULT_DROP_CAPTURED: return divide_tt_counts<FAULT_DROP_CAPTURED>(r, moves, depth, threads, tt);
+    }
+    throw std::invalid_argument("unknown fault");
+}
+
+}  // namespace pc_tt

@@ -1,0 +1,310 @@
+"""128-bit Zobrist keys and transposition-table perft on the CPU.
+
+Keys (``kernels/pc_zobrist.h``): two 64-bit halves from splitmix64 with a selectable seed,
+returned here as one Python int ``hi << 64 | lo``. They cover the pieces, the side to move, each
+castling right (by its rook's square) and the en passant file, the latter only when the side to
+move has a pawn beside the pawn that just made the double push (a pseudo-legal en passant capture
+exists). After other double pushes no en passant capture can follow, so the key ignores the en
+passant square there: the same position reached without the double push has the same key.
+
+Transposition tables (``perft_core/src/tt.h``): one table per remaining depth; lossless chained
+tables (full key, 128-bit counts) for the levels up to three plies below the root, lossy 16-byte
+XOR-checked entries in two-entry buckets below; probed and stored at remaining depth >= 2.
+Threads share them (lossy: lock-free; lossless: a mutex). Counts accumulate in 128 bits, so
+perft past 2**64 comes out exact.
+
+``verify_seed`` runs a count twice, with the default key seed and with another one, and raises
+:class:`HashVerificationError` if the two differ: this catches what depends on key values (true
+collisions, weak keys, table indexing bugs). A structural key bug (two positions that hash alike
+under every seed, e.g. a piece left out of the key) is caught by comparing with ``tt=False`` and by
+the audit (:meth:`TranspositionTable.entries` with ``record_positions=True``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from . import _core
+from .errors import IllegalMoveError
+from .position import Position
+
+__all__ = [
+    "DEFAULT_SEED", "DEFAULT_TT_MB", "PLANTED_BUGS", "HashVerificationError", "TTEntry",
+    "TranspositionTable", "zobrist", "zobrist_path", "perft_tt", "divide_tt",
+]
+
+DEFAULT_SEED: int = _core.ZOBRIST_DEFAULT_SEED
+"""The key seed used when none is given (splitmix64 state; see kernels/pc_zobrist.h)."""
+
+DEFAULT_TT_MB: float = 256
+"""Default memory budget of the transposition tables, MiB (2**20 bytes)."""
+
+PLANTED_BUGS: dict[str, int] = {"weak_capture_key": 1, "drop_captured_piece": 2}
+"""Test-only key bugs for ``_planted_bug``: ``weak_capture_key`` keeps 8 bits of each key half after
+a capture (collisions that depend on the seed); ``drop_captured_piece`` leaves the captured piece in
+the key (a structural bug: the same collisions under every seed)."""
+
+_U64 = (1 << 64) - 1
+
+
+class HashVerificationError(RuntimeError):
+    """Two transposition-table counts with different key seeds disagree (``verify_seed``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TTEntry:
+    """One stored transposition-table entry, as the audit walk returns it.
+
+    ``key`` is the full 128-bit key for lossless entries; lossy entries keep only ``key_hi`` (the
+    check half) and their ``bucket`` (a function of the key's low half), so ``key`` is None there.
+    ``core_args`` is the position the entry was stored for (the ``_core`` argument tuple B,
+    chess960 False) when the table records positions, else None.
+    """
+
+    depth: int
+    kind: str
+    count: int
+    key: int | None
+    key_hi: int
+    bucket: int
+    core_args: tuple | None
+
+
+def _seed(seed: int | None) -> int:
+    if seed is None:
+        return DEFAULT_SEED
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _U64:
+        raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
+    return seed
+
+
+def _position(fen_or_position: str | Position) -> Position:
+    if isinstance(fen_or_position, Position):
+        return fen_or_position
+    if isinstance(fen_or_position, str):
+        return Position.from_fen(fen_or_position)
+    raise TypeError(f"expected a FEN string or a Position, got {type(fen_or_position).__name__}")
+
+
+def _depth(depth: object) -> int:
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+    return depth
+
+
+def _budget_bytes(mb: object) -> int:
+    if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not math.isfinite(mb) or mb <= 0:
+        raise ValueError(f"tt_mb must be a positive number of MiB, got {mb!r}")
+    return int(mb * 2**20)
+
+
+def zobrist(position: str | Position, seed: int | None = None) -> int:
+    """The 128-bit Zobrist key (``hi << 64 | lo``) of a position, computed from scratch.
+
+    Raises:
+        ValueError: seed outside 0..2**64-1 (or a FenError for a bad FEN string).
+    """
+    return _core.zobrist_key(_position(position)._core_args(), _seed(seed))
+
+
+def zobrist_path(position: str | Position, moves: Iterable[str], seed: int | None = None) -> list[int]:
+    """Keys along a UCI move sequence, updated incrementally move by move.
+
+    Returns ``len(moves) + 1`` keys: ``[zobrist(position), key after moves[0], ...]``; each key
+    after the first comes from the previous one by ``update_hash`` alone, never from scratch.
+
+    Raises:
+        IllegalMoveError: a move is not legal where it is played.
+        ValueError: bad seed.
+    """
+    moves = list(moves)
+    for m in moves:
+        if not isinstance(m, str):
+            raise IllegalMoveError(f"moves must be UCI strings, got {m!r}")
+    try:
+        return _core.zobrist_path(_position(position)._core_args(), moves, _seed(seed))
+    except ValueError as exc:
+        if "illegal" in str(exc):
+            raise IllegalMoveError(str(exc)) from None
+        raise
+
+
+class TranspositionTable:
+    """CPU transposition tables for searches up to ``max_depth`` plies, bound to one key seed.
+
+    One table per remaining depth ``min_depth .. max_depth - 1``: lossless for remaining depth
+    ``>= lossless_from`` (default ``max_depth - 3``: the three plies below the root), lossy below.
+    Every allocation, records included, fits in ``mb`` MiB (``allocated_bytes``). A table can
+    serve several searches (any root position, same seed): entries depend only on the position.
+
+    ``record_positions=True`` (tests) keeps the position of every entry for the audit; such a
+    table serves single-threaded searches only.
+
+    Raises:
+        ValueError: bad depth, budget or seed.
+    """
+
+    def __init__(self, max_depth: int, mb: float = DEFAULT_TT_MB, *, seed: int | None = None,
+                 min_depth: int = 2, lossless_from: int | None = None, record_positions: bool = False):
+        max_depth = _depth(max_depth)
+        if max_depth > 64:
+            raise ValueError(f"max_depth must be <= 64, got {max_depth}")
+        if isinstance(min_depth, bool) or not isinstance(min_depth, int) or min_depth < 2:
+            raise ValueError(f"min_depth must be an integer >= 2, got {min_depth!r}")
+        if lossless_from is None:
+            lossless_from = max(max_depth - 3, 0)
+        self._native = _core.TTable(max_depth, _budget_bytes(mb), _seed(seed), min_depth=min_depth,
+                                    lossless_from=int(lossless_from), record=bool(record_positions))
+
+    @property
+    def seed(self) -> int:
+        return self._native.seed
+
+    @property
+    def max_depth(self) -> int:
+        return self._native.max_depth
+
+    @property
+    def budget_bytes(self) -> int:
+        return self._native.budget_bytes
+
+    @property
+    def allocated_bytes(self) -> int:
+        """Bytes the tables allocated (<= budget_bytes); pages are touched only as entries are used."""
+        return self._native.allocated_bytes
+
+    def levels(self) -> list[tuple[int, str, int]]:
+        """``[(remaining depth, "lossy" | "lossless", slots)]``; lossless levels share one node pool."""
+        return [tuple(x) for x in self._native.levels()]
+
+    def stats(self) -> list[dict[str, int | str]]:
+        """Per level: depth, kind, probes, hits, stores, replaced (lossy), full (lossless pool full:
+        not stored), unstorable (lossy: count 0 or >= 2**64, not stored)."""
+        return list(self._native.stats())
+
+    def entries(self) -> list[TTEntry]:
+        """The audit walk: every stored entry. Call it between searches, not during one."""
+        out = []
+        for depth, kind, bucket, lo, hi, known, count, args in self._native.entries():
+            out.append(TTEntry(depth, kind, count, (hi << 64 | lo) if known else None, hi, bucket, args))
+        return out
+
+    def lookup(self, key: int, depth: int) -> int | None:
+        """The stored count of a 128-bit key at a remaining depth, or None (not stored)."""
+        return self._native.lookup(key & _U64, (key >> 64) & _U64, depth)
+
+    def bucket(self, key: int, depth: int) -> int:
+        """The bucket a key maps to in a level (``TTEntry.bucket``); ValueError: no table there."""
+        return self._native.bucket(key & _U64, depth)
+
+    def clear(self) -> None:
+        """Forget every entry and statistic."""
+        self._native.clear()
+
+
+def _fitted_mb(args: tuple, depth: int, tt_mb: float) -> float:
+    """tt_mb, or less for a small tree: ~64 bytes per position estimated above the last two plies.
+
+    The estimate grows the root's perft(2) / perft(1) branching by half again per ply, so it
+    overshoots the positions a table can hold; a smaller table would cost hits, never counts.
+    Small searches thus do not pay for zeroing hundreds of MiB they never use.
+    """
+    if depth <= 3:
+        return min(tt_mb, 1.0)
+    n1 = max(_core.perft(args, 1, 1), 1)
+    branching = 1.5 * max(_core.perft(args, 2, 1) / n1, 1.0)
+    positions = sum(n1 * branching ** (p - 1) for p in range(1, depth - 1))
+    return min(tt_mb, max(1.0, 64 * positions / 2**20))
+
+
+def _tables(depth: int, table: TranspositionTable | None, tt_mb: float, seed: int | None,
+            args: tuple | None = None) -> TranspositionTable:
+    if table is None:
+        _budget_bytes(tt_mb)
+        mb = tt_mb if args is None else _fitted_mb(args, depth, tt_mb)
+        return TranspositionTable(max(depth, 2), mb, seed=seed)
+    if seed is not None and _seed(seed) != table.seed:
+        raise ValueError("seed differs from the table's seed")
+    if depth > table.max_depth:
+        raise ValueError(f"depth {depth} exceeds the table's max_depth {table.max_depth}")
+    return table
+
+
+def _threads(threads: object) -> int:
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    return threads
+
+
+def _fault(planted_bug: str | None) -> int:
+    if planted_bug is None:
+        return 0
+    if planted_bug not in PLANTED_BUGS:
+        raise ValueError(f"unknown planted bug {planted_bug!r}; choose one of {', '.join(PLANTED_BUGS)}")
+    return PLANTED_BUGS[planted_bug]
+
+
+def _check_verify(verify_seed: int | None, seed: int | None, table: TranspositionTable | None) -> None:
+    if verify_seed is None:
+        return
+    if table is not None:
+        raise ValueError("verify_seed builds its own tables; do not pass table=")
+    if _seed(verify_seed) == _seed(seed):
+        raise ValueError(f"verify_seed must differ from the key seed {_seed(seed):#x}")
+
+
+def perft_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: float = DEFAULT_TT_MB,
+             seed: int | None = None, verify_seed: int | None = None,
+             table: TranspositionTable | None = None, _planted_bug: str | None = None) -> int:
+    """Perft through transposition tables: the same count as ``perft_core.perft``, faster.
+
+    Tables: ``table`` if given (reused, keeps its entries), else new ones of at most ``tt_mb`` MiB
+    (less for a small tree) with key ``seed``. ``verify_seed``: count again with new tables keyed
+    by that seed, and raise if the two counts differ. ``_planted_bug`` (tests only) plants a key
+    bug, see PLANTED_BUGS.
+
+    Raises:
+        HashVerificationError: the two counts of ``verify_seed`` differ.
+        ValueError: bad depth, threads, budget or seed; depth above the table's max_depth.
+    """
+    depth = _depth(depth)
+    threads = _threads(threads)
+    _check_verify(verify_seed, seed, table)
+    args = _position(position)._core_args()
+    fault = _fault(_planted_bug)
+    nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, args)._native, fault)
+    if verify_seed is not None:
+        again = _core.perft_tt(args, depth, threads, _tables(depth, None, tt_mb, verify_seed, args)._native, fault)
+        if again != nodes:
+            raise HashVerificationError(
+                f"perft {depth}: {nodes} with key seed {_seed(seed):#x} but {again} with seed {verify_seed:#x}")
+    return nodes
+
+
+def divide_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: float = DEFAULT_TT_MB,
+              seed: int | None = None, verify_seed: int | None = None,
+              table: TranspositionTable | None = None, _planted_bug: str | None = None) -> dict[str, int]:
+    """Divide through transposition tables: ``{uci: nodes}`` as ``perft_core.divide`` (``{}`` at depth 0).
+
+    Arguments and errors as for :func:`perft_tt`; ``verify_seed`` compares the whole split.
+    """
+    depth = _depth(depth)
+    threads = _threads(threads)
+    _check_verify(verify_seed, seed, table)
+    if depth == 0:
+        return {}
+    args = _position(position)._core_args()
+    fault = _fault(_planted_bug)
+    split = dict(sorted(_core.divide_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, args)._native,
+                                         fault)))
+    if verify_seed is not None:
+        again = dict(_core.divide_tt(args, depth, threads, _tables(depth, None, tt_mb, verify_seed, args)._native,
+                                      fault))
+        bad = sorted(m for m in split if split[m] != again.get(m))
+        if bad:
+            m = bad[0]
+            raise HashVerificationError(
+                f"divide {depth}: {m} has {split[m]} nodes with key seed {_seed(seed):#x} but {again.get(m)} "
+                f"with seed {verify_seed:#x} ({len(bad)} moves differ)")
+    return split
