@@ -23,6 +23,7 @@ import chess
 from oracle.engines import DEFAULT_TIMEOUT, EngineError, board_from, make_engine
 from oracle.localize import localize
 from oracle.runner import RunResult, run_suite, select_rows
+from perft_core import cliargs
 
 __all__ = ["DEFAULT_MAX_NODES", "main", "register"]
 
@@ -49,9 +50,9 @@ def register(subparsers) -> None:
                     "to the position and move where they disagree. Exit 0 agree, 1 differ, 2 bad input or "
                     "broken engine.")
     p.add_argument("fen", metavar="FEN", help="FEN, X-FEN, Shredder-FEN or 4-field EPD (quote it)")
-    p.add_argument("depth", metavar="DEPTH", type=_depth, help="plies to count")
+    p.add_argument("depth", metavar="DEPTH", type=cliargs.depth, help="plies to count")
     _engine_args(p, default_engine=None)
-    p.add_argument("--max-seconds", type=_positive_float, metavar="S",
+    p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="give up localizing after S seconds of wall time (default: no limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=cmd_diff)
@@ -76,10 +77,10 @@ def register(subparsers) -> None:
     p.add_argument("--out", default="report", metavar="DIR", help="output folder (default: ./report)")
     p.add_argument("--name", default="conformance", metavar="NAME", help="file stem (default: conformance)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
-    p.add_argument("--threads", type=_positive_int, default=os.cpu_count() or 1, metavar="N",
+    p.add_argument("--threads", type=cliargs.positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="threads for the backend (default: all cores)")
     _budget_args(p)
-    p.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S", help=argparse.SUPPRESS)
+    p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the paths and totals as JSON; no progress bar")
     p.set_defaults(func=cmd_report)
 
@@ -94,50 +95,20 @@ def _engine_args(p: argparse.ArgumentParser, default_engine: str | None) -> None
                    help="reference for localizing: python-chess (default), cpu, gpu, or a command line")
     p.add_argument("--reference-protocol", choices=("uci", "perftree"), default="uci",
                    help="protocol of a reference command (default uci)")
-    p.add_argument("--threads", type=_positive_int, default=1, metavar="N",
+    p.add_argument("--threads", type=cliargs.positive_int, default=1, metavar="N",
                    help="threads for our backends (default 1)")
-    p.add_argument("--timeout", type=_positive_float, default=DEFAULT_TIMEOUT, metavar="S",
+    p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds an engine command may take (default {DEFAULT_TIMEOUT:g})")
 
 
 def _budget_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-nodes", type=_positive_int, default=DEFAULT_MAX_NODES, metavar="N",
+    p.add_argument("--max-nodes", type=cliargs.positive_int, default=DEFAULT_MAX_NODES, metavar="N",
                    help=f"skip rows expecting more than N nodes (default {DEFAULT_MAX_NODES:,})")
-    p.add_argument("--max-seconds", type=_positive_float, metavar="S",
+    p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="stop starting new rows after S seconds; the rest are 'skipped' (default: no limit)")
 
 
 # -- argument types ---------------------------------------------------------------------------
-
-
-def _depth(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"depth must be an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"depth must be an integer >= 0, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text.replace("_", "").replace(",", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return value
 
 
 def _suite_names() -> str:

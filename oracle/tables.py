@@ -184,6 +184,20 @@ def budget(rows: list[TableRow], max_nodes: int) -> list[TableRow]:
     return [row for row in rows if row.nodes <= max_nodes]
 
 
+def deepest_rows(max_nodes: int, rows: list[TableRow] | None = None) -> list[TableRow]:
+    """For each (suite, position): its deepest row (depth >= 1) within ``max_nodes`` nodes.
+
+    ``rows`` defaults to every bundled row; the result is sorted by ``test_id``.
+    """
+    best: dict[tuple[str, str], TableRow] = {}
+    for row in load_all() if rows is None else rows:
+        if row.depth >= 1 and row.nodes <= max_nodes:
+            key = (row.suite, row.fen)
+            if key not in best or row.depth > best[key].depth:
+                best[key] = row
+    return sorted(best.values(), key=lambda r: r.test_id)
+
+
 @functools.cache
 def _unique_positions() -> tuple[int, ...]:
     rows = _read_csv(_UNIQUE_POSITIONS_FILE)

@@ -1,17 +1,11 @@
 """Public counting API: ``perft`` and ``divide`` over the available backends."""
 from __future__ import annotations
 
-from .position import Position
+from .position import Position, as_position
 
 BACKENDS = ("cpu", "gpu", "gpu-emulated")
 
 
-def _position(fen_or_position: str | Position) -> Position:
-    if isinstance(fen_or_position, Position):
-        return fen_or_position
-    if isinstance(fen_or_position, str):
-        return Position.from_fen(fen_or_position)
-    raise TypeError(f"expected a FEN string or a Position, got {type(fen_or_position).__name__}")
 
 
 def _check(depth: object, backend: str, threads: object) -> None:
@@ -50,7 +44,7 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
         perft_core.zobrist.HashVerificationError: the verify_seed count differs.
     """
     _check(depth, backend, threads)
-    pos = _position(fen_or_position)
+    pos = as_position(fen_or_position)
     use_tt = _use_tt(tt, verify_seed)
     if use_tt and backend == "cpu":
         from . import zobrist
@@ -75,7 +69,7 @@ def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu",
         FenError, ValueError, HashVerificationError: as for :func:`perft`.
     """
     _check(depth, backend, threads)
-    pos = _position(fen_or_position)
+    pos = as_position(fen_or_position)
     use_tt = _use_tt(tt, verify_seed)
     if depth == 0:
         return {}

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Sequence
 
+from . import cliargs
+
 
 class UsageError(Exception):
     """Bad command-line input; reported on one line with exit status 2."""
@@ -19,36 +21,6 @@ class UsageError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse's own errors: one line, exit 2
         raise UsageError(message)
-
-
-def _depth(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"depth must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"depth must be a non-negative integer, got {value}")
-    return value
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
-def _mib(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of MiB, got {text!r}")
-    return value
 
 
 def _seed(text: str) -> int:
@@ -107,14 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="count the move paths of a position")
     run.add_argument("fen", help="FEN, X-FEN or Shredder-FEN (quote it)")
-    run.add_argument("depth", type=_depth, help="plies")
+    run.add_argument("depth", type=cliargs.depth, help="plies")
     run.add_argument("--divide", action="store_true", help="counts per root move (Stockfish's format)")
     run.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default="cpu")
-    run.add_argument("--threads", type=_positive, default=1, help="CPU threads (cpu backend)")
+    run.add_argument("--threads", type=cliargs.positive_int, default=1, help="CPU threads (cpu backend)")
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--tt", action="store_true", help="count through transposition tables (cpu backend)")
-    run.add_argument("--tt-mb", type=_mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
+    run.add_argument("--tt-mb", type=cliargs.mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
     run.add_argument("--verify-seed", type=_seed, default=None, metavar="SEED",
                      help="with --tt: count again with this Zobrist key seed; exit 1 if the counts differ")
     run.set_defaults(func=_cmd_run)

@@ -410,3 +410,15 @@ def _attacked(board: _Board, square: int, by_white: bool) -> bool:
                     break
                 r, f = r + dr, f + df
     return False
+
+
+def as_position(fen_or_position: "str | Position") -> Position:
+    """A Position from a FEN / X-FEN / Shredder-FEN string (Chess960 inferred), or the Position itself.
+
+    Raises FenError for a bad FEN and TypeError for anything else.
+    """
+    if isinstance(fen_or_position, Position):
+        return fen_or_position
+    if isinstance(fen_or_position, str):
+        return Position.from_fen(fen_or_position)
+    raise TypeError(f"expected a FEN string or a Position, got {type(fen_or_position).__name__}")

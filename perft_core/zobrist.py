@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from . import _core
 from .errors import IllegalMoveError
-from .position import Position
+from .position import Position, as_position
 
 __all__ = [
     "DEFAULT_SEED", "DEFAULT_TT_MB", "PLANTED_BUGS", "HashVerificationError", "TTEntry",
@@ -79,12 +79,6 @@ def _seed(seed: int | None) -> int:
     return seed
 
 
-def _position(fen_or_position: str | Position) -> Position:
-    if isinstance(fen_or_position, Position):
-        return fen_or_position
-    if isinstance(fen_or_position, str):
-        return Position.from_fen(fen_or_position)
-    raise TypeError(f"expected a FEN string or a Position, got {type(fen_or_position).__name__}")
 
 
 def _depth(depth: object) -> int:
@@ -105,7 +99,7 @@ def zobrist(position: str | Position, seed: int | None = None) -> int:
     Raises:
         ValueError: seed outside 0..2**64-1 (or a FenError for a bad FEN string).
     """
-    return _core.zobrist_key(_position(position)._core_args(), _seed(seed))
+    return _core.zobrist_key(as_position(position)._core_args(), _seed(seed))
 
 
 def zobrist_path(position: str | Position, moves: Iterable[str], seed: int | None = None) -> list[int]:
@@ -123,7 +117,7 @@ def zobrist_path(position: str | Position, moves: Iterable[str], seed: int | Non
         if not isinstance(m, str):
             raise IllegalMoveError(f"moves must be UCI strings, got {m!r}")
     try:
-        return _core.zobrist_path(_position(position)._core_args(), moves, _seed(seed))
+        return _core.zobrist_path(as_position(position)._core_args(), moves, _seed(seed))
     except ValueError as exc:
         if "illegal" in str(exc):
             raise IllegalMoveError(str(exc)) from None
@@ -271,7 +265,7 @@ def perft_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: f
     depth = _depth(depth)
     threads = _threads(threads)
     _check_verify(verify_seed, seed, table)
-    args = _position(position)._core_args()
+    args = as_position(position)._core_args()
     fault = _fault(_planted_bug)
     nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, args)._native, fault)
     if verify_seed is not None:
@@ -294,7 +288,7 @@ def divide_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: 
     _check_verify(verify_seed, seed, table)
     if depth == 0:
         return {}
-    args = _position(position)._core_args()
+    args = as_position(position)._core_args()
     fault = _fault(_planted_bug)
     split = dict(sorted(_core.divide_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, args)._native,
                                          fault)))

@@ -21,20 +21,10 @@ CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
 POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
 
 
-def _deepest_rows(max_nodes):
-    best = {}
-    for row in tables.load_all():
-        if row.depth >= 1 and row.nodes <= max_nodes:
-            key = (row.suite, row.fen)
-            if key not in best or row.depth > best[key].depth:
-                best[key] = row
-    return sorted(best.values(), key=lambda r: r.test_id)
-
-
 @pytest.mark.parametrize("suite", tables.SUITES)
 def test_emulated_perft_matches_tables(suite):
     drv = BfsDriver(EmulatedKernels(), memory_bytes=64 << 20)
-    rows = [r for r in _deepest_rows(EMU_MAX_NODES) if r.suite == suite]
+    rows = [r for r in tables.deepest_rows(EMU_MAX_NODES) if r.suite == suite]
     assert rows
     bad = []
     for row in rows:

@@ -37,19 +37,8 @@ def test_nvrtc_kernels_count_perft3(driver, fen):
     assert driver.stats.gpu_calls >= 1
 
 
-def _deepest_rows(max_nodes):
-    """Per (suite, position): its deepest table row within the node budget."""
-    best = {}
-    for row in tables.load_all():
-        if row.depth >= 1 and row.nodes <= max_nodes:
-            key = (row.suite, row.fen)
-            if key not in best or row.depth > best[key].depth:
-                best[key] = row
-    return list(best.values())
-
-
 def test_gpu_perft_matches_every_table_within_budget(driver):
-    rows = _deepest_rows(GPU_MAX_NODES)
+    rows = tables.deepest_rows(GPU_MAX_NODES)
     assert len(rows) > 1000
     bad = []
     for row in rows:
@@ -62,7 +51,7 @@ def test_gpu_perft_matches_every_table_within_budget(driver):
 
 def test_gpu_divide_matches_cpu_on_tables(driver):
     """GPU/CPU divide parity: all small-suite positions, every 8th perftsuite/Chess960 position."""
-    rows = _deepest_rows(GPU_MAX_NODES // 4)
+    rows = tables.deepest_rows(GPU_MAX_NODES // 4)
     picked = [r for i, r in enumerate(rows) if r.suite not in ("perftsuite", "chess960") or i % 8 == 0]
     assert any(r.chess960 for r in picked)
     for row in picked:

@@ -139,6 +139,20 @@ inline void play(const Board& b, const CastleInfo& ci, int us, Move m, Board& ou
     else make_move<BLACK>(out, m, ci);
 }
 
+// Runs `worker` on `threads` threads (inline when one thread or fewer than two work items); each
+// worker takes items from a shared counter until none is left.
+template <class F>
+inline void run_workers(int threads, size_t items, F&& worker) {
+    int nt = threads < 1 ? 1 : threads;
+    if (nt == 1 || items < 2) {
+        worker();
+        return;
+    }
+    std::vector<std::thread> pool;
+    for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+}
+
 // Divide: the count below each root move. With threads > 1 the work is split into subtrees one
 // or two plies below the root, taken in turn from a shared counter.
 inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads) {
@@ -169,18 +183,10 @@ inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& mo
     std::vector<std::atomic<u64>> sums(moves.size());
     for (auto& s : sums) s = 0;
     std::atomic<size_t> next{0};
-    auto worker = [&]() {
+    run_workers(threads, items.size(), [&]() {
         for (size_t k; (k = next.fetch_add(1)) < items.size();)
             sums[items[k].root] += perft_any(items[k].b, r.ci, items[k].us, below);
-    };
-    int nt = threads < 1 ? 1 : threads;
-    if (nt == 1 || items.size() < 2) {
-        worker();
-    } else {
-        std::vector<std::thread> pool;
-        for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
-        for (auto& th : pool) th.join();
-    }
+    });
     for (size_t i = 0; i < moves.size(); ++i) out[i] = sums[i];
     return out;
 }

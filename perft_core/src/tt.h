@@ -482,7 +482,7 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     std::vector<u128> sums(moves.size(), 0);
     std::mutex sums_mutex;
     std::atomic<size_t> next{0};
-    auto worker = [&]() {
+    pc_host::run_workers(threads, items.size(), [&]() {
         Search s(tt, r.ci);
         for (size_t k; (k = next.fetch_add(1)) < items.size();) {
             u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, below, s);
@@ -490,15 +490,7 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
             sums[items[k].root] += c;
         }
         tt.add_stats(s.st);
-    };
-    int nt = threads < 1 ? 1 : threads;
-    if (nt == 1 || items.size() < 2) {
-        worker();
-    } else {
-        std::vector<std::thread> pool;
-        for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
-        for (auto& th : pool) th.join();
-    }
+    });
     return sums;
 }
 
