@@ -1,8 +1,7 @@
 """perft_core: exact chess perft counts on CPU (C++ extension) and GPU (CuPy kernels)."""
-from .errors import FenError, IllegalMoveError
+from .errors import FenError, HashVerificationError, IllegalMoveError
 from .position import Position
 from .api import perft, divide
-from .zobrist import HashVerificationError
 
 __version__ = "0.1.0"
 __all__ = ["FenError", "IllegalMoveError", "HashVerificationError", "Position", "perft", "divide", "__version__"]

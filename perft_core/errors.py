@@ -18,3 +18,7 @@ class FenError(ValueError):
 
 class IllegalMoveError(ValueError):
     """A UCI move that is malformed or not legal in the position it is applied to."""
+
+
+class HashVerificationError(RuntimeError):
+    """Two transposition-table counts with different key seeds disagree (``verify_seed``)."""

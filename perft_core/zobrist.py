@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import _core
-from .errors import IllegalMoveError
+from .errors import HashVerificationError, IllegalMoveError
 from .position import Position, as_position
 
 __all__ = [
@@ -46,10 +46,6 @@ a capture (collisions that depend on the seed); ``drop_captured_piece`` leaves t
 the key (a structural bug: the same collisions under every seed)."""
 
 _U64 = (1 << 64) - 1
-
-
-class HashVerificationError(RuntimeError):
-    """Two transposition-table counts with different key seeds disagree (``verify_seed``)."""
 
 
 @dataclass(frozen=True, slots=True)

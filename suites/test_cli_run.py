@@ -164,13 +164,17 @@ def test_bad_input_is_one_line_and_status_2(capsys, argv):
     assert len(lines) == 1 and lines[0].startswith("perft: error: "), err
 
 
-REPO = Path(__file__).resolve().parents[1]
 PERFT = shutil.which("perft")
 ENTRY_POINT = [sys.executable, "-c", "import sys; from perft_core.cli import main; sys.exit(main())"]
 
 
 def subprocess_run(argv: list[str]) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    # The child imports the same perft_core as this test process: the installed package under CI,
+    # the source tree when it was built in place.
+    import perft_core
+
+    home = str(Path(perft_core.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")])))
     return subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env)
 
 

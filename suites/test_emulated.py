@@ -139,3 +139,15 @@ def test_oom_plan_from_environment(monkeypatch):
         assert drv.arena.fault_plan.fired == 1
     finally:
         driver_mod._DRIVERS.clear()
+
+
+def test_oom_single_root_lowers_launch_depth_for_the_rest_of_the_level():
+    """Every BFS call that expands a second level fails: single roots fall back, and the rest of the
+    level goes one ply down with them (no root is tried again at the depth that failed)."""
+    plan = FaultPlan(site="moves[1]", times=10**6)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=1 << 20, fault_plan=plan)
+    assert drv.perft(perft_core.Position.from_fen(KIWIPETE), 5) == 193690690
+    s = drv.stats
+    assert plan.fired >= 1 and s.launch_lowered >= 1
+    # Lowering is per level, not per root: far fewer failed calls than roots at the launch depth.
+    assert s.oom_fallbacks == s.launch_lowered <= 5

@@ -40,7 +40,8 @@ class GpuStats:
     launch_depth: plies the CPU expanded before the first GPU call; gpu_depth: its subtree depth;
     oom_fallbacks / oom_sites: out-of-memory events and where they happened; chunk_splits: chunks
     of roots halved after running out of memory; allocations: arena allocations made by each
-    finished BFS call (so a fault plan can aim at the last one).
+    finished BFS call (so a fault plan can aim at the last one); launch_lowered: times the rest of a
+    level was sent one ply down after a single root did not fit.
     """
 
     gpu_calls: int = 0
@@ -54,6 +55,7 @@ class GpuStats:
     oom_sites: list[str] = field(default_factory=list)
     chunk_splits: int = 0
     allocations: list[int] = field(default_factory=list)
+    launch_lowered: int = 0
 
     @property
     def overhead_share(self) -> float:
@@ -121,27 +123,46 @@ class BfsDriver:
             children = self._expand_host(boards, us)
             return self._count(children, us ^ 1, depth - 1, g)
         total = 0
-        per_root = self._bytes_estimate(depth)
-        chunk = max(1, int(self.arena.capacity * 0.9 // max(per_root, 1)))
-        pending = [boards[i:i + chunk] for i in range(0, len(boards), chunk)]
+        chunk = max(1, int(self.arena.capacity * 0.9 // max(self._bytes_estimate(depth), 1)))
+        for part, done in self._chunks(np.arange(len(boards)), chunk, lambda p: self._bfs(boards[p], us, depth),
+                                       depth):
+            if done is not None:
+                total += done
+            else:  # the rest of this level goes one ply down on the CPU, GPU one ply shallower
+                total += self._count(self._expand_host(boards[part], us), us ^ 1, depth - 1, depth - 1)
+        return total
+
+    def _chunks(self, indices: np.ndarray, chunk: int, run, depth: int):
+        """Run ``run(part)`` over chunks of root ``indices``; yield ``(part, result)``.
+
+        Out of memory (a real shortage or an injected fault; the failed call's work is discarded):
+        a chunk of several roots is halved and retried at the same depth. When a single root does
+        not fit, that root and every root not yet run are yielded once as ``(rest, None)``: the
+        caller expands them one ply on the CPU and counts their children one ply shallower, so the
+        effective launch depth is lowered for the rest of this level (``stats.launch_lowered``).
+        Raises DeviceOutOfMemory when even depth 1 does not fit.
+        """
+        pending = [indices[i:i + chunk] for i in range(0, len(indices), chunk)][::-1]
         while pending:
             part = pending.pop()
             try:
-                total += self._bfs(part, us, depth)
+                result = run(part)
             except DeviceOutOfMemory as exc:
                 self.stats.oom_sites.append(exc.site)
-                if len(part) > 1:  # too many roots at once: halve the chunk, keep the depth
+                if len(part) > 1:
                     self.stats.chunk_splits += 1
                     half = len(part) // 2
-                    pending += [part[:half], part[half:]]
+                    pending += [part[half:], part[:half]]
                     continue
-                # One root does not fit: CPU one ply down, GPU one ply shallower from now on.
-                self.stats.oom_fallbacks += 1
-                g = depth - 1
-                if g < 1:
+                if depth - 1 < 1:
                     raise
-                total += self._count(self._expand_host(part, us), us ^ 1, depth - 1, g)
-        return total
+                self.stats.oom_fallbacks += 1
+                self.stats.launch_lowered += 1
+                rest = np.concatenate([part] + pending[::-1])
+                pending.clear()
+                yield rest, None
+                continue
+            yield part, result
 
     def _expand_host(self, boards: np.ndarray, us: int) -> np.ndarray:
         """All children of host ``boards`` (CPU, the host batch kernels): shape (m, 5)."""

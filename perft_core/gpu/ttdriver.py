@@ -188,25 +188,11 @@ class TTBfsDriver(BfsDriver):
         per_root_moves = max(self._bytes_estimate(depth) // 6, 1)
         chunk = max(1, min(int(self.arena.capacity * 0.9 // max(self._bytes_estimate(depth), 1)),
                            int(self.chunk_leaf_moves // per_root_moves) or 1))
-        pending = [idx[i:i + chunk] for i in range(0, len(idx), chunk)][::-1]
-        while pending:
-            part = pending.pop()
-            try:
-                values = self._bfs_tt(boards[part], keys[part], us, depth)
-            except DeviceOutOfMemory as exc:
-                self.stats.oom_sites.append(exc.site)
-                if len(part) > 1:
-                    self.stats.chunk_splits += 1
-                    half = len(part) // 2
-                    pending += [part[half:], part[:half]]
-                    continue
-                self.stats.oom_fallbacks += 1
-                if depth - 1 < 1:
-                    raise
-                g = depth - 1
+        for part, values in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth):
+            if values is None:  # the rest of this level one ply down, GPU one ply shallower
                 sub = self._expand_host(boards[part], us)
-                total += int(mult[part[0]]) * self._count_tt(sub, self._host_keys(sub, us ^ 1),
-                                                            np.ones(len(sub), dtype=np.uint64), us ^ 1, depth - 1, g)
+                total += self._count_tt(sub, self._host_keys(sub, us ^ 1), mult[part][self._parents(boards[part], us)],
+                                        us ^ 1, depth - 1, depth - 1)
                 continue
             for j, i in enumerate(part):
                 v = int(values[j])
