@@ -165,7 +165,7 @@ def test_bad_input_is_one_line_and_status_2(capsys, argv):
 
 
 PERFT = shutil.which("perft")
-ENTRY_POINT = [sys.executable, "-c", "import sys; from perft_core.cli import main; sys.exit(main())"]
+ENTRY_POINT = [sys.executable, "-P", "-c", "import sys; from perft_core.cli import main; sys.exit(main())"]  # -P: no cwd on sys.path
 
 
 def subprocess_run(argv: list[str]) -> subprocess.CompletedProcess:
