@@ -71,15 +71,9 @@ class BfsDriver:
         memory_bytes: arena size in bytes; default 85 % of the device's free memory.
         fault_plan: optional object with ``should_fail(site, ordinal, nbytes) -> bool`` (tests).
         max_gpu_depth: cap on the subtree depth of one BFS call (default: from the memory estimate).
-        leaf_plies: plies the leaf kernel counts without storing boards: 3 (the fused two-level
-            leaf, default) or 2 (one more level stored, a uniform make + count per thread).
     """
 
-    def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
-                 leaf_plies: int = 3):
-        if leaf_plies not in (2, 3):
-            raise ValueError(f"leaf_plies must be 2 or 3, got {leaf_plies!r}")
-        self.leaf_plies = leaf_plies
+    def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None):
         self.k = kernels
         capacity = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
         self.arena = Arena(kernels.xp, capacity, fault_plan)
@@ -213,7 +207,7 @@ class BfsDriver:
             moves = a.alloc(f"moves[{ply}]", total, np.uint16)
             parents = a.alloc(f"parents[{ply}]", total, np.uint32)
             k.gen(boards, n, side, offsets, moves, parents)
-            if left <= self.leaf_plies:
+            if left <= 3:
                 result = k.leaf(boards, parents, moves, total, side, left)
                 break
             if total >= 1 << 32:  # parents index boards with 32 bits
@@ -240,7 +234,7 @@ class BfsDriver:
         """Estimated arena bytes of one root's BFS call of subtree depth ``depth``."""
         growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
         boards, total = 1.0, 0.0
-        for ply in range(max(depth - self.leaf_plies + 1, 1)):
+        for ply in range(max(depth - 2, 1)):
             total += boards * BYTES_PER_BOARD
             boards *= growth[min(ply, len(growth) - 1)]
         return int(total + boards * BYTES_PER_MOVE + 4096)
