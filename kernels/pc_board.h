@@ -50,8 +50,10 @@ PC_HD bool attacked_by(const Board& b, int sq, int by, u64 occ) {
     if (knight_att(sq) & knights_of(b) & them) return true;
     if (pawn_att(by ^ 1, sq) & pawns_of(b) & them) return true;
     if (king_att(sq) & kings_of(b) & them) return true;
-    if (bishop_att(sq, occ) & diag_of(b) & them) return true;
-    return (rook_att(sq, occ) & orth_of(b) & them) != 0;
+    // A slider lookup only when an enemy slider stands on that square's empty-board ray.
+    const u64 d = diag_of(b) & them, o = orth_of(b) & them;
+    if ((bishop_empty(sq) & d) && (bishop_att(sq, occ) & d)) return true;
+    return (rook_empty(sq) & o) && (rook_att(sq, occ) & o);
 }
 
 // Moves: from (6 bits) | to (6 bits) | flag (4 bits). Castling is encoded king-takes-rook.

@@ -80,12 +80,13 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
         const u64 pawn_cover = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns);
         u64 cand = king_att(ksq) & ~us & ~pawn_cover & ~king_att(lsb(kings_of(b) & them));
         const u64 occ_nk = occ ^ bit(ksq);
+        const u64 their_diag = diag & them, their_orth = orth & them;
         u64 ok = 0;
         while (cand) {
             int s = pop_lsb(cand);
             if (knight_att(s) & knights & them) continue;
-            if (bishop_att(s, occ_nk) & diag & them) continue;
-            if (rook_att(s, occ_nk) & orth & them) continue;
+            if ((bishop_empty(s) & their_diag) && (bishop_att(s, occ_nk) & their_diag)) continue;
+            if ((rook_empty(s) & their_orth) && (rook_att(s, occ_nk) & their_orth)) continue;
             ok |= bit(s);
         }
         sink.piece(ksq, ok);
