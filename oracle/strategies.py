@@ -17,6 +17,8 @@ from __future__ import annotations
 import chess
 from hypothesis import strategies as st
 
+from oracle.tables import double_push_allows_en_passant
+
 __all__ = ["random_walk_fens", "chess960_start_fens", "EN_PASSANT_MODES"]
 
 EN_PASSANT_MODES: tuple[str, ...] = ("legal", "fen", "xfen")
@@ -30,17 +32,7 @@ def _is_double_push(board: chess.Board, move: chess.Move) -> bool:
     return abs(move.to_square - move.from_square) == 16 and board.piece_type_at(move.from_square) == chess.PAWN
 
 
-def _makes_en_passant_possible(board: chess.Board, move: chess.Move) -> bool:
-    """A double pawn push that lands beside an enemy pawn (en passant is possible next ply)."""
-    if not _is_double_push(board, move):
-        return False
-    to = move.to_square
-    beside = chess.BB_EMPTY
-    if chess.square_file(to) > 0:
-        beside |= chess.BB_SQUARES[to - 1]
-    if chess.square_file(to) < 7:
-        beside |= chess.BB_SQUARES[to + 1]
-    return bool(beside & board.pieces_mask(chess.PAWN, not board.turn))
+
 
 
 # Preferences: given the legal moves, the ones a biased walk picks from (empty: no preference).
@@ -50,7 +42,7 @@ def _tactical(board: chess.Board, moves: list[chess.Move]) -> list[chess.Move]:
     return [
         m for m in moves
         if m.promotion or board.is_capture(m) or board.is_castling(m)
-        or _makes_en_passant_possible(board, m) or board.gives_check(m)
+        or double_push_allows_en_passant(board, m) or board.gives_check(m)
     ]
 
 
@@ -96,7 +88,7 @@ def _walk(draw: st.DrawFn, chess960: bool | None, min_plies: int, max_plies: int
         moves = list(board.legal_moves)
         if ply == plies - 1 and draw(st.booleans()):
             # End on a double push half the time, so the FEN has an en passant square.
-            moves = ([m for m in moves if _makes_en_passant_possible(board, m)]
+            moves = ([m for m in moves if double_push_allows_en_passant(board, m)]
                      or [m for m in moves if _is_double_push(board, m)] or moves)
         elif prefer is not None and draw(st.integers(0, 99)) < bias:
             moves = prefer(board, moves) or moves

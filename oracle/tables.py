@@ -102,7 +102,8 @@ def _needs_chess960(fen: str) -> bool:
     return chess.Board(fen, chess960=True).has_chess960_castling_rights()
 
 
-def _double_push_next_to_enemy_pawn(board: chess.Board, move: chess.Move) -> bool:
+def double_push_allows_en_passant(board: chess.Board, move: chess.Move) -> bool:
+    """Is ``move`` a double pawn push landing beside an enemy pawn (en passant possible next ply)?"""
     if abs(move.to_square - move.from_square) != 16:
         return False
     if board.piece_type_at(move.from_square) != chess.PAWN:
@@ -139,7 +140,7 @@ def tags(fen: str, chess960: bool = False) -> frozenset[str]:
         if chess.popcount(checkers) >= 2:
             found.add("double_check")
     pawn_pushes = board.generate_legal_moves(from_mask=board.pawns, to_mask=chess.BB_RANK_4 | chess.BB_RANK_5)
-    if board.has_legal_en_passant() or any(_double_push_next_to_enemy_pawn(board, m) for m in pawn_pushes):
+    if board.has_legal_en_passant() or any(double_push_allows_en_passant(board, m) for m in pawn_pushes):
         found.add("en_passant")
     return frozenset(found)
 

@@ -181,16 +181,24 @@ class BfsDriver:
         _core.batch_make(flat, parents, moves, total, us, ci, children)
         return children
 
-    def _bfs(self, roots: np.ndarray, us: int, depth: int) -> int:
-        """One BFS call: perft summed over ``roots`` (host array (n, 5)) at ``depth`` >= 1."""
-        a, k = self.arena, self.k
-        a.reset()
+    def _start_call(self, roots: np.ndarray):
+        """Begin a BFS call: reset the arena, count the call, upload the root boards.
+
+        Returns (device boards, this call's list of positions per level, to append to).
+        """
+        self.arena.reset()
         self.stats.gpu_calls += 1
         levels = [len(roots)]
         self.stats.level_positions.append(levels)
+        boards = self.arena.alloc("boards[0]", len(roots) * WORDS, np.uint64)
+        boards[...] = self.k.to_device(np.ascontiguousarray(roots).reshape(-1))
+        return boards, levels
+
+    def _bfs(self, roots: np.ndarray, us: int, depth: int) -> int:
+        """One BFS call: perft summed over ``roots`` (host array (n, 5)) at ``depth`` >= 1."""
+        a, k = self.arena, self.k
+        boards, levels = self._start_call(roots)
         n = len(roots)
-        boards = a.alloc("boards[0]", n * WORDS, np.uint64)
-        boards[...] = k.to_device(np.ascontiguousarray(roots).reshape(-1))
         side, ply = us, 0
         while True:
             left = depth - ply

@@ -214,13 +214,8 @@ class TTBfsDriver(BfsDriver):
     def _bfs_tt(self, roots: np.ndarray, root_keys: np.ndarray, us: int, depth: int) -> np.ndarray:
         """One BFS call in TT mode: perft of each root at ``depth`` (host uint64 array)."""
         a, k = self.arena, self.k
-        a.reset()
-        self.stats.gpu_calls += 1
-        sizes = [len(roots)]
-        self.stats.level_positions.append(sizes)
+        boards, sizes = self._start_call(roots)
         n = len(roots)
-        boards = a.alloc("boards[0]", n * WORDS, np.uint64)
-        boards[...] = k.to_device(np.ascontiguousarray(roots).reshape(-1))
         keys = a.alloc("keys[0]", n * 2, np.uint64)
         keys[...] = k.to_device(np.ascontiguousarray(root_keys).reshape(-1))
         levels = []
