@@ -6,10 +6,8 @@ perftree subprocesses.
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 import time
-from pathlib import Path
 
 import chess
 import pytest
@@ -17,27 +15,12 @@ import pytest
 from oracle.engines import BaseEngine, PerftreeEngine, PythonChessEngine, UciEngine, board_from, fen_of
 from oracle.localize import Localization, canonical_divide, localize
 
-FAKES = Path(__file__).parent / "fake_engines"
-_spec = importlib.util.spec_from_file_location("oracle_test_broken", FAKES / "broken.py")
-broken = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(broken)
+from oracle_fakes import FAKES, Broken, broken
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
 POS4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
 POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
-
-
-class Broken(PythonChessEngine):
-    """The python-chess reference with a planted move-generation bug (``broken.BUGS[bug]``)."""
-
-    def __init__(self, bug: str):
-        super().__init__()
-        self.name = f"broken:{bug}"
-        self.generate = broken.BUGS[bug]
-
-    def moves(self, board):
-        return self.generate(board)
 
 
 class Miscount(PythonChessEngine):

@@ -1,11 +1,9 @@
 """The suite runner and the ``perft suite`` / ``perft diff`` commands flag every broken engine."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shlex
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -13,24 +11,11 @@ from oracle import cli
 from oracle.engines import BaseEngine, EngineError, PythonChessEngine
 from oracle.runner import RowResult, RunResult, run_suite, select_rows
 
-FAKES = Path(__file__).parent / "fake_engines"
-_spec = importlib.util.spec_from_file_location("oracle_test_broken", FAKES / "broken.py")
-broken = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(broken)
+from oracle_fakes import FAKES, Broken, broken
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
 BUGS = [bug for bug in broken.BUGS if bug != "good"]
-
-
-class Broken(PythonChessEngine):
-    def __init__(self, bug: str):
-        super().__init__()
-        self.name = f"broken:{bug}"
-        self.generate = broken.BUGS[bug]
-
-    def moves(self, board):
-        return self.generate(board)
 
 
 def small_rows(max_nodes: int = 10_000) -> list:

@@ -153,20 +153,22 @@ inline void run_workers(int threads, size_t items, F&& worker) {
     for (auto& th : pool) th.join();
 }
 
-// Divide: the count below each root move. With threads > 1 the work is split into subtrees one
-// or two plies below the root, taken in turn from a shared counter.
-inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads) {
-    std::vector<u64> out(moves.size(), 0);
-    if (depth <= 0) return out;
-    struct Item { Board b; int root; int us; };
-    std::vector<Item> items;
-    int below = depth - 1;  // plies left under each root move
+// The subtrees a divide hands to its workers: one per root move or, with threads > 1 and at least
+// four plies below the root moves, one per reply (small enough to balance). `child(parent, move,
+// board, root)` makes the item for `board`, reached by `move` from item `parent`, below root move
+// number `root`; items need fields b (Board), us (side to move) and root. Returns the plies left
+// below each item.
+template <class Item, class Child>
+inline int split_divide(const Root& r, const Item& top, const std::vector<Move>& moves, int depth, int threads,
+                        std::vector<Item>& items, Child child) {
+    items.clear();
     for (size_t i = 0; i < moves.size(); ++i) {
         Board c;
-        play(r.board, r.ci, r.us, moves[i], c);
-        items.push_back({c, (int)i, r.us ^ 1});
+        play(top.b, r.ci, top.us, moves[i], c);
+        items.push_back(child(top, moves[i], c, (int)i));
     }
-    if (threads > 1 && below >= 4) {  // one more ply so the pieces are small enough to balance
+    int below = depth - 1;
+    if (threads > 1 && below >= 4) {
         std::vector<Item> deeper;
         for (const Item& it : items) {
             Move list[PC_MAX_MOVES];
@@ -174,12 +176,24 @@ inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& mo
             for (int j = 0; j < n; ++j) {
                 Board c;
                 play(it.b, r.ci, it.us, list[j], c);
-                deeper.push_back({c, it.root, it.us ^ 1});
+                deeper.push_back(child(it, list[j], c, it.root));
             }
         }
         items.swap(deeper);
         --below;
     }
+    return below;
+}
+
+// Divide: the count below each root move. With threads > 1 the work is split into subtrees one
+// or two plies below the root, taken in turn from a shared counter.
+inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads) {
+    std::vector<u64> out(moves.size(), 0);
+    if (depth <= 0) return out;
+    struct Item { Board b; int root; int us; };
+    std::vector<Item> items;
+    const int below = split_divide(r, Item{r.board, -1, r.us}, moves, depth, threads, items,
+                                   [](const Item& p, Move, const Board& c, int root) { return Item{c, root, p.us ^ 1}; });
     std::vector<std::atomic<u64>> sums(moves.size());
     for (auto& s : sums) s = 0;
     std::atomic<size_t> next{0};

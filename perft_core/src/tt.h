@@ -455,30 +455,13 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     Search probe_keys(tt, r.ci);
     const Key128 k0 = root_key(r.board, r.us, r.ci, z);
     std::vector<Item> items;
-    int below = depth - 1;
-    for (size_t i = 0; i < moves.size(); ++i) {
-        Board c;
-        pc_host::play(r.board, r.ci, r.us, moves[i], c);
-        Key128 ck = r.us == WHITE ? child_key<WHITE, F>(k0, r.board, moves[i], probe_keys)
-                                  : child_key<BLACK, F>(k0, r.board, moves[i], probe_keys);
-        items.push_back({c, ck, (int)i, r.us ^ 1});
-    }
-    if (threads > 1 && below >= 4) {
-        std::vector<Item> deeper;
-        for (const Item& it : items) {
-            Move list[PC_MAX_MOVES];
-            int n = it.us == WHITE ? generate_moves<WHITE>(it.b, r.ci, list) : generate_moves<BLACK>(it.b, r.ci, list);
-            for (int j = 0; j < n; ++j) {
-                Board c;
-                pc_host::play(it.b, r.ci, it.us, list[j], c);
-                Key128 ck = it.us == WHITE ? child_key<WHITE, F>(it.k, it.b, list[j], probe_keys)
-                                           : child_key<BLACK, F>(it.k, it.b, list[j], probe_keys);
-                deeper.push_back({c, ck, it.root, it.us ^ 1});
-            }
-        }
-        items.swap(deeper);
-        --below;
-    }
+    const int below = pc_host::split_divide(
+        r, Item{r.board, k0, -1, r.us}, moves, depth, threads, items,
+        [&](const Item& p, Move m, const Board& c, int root) {
+            Key128 ck = p.us == WHITE ? child_key<WHITE, F>(p.k, p.b, m, probe_keys)
+                                      : child_key<BLACK, F>(p.k, p.b, m, probe_keys);
+            return Item{c, ck, root, p.us ^ 1};
+        });
     std::vector<u128> sums(moves.size(), 0);
     std::mutex sums_mutex;
     std::atomic<size_t> next{0};
