@@ -22,6 +22,8 @@ PC_HD int castle_bit(int color, int side) { return 1 << (color * 2 + side); }
 struct CastleSide {
     u64 empty;      // must be empty (king and rook squares themselves excluded)
     u64 king_path;  // squares from king start to destination (inclusive) that must not be attacked
+    u64 xray;       // back-rank squares beyond the rook, when the rook is not on king_path (else 0)
+    u64 zone_knight, zone_diag, zone_orth;  // where enemy pieces that can attack king_path stand (empty board)
     u8 rook, king_to, rook_to, pad;
 };
 

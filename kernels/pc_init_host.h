@@ -104,6 +104,17 @@ inline void init_tables() {
         t.small.rook_empty[s] = ray_attacks(s, 0, ROOK_DIRS);
         t.small.bishop_empty[s] = ray_attacks(s, 0, BISHOP_DIRS);
     }
+    for (int s = 0; s < 64; ++s) {
+        u64 zn = 0, zd = 0, zo = 0;
+        for (u64 z = t.small.king[s]; z; z &= z - 1) {
+            zn |= t.small.knight[lsb(z)];
+            zd |= t.small.bishop_empty[lsb(z)];
+            zo |= t.small.rook_empty[lsb(z)];
+        }
+        t.small.zone_knight[s] = zn;
+        t.small.zone_diag[s] = zd;
+        t.small.zone_orth[s] = zo;
+    }
     for (int a = 0; a < 64; ++a)
         for (int b = 0; b < 64; ++b) {
             t.between[a][b] = 0;

@@ -1,7 +1,8 @@
 // Legal move generation, templated on the side to move and on a sink that either counts moves
 // (bulk counting at the last ply) or writes them to a list. One legality rule site: checkers and
-// pins are found once per position; king moves test the destination with the king removed; en
-// passant replays the capture on the occupancy and asks whether the king is attacked.
+// pins are found once per position; king moves and castling test one set of attacked squares built
+// with the king lifted; en passant replays the capture on the occupancy and asks whether the king is
+// attacked.
 #pragma once
 #include "pc_board.h"
 
@@ -73,38 +74,47 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
         else if (!more_than_one(blockers) && (blockers & us)) pin_d |= ray | bit(s);
     }
 
-    // King moves: the destination must not be attacked once the king has left its square (so a
-    // slider's ray through the king's old square counts).
-    {
-        const u64 their_pawns = pawns & them;
-        const u64 pawn_cover = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns);
-        u64 cand = king_att(ksq) & ~us & ~pawn_cover & ~king_att(lsb(kings_of(b) & them));
-        const u64 occ_nk = occ ^ bit(ksq);
-        const u64 their_diag = diag & them, their_orth = orth & them;
-        u64 ok = 0;
-        while (cand) {
-            int s = pop_lsb(cand);
-            if (knight_att(s) & knights & them) continue;
-            if ((bishop_empty(s) & their_diag) && (bishop_att(s, occ_nk) & their_diag)) continue;
-            if ((rook_empty(s) & their_orth) && (rook_att(s, occ_nk) & their_orth)) continue;
-            ok |= bit(s);
+    // Castling needs: the right, no check, and the squares between king, rook and their
+    // destinations empty; the attacks on the king's path are tested below.
+    bool castle[2] = {false, false};
+    if (!checkers)
+        for (int side = 0; side < 2; ++side)
+            castle[side] = (b.state & castle_bit(Us, side)) && !(occ & ci.side[Us][side].empty);
+
+    // Squares they attack with our king lifted (so a slider's ray through the king's square counts):
+    // the king may not move there, and castling may not cross them. One attack set, with no
+    // per-square branches, serves both; only enemy pieces whose empty-board attacks reach a square
+    // next to our king, or a square the king crosses when castling, take part (the zones).
+    u64 zn = zone_knight(ksq), zd = zone_diag(ksq), zo = zone_orth(ksq);
+    for (int side = 0; side < 2; ++side)
+        if (castle[side]) {
+            const CastleSide& cs = ci.side[Us][side];
+            zn |= cs.zone_knight;
+            zd |= cs.zone_diag;
+            zo |= cs.zone_orth;
         }
-        sink.piece(ksq, ok);
-    }
+    const u64 occ_nk = occ ^ bit(ksq);
+    const u64 their_pawns = pawns & them;
+    u64 danger = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns) | king_att(lsb(kings_of(b) & them));
+    for (u64 p = knights & them & zn; p;) danger |= knight_att(pop_lsb(p));
+    for (u64 p = diag & them & zd; p;) danger |= bishop_att(pop_lsb(p), occ_nk);
+    for (u64 p = orth & them & zo; p;) danger |= rook_att(pop_lsb(p), occ_nk);
+    sink.piece(ksq, king_att(ksq) & ~us & ~danger);
     if (more_than_one(checkers)) return;  // double check: only the king may move
 
-    // Castling (not out of check). Squares the king crosses are tested with king and rook lifted,
-    // so a rook on b1 cannot hide an attack from a1 on the king's destination (Chess960).
-    if (!checkers) {
-        for (int side = 0; side < 2; ++side) {
-            if (!(b.state & castle_bit(Us, side))) continue;
-            const CastleSide& cs = ci.side[Us][side];
-            if (occ & cs.empty) continue;
+    // Lifting the king reveals no attack on the path when it is not in check; lifting the rook
+    // matters only when an enemy rook or queen stands beyond it on the back rank (cs.xray; Chess960:
+    // an a-side rook on the b-file shields c1 from a1), and then each square is tested with both
+    // pieces lifted.
+    for (int side = 0; side < 2; ++side) {
+        if (!castle[side]) continue;
+        const CastleSide& cs = ci.side[Us][side];
+        bool safe = !(cs.king_path & danger);
+        if (safe && (cs.xray & orth & them)) {
             const u64 occ_c = occ ^ bit(ksq) ^ bit(cs.rook);
-            bool safe = true;
             for (u64 path = cs.king_path; path && safe;) safe = !attacked_by(b, pop_lsb(path), Them, occ_c);
-            if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
         }
+        if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
     }
 
     const u64 checkmask = checkers ? between_bb(ksq, lsb(checkers)) | checkers : ~0ULL;

@@ -17,7 +17,7 @@ struct Magic {
     u32 shift;  // 64 - popcount(mask)
 };
 
-// The small, hot part (6 KiB): GPU kernels may copy it into shared memory (PC_SHARED_TABLES).
+// The small, hot part (7.5 KiB): GPU kernels may copy it into shared memory (PC_SHARED_TABLES).
 struct SmallTables {
     Magic rook[64];
     Magic bishop[64];
@@ -26,6 +26,11 @@ struct SmallTables {
     u64 pawn[2][64];        // squares a pawn of that colour on sq attacks
     u64 rook_empty[64];     // rook attacks on an empty board
     u64 bishop_empty[64];   // bishop attacks on an empty board
+    // Squares from which a knight / a bishop or queen / a rook or queen, on an empty board, attacks
+    // a square next to a king on sq: the enemy pieces that can matter to the king's moves.
+    u64 zone_knight[64];
+    u64 zone_diag[64];
+    u64 zone_orth[64];
 };
 
 struct Tables {
@@ -68,6 +73,9 @@ PC_HD u64 pawn_att(int color, int sq) { return PC_SLD(PC_S.pawn[color][sq]); }
 PC_HD u64 between_bb(int a, int b) { return PC_LD(PC_T.between[a][b]); }
 PC_HD u64 rook_empty(int sq) { return PC_SLD(PC_S.rook_empty[sq]); }
 PC_HD u64 bishop_empty(int sq) { return PC_SLD(PC_S.bishop_empty[sq]); }
+PC_HD u64 zone_knight(int sq) { return PC_SLD(PC_S.zone_knight[sq]); }
+PC_HD u64 zone_diag(int sq) { return PC_SLD(PC_S.zone_diag[sq]); }
+PC_HD u64 zone_orth(int sq) { return PC_SLD(PC_S.zone_orth[sq]); }
 
 PC_HD u64 magic_lookup(const Magic& m, u64 occ) {
     u64 mask = PC_SLD(m.mask), mul = PC_SLD(m.magic);

@@ -143,6 +143,7 @@ class CupyKernels:
         self.ci = None
         self.total = cp.zeros(1, dtype=cp.uint64)
         self.kernel_seconds = 0.0
+        self.kernel_seconds_by_name: dict[str, float] = {}  # device time per kernel, seconds
         self._events = []
 
     def set_castle(self, ci: bytes) -> None:
@@ -157,8 +158,10 @@ class CupyKernels:
 
     def synchronize(self) -> None:
         self.xp.cuda.get_current_stream().synchronize()
-        for a, b in self._events:
-            self.kernel_seconds += self.xp.cuda.get_elapsed_time(a, b) / 1e3
+        for name, a, b in self._events:
+            dt = self.xp.cuda.get_elapsed_time(a, b) / 1e3
+            self.kernel_seconds += dt
+            self.kernel_seconds_by_name[name] = self.kernel_seconds_by_name.get(name, 0.0) + dt
         self._events.clear()
 
     def _launch(self, name, n, threads, args):
@@ -169,7 +172,7 @@ class CupyKernels:
         start.record()
         self.fn[name](((int(n) + threads - 1) // threads,), (threads,), args)
         end.record()
-        self._events.append((start, end))
+        self._events.append((name, start, end))
 
     def count(self, boards, n, us, counts):
         self._launch(f"count_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, counts))

@@ -55,6 +55,17 @@ inline CastleInfo make_castle_info(const Board& b, const int rooks[4], u8& right
             cs.rook_to = (u8)(back + (side == 0 ? 5 : 3));
             cs.king_path = between_bb(k, cs.king_to) | bit(cs.king_to);
             cs.empty = (cs.king_path | between_bb(r, cs.rook_to) | bit(cs.rook_to)) & ~bit(k) & ~bit(r);
+            // An enemy rook or queen beyond the rook attacks the king's path through the rook's
+            // square once the rook has moved, unless the path contains that square itself.
+            const u64 rank = 0xFFULL << back;
+            const u64 beyond = side == 0 ? rank & ~((bit(r) << 1) - 1) : rank & (bit(r) - 1);
+            cs.xray = (cs.king_path & bit(r)) ? 0 : beyond;
+            cs.zone_knight = cs.zone_diag = cs.zone_orth = 0;
+            for (u64 z = cs.king_path; z; z &= z - 1) {
+                cs.zone_knight |= knight_att(lsb(z));
+                cs.zone_diag |= bishop_empty(lsb(z));
+                cs.zone_orth |= rook_empty(lsb(z));
+            }
             int cb = castle_bit(color, side);
             rights |= (u8)cb;
             ci.keep[k] &= (u8)~(castle_bit(color, 0) | castle_bit(color, 1));
