@@ -1,6 +1,7 @@
 """GPU benchmark with transposition tables (TTBfsDriver), beside perft_gpu_2026's TT figures on an H200.
 
     python ci/bench_gpu_tt.py [--runs 2] [--only tt-startpos-9 ...] [--chunk-leaf-moves N] [--min-roots N]
+                              [--define NAME[=VALUE] ...]
 
 After a warm-up count at depth - 1 (CuPy compiles its own sort, scan and indexing kernels on
 first use: seconds on a fresh machine), each run is a cold count: the device TTs and the host
@@ -38,12 +39,14 @@ def main() -> int:
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--chunk-leaf-moves", type=int, default=1 << 26)
     ap.add_argument("--min-roots", type=int, default=1)
+    ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="a preprocessor define for the kernels (NVRTC -D); repeatable")
     args = ap.parse_args()
 
     from perft_core.gpu.kernels import CupyKernels
     from perft_core.gpu.ttdriver import TTBfsDriver
 
-    drv = TTBfsDriver(CupyKernels(), chunk_leaf_moves=args.chunk_leaf_moves, min_roots=args.min_roots)
+    drv = TTBfsDriver(CupyKernels(options=tuple(f"-D{d}" for d in args.define)), chunk_leaf_moves=args.chunk_leaf_moves, min_roots=args.min_roots)
     print(f"TT driver: chunk_leaf_moves={args.chunk_leaf_moves} min_roots={args.min_roots} "
           f"arena={drv.arena.capacity >> 20} MiB tt={drv.tt_arena.capacity >> 20} MiB")
     rows = []

@@ -84,14 +84,24 @@ def test_tt_divide_and_host_cache(kernels):
 
 
 def test_tt_sizing_follows_unique_positions(kernels):
-    drv = make_driver(kernels, tt_bytes=64 << 20, min_roots=1)
+    drv = make_driver(kernels, tt_bytes=64 << 20)
     drv.perft(perft_core.Position.from_fen(STARTPOS), 6)
+    assert drv.stats.gpu_calls > 1
     sizes = {r: t.slots for r, t in drv.tts.items()}
     assert sizes, "no device TT was made"
     # A table never exceeds 4x the distinct positions of its ply, and deeper plies get more.
     for r, slots in sizes.items():
         assert slots <= max(1024, 4 * unique_positions(6 - r))
     assert [sizes[r] for r in sorted(sizes, reverse=True)] == sorted(sizes.values())
+
+
+def test_single_call_count_makes_no_device_tt(kernels):
+    """A count that is one BFS call of the root cannot hit its own stores (they happen in the
+    call's upsweep): it skips the device TTs and is still exact."""
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=4 << 20, audit=True)
+    assert drv.perft(perft_core.Position.from_fen(KIWIPETE), 4) == 4085603
+    assert drv.stats.gpu_calls == 1 and drv.stats.launch_depth == 0
+    assert drv.tts == {} and drv.tt_stats["probes"] == 0
 
 
 # ----- out-of-memory fault injection ------------------------------------------------------------
