@@ -1,12 +1,13 @@
 """GPU benchmark with transposition tables (TTBfsDriver), beside perft_gpu_2026's TT figures on an H200.
 
     python ci/bench_gpu_tt.py [--runs 2] [--only tt-startpos-9 ...] [--chunk-leaf-moves N] [--min-roots N]
-                              [--define NAME[=VALUE] ...]
+                              [--define NAME[=VALUE] ...] [--iterative]
 
 After a warm-up count at depth - 1 (CuPy compiles its own sort, scan and indexing kernels on
 first use: seconds on a fresh machine), each run is a cold count: the device TTs and the host
-cache are new for every run (perft_gpu_2026
-counts depths 1..N in turn with warm TTs and reports the last depth's own time; this does not).
+cache are new for every run. perft_gpu_2026 counts depths 1..N in turn with warm TTs and reports
+the last depth's own time; with --iterative each run does that too (TTBfsDriver.perft_iterative:
+tables planned for N, kept from depth to depth) and the time reported is depth N's own.
 Prints per workload the median wall time (min..max), G nodes/s, the peer's time, TT probes, hits
 and hit rate, merged roots, GPU calls, and the ratio peer/ours (> 1: faster than the peer).
 """
@@ -41,6 +42,9 @@ def main() -> int:
     ap.add_argument("--min-roots", type=int, default=1)
     ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]",
                     help="a preprocessor define for the kernels (NVRTC -D); repeatable")
+    ap.add_argument("--iterative", action="store_true",
+                    help="count depths 1..N in turn with warm tables (perft_gpu_2026's schedule) and time "
+                         "the last depth, as the peer reports it; also prints the schedule's total")
     args = ap.parse_args()
 
     from perft_core.gpu.kernels import CupyKernels
@@ -55,14 +59,20 @@ def main() -> int:
             continue
         pos = perft_core.Position.from_fen(fen)
         drv.perft(pos, depth - 1)  # warm-up: CuPy compiles its sort/scan/index kernels on first use
-        times = []
+        times, totals = [], []
         for _ in range(args.runs):
             drv.host_cache.clear()  # cold: device TTs are rebuilt by every count, the host cache here
             for key in drv.tt_stats:
                 drv.tt_stats[key] = 0
             t = time.perf_counter()
-            nodes = drv.perft(pos, depth)
-            times.append(time.perf_counter() - t)
+            if args.iterative:  # the tables stay warm from depth 1 to depth N; time depth N alone
+                schedule = drv.perft_iterative(pos, depth)
+                _, nodes, last = schedule[-1]
+                times.append(last)
+                totals.append(time.perf_counter() - t)
+            else:
+                nodes = drv.perft(pos, depth)
+                times.append(time.perf_counter() - t)
             if nodes != expected:
                 print(f"WRONG COUNT {name}: {nodes} != {expected}")
                 return 1
@@ -72,7 +82,9 @@ def main() -> int:
         print(f"  {name}: {med:.3f} s ({min(times):.3f}..{max(times):.3f}); calls={s.gpu_calls} launch={s.launch_depth} "
               f"gpu_depth={s.gpu_depth} probes={t['probes']} hits={t['hits']} "
               f"({t['hits'] / max(t['probes'], 1):.1%}) roots={t['roots']} unique={t['unique_roots']} "
-              f"tables={ {r: tt.slots for r, tt in drv.tts.items()} } overhead={s.overhead_share:.1%}", flush=True)
+              f"tables={ {r: tt.slots for r, tt in drv.tts.items()} } overhead={s.overhead_share:.1%}"
+              + (f" schedule 1..{depth} total={statistics.median(totals):.3f} s (hits counted over the schedule)"
+                 if totals else ""), flush=True)
     print("\n| workload | nodes | median s (min..max) | G nodes/s | perft_gpu_2026 s | peer/ours | TT hit rate |")
     print("|---|---|---|---|---|---|---|")
     for name, nodes, med, lo, hi, peer, s, t in rows:

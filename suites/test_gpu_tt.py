@@ -104,6 +104,23 @@ def test_single_call_count_makes_no_device_tt(kernels):
     assert drv.tts == {} and drv.tt_stats["probes"] == 0
 
 
+def test_iterative_schedule_keeps_tables_warm_and_exact(kernels):
+    """perft_iterative (perft_gpu_2026's 1..N schedule): every depth exact, entries of earlier depths
+    hit later ones, and the audit finds every stored entry right. Each count here is one BFS call,
+    so every hit is an entry stored by an earlier depth: positions two plies apart, which the rook
+    and king moves of CPW position 3 make (a tempo lost on each side)."""
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=16 << 20, audit=True)
+    pos = perft_core.Position.from_fen(POS3)
+    rows = drv.perft_iterative(pos, 7)
+    assert [(d, n) for d, n, _ in rows] == [(d, perft_core.perft(pos, d)) for d in range(1, 8)]
+    assert all(sec >= 0 for _, _, sec in rows)
+    assert drv.stats.gpu_calls == 1 and drv.tt_stats["hits"] > 0 and drv.tts
+    assert assert_clean(drv) > 0
+    assert not drv._warm  # the next plain count rebuilds its tables
+    with pytest.raises(ValueError):
+        drv.perft_iterative(pos, 0)
+
+
 # ----- out-of-memory fault injection ------------------------------------------------------------
 
 SITES = ["boards[*]", "keys[*]", "values[*]", "counts[*]", "offsets[*]", "moves[*]", "parents[*]", "tt[*]"]

@@ -85,6 +85,7 @@ class TTBfsDriver(BfsDriver):
         self.merge = merge
         self.reseed(_core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
         self.tts: dict[int, DeviceTT] = {}
+        self._warm = False  # perft_iterative: keep the tables between counts
         self._hits_dev = None
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0}
@@ -106,8 +107,22 @@ class TTBfsDriver(BfsDriver):
         root, us, ci = _core.gpu_root(pos._core_args())
         self.k.set_castle(ci)
         self._ci_bytes = ci
-        self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
-        self.tt_arena.reset()
+        g = self._plan_call(pos, depth)
+        if not self._warm:
+            self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
+            self.tt_arena.reset()
+            # Device TTs pay only when a later BFS call of this count can hit what an earlier one
+            # stored (a call stores in its upsweep, after its last probe): a count that is one BFS
+            # call of the root skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing,
+            # probes and stores).
+            if g < depth:
+                self._plan_tts(depth, g)
+        boards = np.array([root], dtype=np.uint64)
+        keys = self._host_keys(boards, us)
+        return self._count_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
+
+    def _plan_call(self, pos, depth: int) -> int:
+        """GPU subtree depth g of a count (launch depth = depth - g), recorded in the stats."""
         growth = self._growth(pos, depth)
         g_mem = self._gpu_depth(growth, depth)
         # Launch depth: the first ply with at least min_roots positions (so there are chunks whose
@@ -121,14 +136,38 @@ class TTBfsDriver(BfsDriver):
         if self.max_gpu_depth is not None:
             g = min(g, self.max_gpu_depth)
         self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
-        # Device TTs pay only when a later BFS call of this count can hit what an earlier one stored
-        # (a call stores in its upsweep, after its last probe): a count that is one BFS call of the
-        # root skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing, probes and stores).
-        if g < depth:
-            self._plan_tts(depth, g)
-        boards = np.array([root], dtype=np.uint64)
-        keys = self._host_keys(boards, us)
-        return self._count_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
+        return g
+
+    def perft_iterative(self, pos, depth: int) -> list[tuple[int, int, float]]:
+        """perft(pos, d) for d = 1 .. depth in turn, with the device TTs and the host cache kept warm
+        from one depth to the next (perft_gpu_2026's schedule: its published TT times are the last
+        depth's own time). The tables are planned once, for ``depth``; the host cache starts empty.
+
+        Returns [(d, nodes, seconds)] with each depth's own wall time (seconds, float).
+        Raises ValueError if the driver counts without TTs (``tt_enabled`` False) or depth < 1.
+        """
+        if not self.tt_enabled:
+            raise ValueError("perft_iterative needs the transposition tables (tt_enabled)")
+        if depth < 1:
+            raise ValueError(f"depth must be >= 1, got {depth}")
+        _root, _us, ci = _core.gpu_root(pos._core_args())
+        self.k.set_castle(ci)
+        self._ci_bytes = ci
+        self.host_cache.clear()
+        self.host_audit.clear()
+        self.tts = {}
+        self.tt_arena.reset()
+        self._plan_tts(depth, max(self._plan_call(pos, depth), 4))
+        out = []
+        self._warm = True
+        try:
+            for d in range(1, depth + 1):
+                t = time.perf_counter()
+                nodes = self.perft(pos, d)
+                out.append((d, nodes, time.perf_counter() - t))
+        finally:
+            self._warm = False
+        return out
 
     def _plan_tts(self, depth: int, g: int) -> None:
         """Allocate device TTs for remaining depths 3 .. g-1, by distinct positions per ply."""
