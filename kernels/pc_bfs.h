@@ -121,17 +121,28 @@ PC_HD void bfs_make_key(const Board& parent, const Key128& pk, Move m, const Cas
 }
 
 // Stores a finished count; `audit` (optional) records what was stored, 8 words a slot:
-// board (5), key lo, key hi, side to move.
-PC_HD void bfs_store(TTEntry16* tt, u64 slots, const Key128& k, u64 value, u64* audit, const Board& b, int side) {
+// board (5), key lo, key hi, tag. tag = store launch number << 1 | side to move (launch numbers
+// start at 1). In audit mode one board per slot and launch writes both the entry and its record
+// (the first to claim the slot's tag word), so two boards of one launch that share a slot cannot
+// leave an entry with another board's record; without audit, racing stores may tear an entry,
+// which its check word then rejects.
+PC_HD void bfs_store(TTEntry16* tt, u64 slots, const Key128& k, u64 value, u64* audit, const Board& b, u64 tag) {
     if (!value) return;  // zero counts are never stored (an empty slot reads as data 0)
     const u64 s = tt16_slot(k, slots);
+    if (audit) {
+        u64* a = audit + 8 * s;
+        const u64 old = a[7];
+        if ((old >> 1) == (tag >> 1)) return;  // this launch already stored into this slot
+#ifdef __CUDA_ARCH__
+        if (atomicCAS(reinterpret_cast<unsigned long long*>(a + 7), old, tag) != old) return;
+#else
+        a[7] = tag;
+#endif
+        a[0] = b.pbq; a[1] = b.nbk; a[2] = b.rqk; a[3] = b.black; a[4] = b.state;
+        a[5] = k.lo; a[6] = k.hi;
+    }
     TTEntry16 e;
     e.check = tt16_check(value, k);
     e.data = value;
     tt[s] = e;
-    if (audit) {
-        u64* a = audit + 8 * s;
-        a[0] = b.pbq; a[1] = b.nbk; a[2] = b.rqk; a[3] = b.black; a[4] = b.state;
-        a[5] = k.lo; a[6] = k.hi; a[7] = (u64)side;
-    }
 }

@@ -201,9 +201,9 @@ __global__ void upsweep_kernel(const u32* __restrict__ parents, const u64* __res
 }
 
 __global__ void store_kernel(const Board* __restrict__ boards, const Key128* __restrict__ keys,
-                             const u64* __restrict__ values, u32 n, TTEntry16* tt, u64 slots, u64* audit, int side) {
+                             const u64* __restrict__ values, u32 n, TTEntry16* tt, u64 slots, u64* audit, u64 tag) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) bfs_store(tt, slots, keys[i], values[i], audit, boards[i], side);
+    if (i < n) bfs_store(tt, slots, keys[i], values[i], audit, boards[i], tag);
 }
 
 #if !defined(__CUDACC_RTC__)

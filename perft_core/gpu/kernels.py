@@ -90,8 +90,8 @@ class EmulatedKernels:
     def upsweep(self, parents, child_values, n, parent_values):
         self._timed(_core.batch_upsweep, parents, child_values, n, parent_values)
 
-    def store(self, boards, keys, values, n, tt, slots, audit, side):
-        self._timed(_core.batch_store, boards, keys, values, n, tt, slots, audit, side)
+    def store(self, boards, keys, values, n, tt, slots, audit, tag):
+        self._timed(_core.batch_store, boards, keys, values, n, tt, slots, audit, tag)
 
 
 def kernel_source_dir() -> str:
@@ -225,10 +225,10 @@ class CupyKernels:
     def upsweep(self, parents, child_values, n, parent_values):
         self._launch("upsweep_kernel", n, 256, (parents, child_values, np.uint64(n), parent_values))
 
-    def store(self, boards, keys, values, n, tt, slots, audit, side):
+    def store(self, boards, keys, values, n, tt, slots, audit, tag):
         audit_ptr = audit if audit is not None else np.uint64(0)
         self._launch("store_kernel", n, 256,
-                     (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.int32(side)))
+                     (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.uint64(tag)))
 
     def attributes(self) -> dict[str, dict[str, int]]:
         """Registers, local memory (bytes), shared memory (bytes) and max threads of every kernel."""

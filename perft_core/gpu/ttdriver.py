@@ -42,7 +42,8 @@ def unique_positions(ply: int) -> int:
 @dataclass
 class DeviceTT:
     """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data);
-    ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, side to move."""
+    ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, tag (store launch number
+    << 1 | side to move: one board per slot and launch writes entry and record, see bfs_store)."""
 
     remaining: int
     slots: int
@@ -86,6 +87,7 @@ class TTBfsDriver(BfsDriver):
         self.reseed(_core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
         self.tts: dict[int, DeviceTT] = {}
         self._warm = False  # perft_iterative: keep the tables between counts
+        self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0}
@@ -309,7 +311,9 @@ class TTBfsDriver(BfsDriver):
             lv = levels[i]
             tt = lv["tt"]
             if tt is not None:
-                k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit, lv["side"])
+                self._store_launches += 1
+                k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit,
+                        (self._store_launches << 1) | lv["side"])
             if i > 0:  # each made board takes its merged group's value, then adds it to its parent
                 made = lv["values"] if lv["group_of"] is None else lv["values"][lv["group_of"]]
                 k.upsweep(levels[i - 1]["parents"], made, lv["n_made"], levels[i - 1]["values"])
@@ -364,7 +368,7 @@ class TTBfsDriver(BfsDriver):
                 lo, hi = int(a[s, 5]), int(a[s, 6])
                 if check ^ data != hi:  # overwritten by a later store in the same slot: audit that one
                     continue
-                yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]), data, self._ci_bytes
+                yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]) & 1, data, self._ci_bytes
 
     def host_entries(self):
         """Every host cache entry, shaped as audit_entries' tuples; needs audit=True."""

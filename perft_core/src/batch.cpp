@@ -220,7 +220,7 @@ void register_batch(py::module_& m) {
     }, "parent_values[parents[i]] += child_values[i].");
 
     m.def("batch_store", [](py::array boards, py::array keys, py::array values, u64 n, py::array tt, u64 slots,
-                            py::object audit, int side) {
+                            py::object audit, u64 tag) {
         const Board* b = ptr<Board>(boards, n, "boards");
         const Key128* k = ptr<Key128>(keys, n, "keys");
         const u64* v = ptr<u64>(values, n, "values");
@@ -231,6 +231,7 @@ void register_batch(py::module_& m) {
             a = ptr<u64>(aa, 8 * slots, "audit");
         }
         py::gil_scoped_release nogil;
-        for (u64 i = 0; i < n; ++i) bfs_store(t, slots, k[i], v[i], a, b[i], side);
-    }, "Store each board's finished count in the TT (and, in audit mode, what was stored).");
+        for (u64 i = 0; i < n; ++i) bfs_store(t, slots, k[i], v[i], a, b[i], tag);
+    }, "Store each board's finished count in the TT (and, in audit mode, what was stored); tag = store "
+       "launch number (from 1) << 1 | side to move.");
 }
