@@ -106,10 +106,11 @@ inline void init_tables() {
     }
     for (int s = 0; s < 64; ++s) {
         u64 zn = 0, zd = 0, zo = 0;
-        for (u64 z = t.small.king[s]; z; z &= z - 1) {
-            zn |= t.small.knight[lsb(z)];
-            zd |= t.small.bishop_empty[lsb(z)];
-            zo |= t.small.rook_empty[lsb(z)];
+        for (u64 z = t.small.king[s]; z;) {
+            const int q = pop_lsb(z);
+            zn |= t.small.knight[q];
+            zd |= t.small.bishop_empty[q];
+            zo |= t.small.rook_empty[q];
         }
         t.small.zone_knight[s] = zn;
         t.small.zone_diag[s] = zd;

@@ -104,9 +104,7 @@ class BfsDriver:
     def _perft(self, pos, depth: int) -> int:
         if depth == 0:
             return 1
-        root, us, ci = _core.gpu_root(pos._core_args())
-        self.k.set_castle(ci)
-        self._ci_bytes = ci
+        root, us = self._set_root(pos)
         growth = self._growth(pos, depth)
         g = self._gpu_depth(growth, depth)
         self.stats.gpu_depth = g
@@ -114,6 +112,13 @@ class BfsDriver:
         boards = np.array([root], dtype=np.uint64)
         self._growth_per_ply = growth
         return self._count(boards, us, depth, g)
+
+    def _set_root(self, pos) -> tuple[tuple[int, ...], int]:
+        """The root board (its 5 uint64 words) and side to move of ``pos``; uploads its castling geometry."""
+        root, us, ci = _core.gpu_root(pos._core_args())
+        self.k.set_castle(ci)
+        self._ci_bytes = ci
+        return root, us
 
     def _count(self, boards: np.ndarray, us: int, depth: int, g: int) -> int:
         """Perft summed over host ``boards`` (shape (n, 5)) at ``depth``, GPU calls of depth <= g."""

@@ -106,9 +106,7 @@ class TTBfsDriver(BfsDriver):
             return super()._perft(pos, depth)
         if depth == 0:
             return 1
-        root, us, ci = _core.gpu_root(pos._core_args())
-        self.k.set_castle(ci)
-        self._ci_bytes = ci
+        root, us = self._set_root(pos)
         g = self._plan_call(pos, depth)
         if not self._warm:
             self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
@@ -152,9 +150,7 @@ class TTBfsDriver(BfsDriver):
             raise ValueError("perft_iterative needs the transposition tables (tt_enabled)")
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
-        _root, _us, ci = _core.gpu_root(pos._core_args())
-        self.k.set_castle(ci)
-        self._ci_bytes = ci
+        self._set_root(pos)
         self.host_cache.clear()
         self.host_audit.clear()
         self.tts = {}

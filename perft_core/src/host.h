@@ -61,10 +61,11 @@ inline CastleInfo make_castle_info(const Board& b, const int rooks[4], u8& right
             const u64 beyond = side == 0 ? rank & ~((bit(r) << 1) - 1) : rank & (bit(r) - 1);
             cs.xray = (cs.king_path & bit(r)) ? 0 : beyond;
             cs.zone_knight = cs.zone_diag = cs.zone_orth = 0;
-            for (u64 z = cs.king_path; z; z &= z - 1) {
-                cs.zone_knight |= knight_att(lsb(z));
-                cs.zone_diag |= bishop_empty(lsb(z));
-                cs.zone_orth |= rook_empty(lsb(z));
+            for (u64 z = cs.king_path; z;) {
+                const int q = pop_lsb(z);
+                cs.zone_knight |= knight_att(q);
+                cs.zone_diag |= bishop_empty(q);
+                cs.zone_orth |= rook_empty(q);
             }
             int cb = castle_bit(color, side);
             rights |= (u8)cb;
