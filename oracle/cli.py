@@ -1,6 +1,6 @@
 """The oracle's subcommands of the ``perft`` console script: ``diff``, ``suite`` and ``report``.
 
-``perft_core.cli`` calls :func:`register` with its subparsers and dispatches ``args.func(args)``,
+The ``perft`` dispatcher (``perft_cli``) calls :func:`register` with its subparsers and dispatches ``args.func(args)``,
 which returns the exit status: 0 the engine agrees (or passes every row), 1 it disagrees (the
 localized position, path and missing/extra moves are printed), 2 bad input or a broken engine
 (one ``perft: error: ...`` line on stderr). ``python -m oracle.cli`` runs them without perft_core.

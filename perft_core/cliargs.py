@@ -1,11 +1,34 @@
-"""Argument types shared by the ``perft`` subcommands (argparse ``type=`` callables).
+"""Argument types shared by the ``perft`` subcommands (argparse ``type=`` callables), and the
+parser class whose errors are one line with exit status 2.
 
-Each raises ``argparse.ArgumentTypeError`` with a message naming what was expected and what came.
+Each type raises ``argparse.ArgumentTypeError`` with a message naming what was expected and what came.
 """
 from __future__ import annotations
 
 import argparse
 import math
+
+
+class UsageError(Exception):
+    """Bad command-line input; reported on one line with exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose own errors raise UsageError (one line, exit 2) instead of exiting."""
+
+    def error(self, message: str):
+        raise UsageError(message)
+
+
+def seed(text: str) -> int:
+    """A Zobrist key seed: an integer in 0..2**64-1, decimal or 0x hex."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed (decimal or 0x hex), got {text!r}") from None
+    if not 0 <= value < 2**64:
+        raise argparse.ArgumentTypeError(f"seed must be in 0..2**64-1, got {text!r}")
+    return value
 
 
 def depth(text: str) -> int:

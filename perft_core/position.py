@@ -186,19 +186,34 @@ class Position:
     # ------------------------------------------------------------------ moves (C++ core)
 
     def zobrist(self, seed: int | None = None) -> int:
-        """The 128-bit Zobrist key from scratch, as ``hi << 64 | lo`` (see perft_core.zobrist)."""
-        from .zobrist import zobrist
+        """The 128-bit Zobrist key from scratch, as ``hi << 64 | lo`` (see perft_core.zobrist).
 
-        return zobrist(self, seed)
+        ``seed``: the key seed, 0..2**64-1 (default: the engine's, ``perft_core.zobrist.DEFAULT_SEED``).
+        Raises ValueError for a bad seed.
+        """
+        from perft_core import _core
+
+        return _core.zobrist_key(self._core_args(), _zobrist_seed(seed))
 
     def zobrist_path(self, moves, seed: int | None = None) -> list[int]:
         """Keys along UCI ``moves``: the from-scratch key, then the incremental key after each move.
 
-        Raises IllegalMoveError for a move that is not legal where it is played.
+        Each key after the first comes from the previous one by ``update_hash`` alone, never from
+        scratch. Raises IllegalMoveError for a move that is not legal where it is played,
+        ValueError for a bad seed.
         """
-        from .zobrist import zobrist_path
+        from perft_core import _core
 
-        return zobrist_path(self, moves, seed)
+        moves = list(moves)
+        for m in moves:
+            if not isinstance(m, str):
+                raise IllegalMoveError(f"moves must be UCI strings, got {m!r}")
+        try:
+            return _core.zobrist_path(self._core_args(), moves, _zobrist_seed(seed))
+        except ValueError as exc:
+            if "illegal" in str(exc):
+                raise IllegalMoveError(str(exc)) from None
+            raise
 
     def _core_args(self) -> tuple:
         """The argument tuple ``B`` of every ``perft_core._core`` function."""
@@ -422,3 +437,14 @@ def as_position(fen_or_position: "str | Position") -> Position:
     if isinstance(fen_or_position, str):
         return Position.from_fen(fen_or_position)
     raise TypeError(f"expected a FEN string or a Position, got {type(fen_or_position).__name__}")
+
+
+def _zobrist_seed(seed: object) -> int:
+    """``seed`` checked (an int in 0..2**64-1), or the engine's default key seed for None."""
+    if seed is None:
+        from perft_core import _core
+
+        return _core.ZOBRIST_DEFAULT_SEED
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 64:
+        raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
+    return seed

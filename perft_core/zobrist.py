@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import _core
-from .errors import HashVerificationError, IllegalMoveError
-from .position import Position, as_position
+from .errors import HashVerificationError
+from .position import Position, _zobrist_seed, as_position
 
 __all__ = [
     "DEFAULT_SEED", "DEFAULT_TT_MB", "PLANTED_BUGS", "HashVerificationError", "TTEntry",
@@ -68,11 +68,7 @@ class TTEntry:
 
 
 def _seed(seed: int | None) -> int:
-    if seed is None:
-        return DEFAULT_SEED
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= _U64:
-        raise ValueError(f"seed must be an integer in 0..2**64-1, got {seed!r}")
-    return seed
+    return _zobrist_seed(seed)
 
 
 
@@ -95,7 +91,7 @@ def zobrist(position: str | Position, seed: int | None = None) -> int:
     Raises:
         ValueError: seed outside 0..2**64-1 (or a FenError for a bad FEN string).
     """
-    return _core.zobrist_key(as_position(position)._core_args(), _seed(seed))
+    return as_position(position).zobrist(seed)
 
 
 def zobrist_path(position: str | Position, moves: Iterable[str], seed: int | None = None) -> list[int]:
@@ -108,16 +104,7 @@ def zobrist_path(position: str | Position, moves: Iterable[str], seed: int | Non
         IllegalMoveError: a move is not legal where it is played.
         ValueError: bad seed.
     """
-    moves = list(moves)
-    for m in moves:
-        if not isinstance(m, str):
-            raise IllegalMoveError(f"moves must be UCI strings, got {m!r}")
-    try:
-        return _core.zobrist_path(as_position(position)._core_args(), moves, _seed(seed))
-    except ValueError as exc:
-        if "illegal" in str(exc):
-            raise IllegalMoveError(str(exc)) from None
-        raise
+    return as_position(position).zobrist_path(moves, seed)
 
 
 class TranspositionTable:

@@ -1,6 +1,6 @@
 """``perft run``: Stockfish's divide format, the JSON object, and one-line errors with exit status 2.
 
-Most tests call ``perft_core.cli.main(argv)`` in-process (capsys); the subprocess tests run the
+Most tests call ``perft_cli.main(argv)`` in-process (capsys); the subprocess tests run the
 entry point in a fresh interpreter, and the installed ``perft`` console script when it is on PATH.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import chess
 import pytest
 
 import perft_core
-from perft_core.cli import main
+from perft_cli import main
 
 START = chess.STARTING_FEN
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
@@ -165,7 +165,7 @@ def test_bad_input_is_one_line_and_status_2(capsys, argv):
 
 
 PERFT = shutil.which("perft")
-ENTRY_POINT = [sys.executable, "-P", "-c", "import sys; from perft_core.cli import main; sys.exit(main())"]  # -P: no cwd on sys.path
+ENTRY_POINT = [sys.executable, "-P", "-c", "import sys; from perft_cli import main; sys.exit(main())"]  # -P: no cwd on sys.path
 
 
 def subprocess_run(argv: list[str]) -> subprocess.CompletedProcess:

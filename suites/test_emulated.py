@@ -129,7 +129,7 @@ def test_oom_plan_text_form_and_errors():
 
 
 def test_oom_plan_from_environment(monkeypatch):
-    from perft_core.gpu import driver as driver_mod
+    from perft_core.gpu import registry as driver_mod
 
     monkeypatch.setenv("PERFT_FAULT_PLAN", "site=boards[1],times=1")
     driver_mod._DRIVERS.clear()

@@ -26,7 +26,7 @@ import perft_core
 from oracle import tables
 from oracle.strategies import random_walk_fens
 from perft_core import Position, _core
-from perft_core.cli import main
+from perft_cli import main
 from perft_core.zobrist import (
     HashVerificationError, TranspositionTable, divide_tt, perft_tt, zobrist,
 )

@@ -5,6 +5,7 @@ kernels from kernels/pc_kernels.cu compiled by NVRTC) or ``kernels.EmulatedKerne
 and the C++ extension's host batch versions of the same kernels), so CPU CI tests the BFS logic.
 """
 from .arena import Arena, DeviceOutOfMemory, FaultPlan
-from .driver import BfsDriver, GpuStats, get_driver
+from .driver import BfsDriver, GpuStats
+from .registry import get_driver
 
 __all__ = ["Arena", "DeviceOutOfMemory", "FaultPlan", "BfsDriver", "GpuStats", "get_driver"]

@@ -14,14 +14,13 @@ the count. Nothing partial is ever returned or added.
 """
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .. import _core
-from .arena import Arena, DeviceOutOfMemory, FaultPlan
+from .arena import Arena, DeviceOutOfMemory
 
 WORDS = _core.BOARD_BYTES // 8
 # Bytes a BFS level needs per board it holds and per move it expands (see BfsDriver._bfs):
@@ -266,48 +265,3 @@ class BfsDriver:
         if self.max_gpu_depth is not None:
             g = min(g, self.max_gpu_depth)
         return max(1, g)
-
-
-_DRIVERS: dict[str, object] = {}
-
-
-def get_driver(backend: str, tt_mb: float | None = None):
-    """The process-wide driver for ``"gpu"`` (CuPy) or ``"gpu-emulated"`` (NumPy + host kernels).
-
-    One driver per device and process (each holds its arena): a ``TTBfsDriver`` that counts with
-    or without transposition tables (its ``tt_enabled``). ``tt_mb`` sizes its TTs (MiB; default
-    30 % of its memory), fixed when the driver is made: asking later for another size raises
-    ValueError. The emulated memory comes from ``PERFT_EMULATED_MB`` (default 256 MiB); a
-    fault plan from ``PERFT_FAULT_PLAN`` (see ``FaultPlan``).
-    Raises ValueError if ``"gpu"`` is asked for and CuPy or a CUDA device is missing.
-    """
-    drv = _DRIVERS.get(backend)
-    if drv is not None:
-        if tt_mb is not None and int(tt_mb * 2**20) != drv.tt_arena.capacity:
-            raise ValueError(f"the {backend} driver of this process already has {drv.tt_arena.capacity / 2**20:g} MiB "
-                             f"of transposition tables; tt_mb={tt_mb} cannot change it")
-        return drv
-    if tt_mb is not None and not (isinstance(tt_mb, (int, float)) and not isinstance(tt_mb, bool) and tt_mb > 0):
-        raise ValueError(f"tt_mb must be a positive number of MiB, got {tt_mb!r}")
-    _DRIVERS[backend] = drv = _make_driver(backend, tt_mb)
-    return drv
-
-
-def _make_driver(backend: str, tt_mb: float | None):
-    from .kernels import CupyKernels, EmulatedKernels
-    from .ttdriver import TTBfsDriver
-
-    plan = FaultPlan.parse(os.environ["PERFT_FAULT_PLAN"]) if os.environ.get("PERFT_FAULT_PLAN") else None
-    tt_bytes = None if tt_mb is None else int(tt_mb * 2**20)
-    if backend == "gpu-emulated":
-        return TTBfsDriver(EmulatedKernels(), memory_bytes=int(os.environ.get("PERFT_EMULATED_MB", "256")) << 20,
-                           fault_plan=plan, tt_bytes=tt_bytes)
-    if backend == "gpu":
-        try:
-            import cupy
-
-            cupy.cuda.runtime.getDeviceCount()
-        except Exception as exc:  # ImportError, CUDARuntimeError: no usable GPU here
-            raise ValueError(f"backend 'gpu' needs CuPy and a CUDA device: {exc}") from None
-        return TTBfsDriver(CupyKernels(), fault_plan=plan, tt_bytes=tt_bytes)
-    raise ValueError(f"unknown GPU backend {backend!r}")

@@ -1,0 +1,156 @@
+"""The engine protocol and what every engine shares: errors, FEN handling, depth checks.
+
+python-chess is the reference for FEN handling (:func:`board_from`, :func:`fen_of`).
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import chess
+
+#: Seconds one engine command (one ``go perft``, one perftree run) may take by default.
+DEFAULT_TIMEOUT = 600.0
+
+MOVE_PATTERN = r"([a-h][1-8][a-h][1-8][nbrqNBRQ]?)"
+OUTPUT_KEPT = 60  # lines of output quoted in an EngineError
+
+
+class EngineError(RuntimeError):
+    """An engine crashed, timed out, or printed something that is not a perft answer.
+
+    Attributes: ``engine`` (the engine's name), ``command`` (what it was sent: the protocol lines
+    or the argument vector), ``output`` (what came back, stdout then stderr, possibly shortened).
+    """
+
+    def __init__(self, engine: str, problem: str, *, command: str = "", output: str = ""):
+        self.engine = engine
+        self.problem = problem
+        self.command = command
+        self.output = output
+        text = f"engine {engine!r}: {problem}"
+        if command:
+            text += f"\n  sent: {_indent(command)}"
+        text += f"\n  got:  {_indent(output) if output.strip() else '(no output)'}"
+        super().__init__(text)
+
+
+def _indent(text: str) -> str:
+    return text.rstrip("\n").replace("\n", "\n        ")
+
+
+def tail_lines(lines: Sequence[str], keep: int = OUTPUT_KEPT) -> str:
+    lines = list(lines)
+    if len(lines) > keep:
+        lines = [f"... ({len(lines) - keep} earlier lines)"] + lines[-keep:]
+    return "\n".join(lines)
+
+
+def describe_query(fen: str, depth: int, moves: Sequence[str]) -> str:
+    text = f"divide({fen!r}, {depth})"
+    return text + (f" after moves {' '.join(moves)}" if moves else "")
+
+
+# FEN handling shared by every engine and the localizer (python-chess is the reference)
+
+
+def needs_chess960(fen: str) -> bool:
+    """True if ``fen``'s castling rights are only possible under Chess960 rules.
+
+    That is Shredder-FEN letters or X-FEN rights whose king or rook is off the standard e/a/h
+    squares. Positions without such rights count the same under both rule sets.
+    Raises ``ValueError`` for text python-chess cannot parse.
+    """
+    return chess.Board(fen, chess960=True).has_chess960_castling_rights()
+
+
+def board_from(fen: str, moves: Sequence[str] = (), *, chess960: bool | None = None) -> chess.Board:
+    """A python-chess board for ``fen`` (FEN, X-FEN, Shredder-FEN, or 4-field EPD) after ``moves``.
+
+    ``chess960=None`` picks Chess960 rules when the position needs them (:func:`needs_chess960`).
+    ``moves`` may use standard or king-takes-rook castling notation.
+    Raises ``ValueError`` for an unparsable FEN or an illegal move.
+    """
+    if chess960 is None:
+        chess960 = needs_chess960(fen)
+    board = chess.Board(fen, chess960=chess960)
+    for uci in moves:
+        board.push(board.parse_uci(uci))
+    return board
+
+
+def fen_of(board: chess.Board) -> str:
+    """A FEN that reproduces ``board`` on its own, for any engine.
+
+    The en passant square is kept after every double pawn push, even when no capture is legal
+    (an engine's bug may be exactly an illegal en passant), and Chess960 boards are written as
+    Shredder-FEN so that castling rights survive whatever the rooks' files.
+    """
+    return board.fen(en_passant="fen", shredder=board.chess960)
+
+
+def check_depth(depth: object) -> int:
+    """Return ``depth`` if it is an int >= 0 (not a bool); raise ``ValueError`` otherwise."""
+    if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
+        raise ValueError(f"depth must be a non-negative int, got {depth!r}")
+    return depth
+
+
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """Anything that counts perft: our backends, the python-chess reference, UCI and perftree engines."""
+
+    name: str
+
+    def divide(self, fen: str, depth: int, moves: Sequence[str] = ()) -> dict[str, int]:
+        """Leaf nodes (at ``depth`` plies) below each legal move of the position; {} at depth 0."""
+        ...
+
+    def perft(self, fen: str, depth: int, moves: Sequence[str] = ()) -> int:
+        """Leaf nodes at ``depth`` plies; 1 at depth 0."""
+        ...
+
+    def close(self) -> None:
+        """Release the engine's resources (reap its process); it may be used again afterwards."""
+        ...
+
+
+class BaseEngine:
+    """Shared plumbing: depth checks, ``perft`` as the sum of ``divide``, a context manager."""
+
+    name = "engine"
+
+    def divide(self, fen: str, depth: int, moves: Sequence[str] = ()) -> dict[str, int]:
+        """Nodes below each legal move: ``{uci: nodes}``; ``{}`` at depth 0 or with no legal move.
+
+        Raises ``ValueError`` for a bad depth and :class:`EngineError` when the engine fails.
+        """
+        if check_depth(depth) == 0:
+            return {}
+        return self._divide(fen, depth, tuple(moves))
+
+    def perft(self, fen: str, depth: int, moves: Sequence[str] = ()) -> int:
+        """Leaf nodes at ``depth`` plies below ``fen`` after ``moves``; 1 at depth 0.
+
+        Raises ``ValueError`` for a bad depth and :class:`EngineError` when the engine fails.
+        """
+        if check_depth(depth) == 0:
+            return 1
+        return sum(self._divide(fen, depth, tuple(moves)).values())
+
+    def _divide(self, fen: str, depth: int, moves: tuple[str, ...]) -> dict[str, int]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Nothing to release for an in-process engine."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

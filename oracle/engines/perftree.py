@@ -1,0 +1,80 @@
+"""perftree-style scripts, run once per query as ``CMD depth "fen" "moves"``."""
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from collections.abc import Sequence
+
+from oracle.engines.base import MOVE_PATTERN, DEFAULT_TIMEOUT, BaseEngine, EngineError, tail_lines
+from oracle.engines.process import argv_of, kill, six_fields
+
+_PERFTREE_LINE = re.compile(MOVE_PATTERN + r"\s+(\d+)")
+
+
+class PerftreeEngine(BaseEngine):
+    """A perftree-style script, run once per query as ``CMD depth "fen" "moves"``.
+
+    ``moves`` is one argument, the moves played from ``fen`` separated by spaces (empty when none).
+    The script prints ``move count`` lines, a blank line, then the total; anything else, a
+    non-zero exit status, or a run longer than ``timeout`` seconds raises :class:`EngineError`
+    (the process and its session are killed and reaped).
+    """
+
+    def __init__(self, command: str | Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT,
+                 name: str | None = None):
+        self.argv = argv_of(command)
+        self.timeout = timeout
+        self.name = name or shlex.join(self.argv)
+
+    def _divide(self, fen, depth, moves):
+        argv = [*self.argv, str(depth), six_fields(fen), " ".join(moves)]
+        sent = shlex.join(argv)
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+        except OSError as exc:
+            raise EngineError(self.name, f"cannot start: {exc}", command=sent) from exc
+        try:
+            out, err = proc.communicate(timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            kill(proc)
+            try:
+                out, err = proc.communicate(timeout=5)
+            except subprocess.TimeoutExpired:  # a grandchild left its own session and holds the pipe
+                out, err = "", ""
+            output = tail_lines(out.splitlines()) + (f"\n[stderr]\n{tail_lines(err.splitlines())}" if err.strip() else "")
+            raise EngineError(self.name, f"timed out after {self.timeout:g} s", command=sent, output=output) from None
+        finally:
+            kill(proc)
+        output = tail_lines(out.splitlines()) + (f"\n[stderr]\n{tail_lines(err.splitlines())}" if err.strip() else "")
+        if proc.returncode != 0:
+            raise EngineError(self.name, f"crashed (exit status {proc.returncode})", command=sent, output=output)
+        try:
+            return _parse_perftree(out)
+        except ValueError as exc:
+            raise EngineError(self.name, f"unreadable output: {exc}", command=sent, output=output) from None
+
+
+def _parse_perftree(out: str) -> dict[str, int]:
+    """Parse ``move count`` lines, a blank line and the total; raise ValueError if malformed."""
+    lines = out.rstrip().splitlines()
+    if "" in (line.strip() for line in lines):
+        blank = [line.strip() for line in lines].index("")
+        body, tail = lines[:blank], [line for line in lines[blank + 1:] if line.strip()]
+    elif len(lines) == 1:  # no legal move: just the total
+        body, tail = [], lines
+    else:
+        raise ValueError("no blank line before the total")
+    counts: dict[str, int] = {}
+    for line in body:
+        m = _PERFTREE_LINE.fullmatch(line.strip())
+        if not m:
+            raise ValueError(f"expected 'move count', got {line!r}")
+        move = m.group(1).lower()
+        counts[move] = counts.get(move, 0) + int(m.group(2))
+    if len(tail) != 1 or not tail[0].strip().isdigit():
+        raise ValueError(f"expected one total after the blank line, got {tail!r}")
+    if int(tail[0]) != sum(counts.values()):
+        raise ValueError(f"the move lines add up to {sum(counts.values())} but the total is {tail[0].strip()}")
+    return counts

@@ -1,0 +1,77 @@
+"""The reference engine: python-chess move generation with bulk counting and an exact cache."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import chess
+
+from oracle.engines.base import BaseEngine, EngineError, board_from, check_depth, describe_query
+
+class PythonChessEngine(BaseEngine):
+    """The reference: python-chess move generation, ~1 M leaf nodes/s with bulk counting.
+
+    Leaves are counted in bulk (the number of legal moves one ply above them). Interior nodes with
+    at least ``2`` plies left are cached by python-chess's exact transposition key (pieces, side,
+    castling rights, legal en passant square) and the remaining depth; the cache is shared across
+    calls and cleared when it holds more than ``cache_size`` entries (0 disables it).
+
+    Subclasses may override :meth:`moves` to plant a bug (the tests do exactly that).
+    Never use it for large counts: it is for localizing and for small tables only.
+    """
+
+    name = "python-chess"
+
+    def __init__(self, *, cache_size: int = 1_000_000):
+        self.cache_size = cache_size
+        self._cache: dict = {}
+
+    def moves(self, board: chess.Board) -> list[chess.Move]:
+        """The legal moves of ``board`` (override to make a deliberately broken engine)."""
+        return list(board.legal_moves)
+
+    def _count(self, board: chess.Board, depth: int) -> int:
+        if depth == 1:
+            return len(self.moves(board))
+        key = None
+        if self.cache_size:
+            key = (board._transposition_key(), board.chess960, depth)
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit
+        nodes = 0
+        for move in self.moves(board):
+            board.push(move)
+            nodes += self._count(board, depth - 1)
+            board.pop()
+        if key is not None:
+            if len(self._cache) >= self.cache_size:
+                self._cache.clear()
+            self._cache[key] = nodes
+        return nodes
+
+    def _board(self, fen: str, depth: int, moves: tuple[str, ...]) -> chess.Board:
+        try:
+            return board_from(fen, moves)
+        except ValueError as exc:
+            raise EngineError(self.name, "cannot set up the position",
+                              command=describe_query(fen, depth, moves), output=str(exc)) from exc
+
+    def _divide(self, fen, depth, moves):
+        board = self._board(fen, depth, moves)
+        result = {}
+        for move in self.moves(board):
+            if depth == 1:
+                count = 1
+            else:
+                board.push(move)
+                count = self._count(board, depth - 1)
+                board.pop()
+            uci = board.uci(move)
+            result[uci] = result.get(uci, 0) + count
+        return result
+
+    def perft(self, fen: str, depth: int, moves: Sequence[str] = ()) -> int:
+        """Leaf nodes at ``depth`` plies (bulk counted, cached); 1 at depth 0."""
+        if check_depth(depth) == 0:
+            return 1
+        return self._count(self._board(fen, depth, tuple(moves)), depth)

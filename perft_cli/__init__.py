@@ -1,0 +1,48 @@
+"""The ``perft`` command: one dispatcher above the engine (``perft_core``) and the oracle.
+
+Subcommands: ``run`` (``perft_core.cli``), ``diff``, ``suite``, ``report`` (``oracle.cli``).
+``perft_core`` is a library that never imports this package or ``oracle``; this module is the only
+place that knows both.
+
+Exit statuses: 0 success (or engines agree), 1 a disagreement, 2 bad input or a broken engine,
+printed as one line ``perft: error: <message>`` with no traceback, 130 interrupted.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from perft_core import cli as core_cli
+from perft_core.cliargs import Parser, UsageError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``perft`` command with all its subcommands."""
+    from oracle import cli as oracle_cli
+
+    parser = Parser(prog="perft", description="Exact chess perft counts, and an oracle that checks engines.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    core_cli.register(sub)
+    oracle_cli.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``perft`` command; returns the exit status (0, 1, 2 or 130)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        return int(args.func(args))
+    except (UsageError, ValueError, OSError) as exc:
+        print(f"perft: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("perft: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
