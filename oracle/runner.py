@@ -8,16 +8,12 @@ default: it only ever counts the smallest failing depth of each position, cheape
 from __future__ import annotations
 
 import datetime
-import functools
-import os
-import platform
-import subprocess
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from oracle.engines import Engine, EngineError, PythonChessEngine, board_from
+from perft_core import provenance
 from oracle.localize import Localization, localize
 
 __all__ = ["RowResult", "RunResult", "SuiteSummary", "environment", "run_suite", "select_rows"]
@@ -303,66 +299,12 @@ def environment(engine: Engine | None = None) -> dict:
     python, and the GPU's name for a gpu backend)."""
     backend = getattr(engine, "backend", None)
     env = {
-        "version": _version(),
-        "commit": _commit(),
+        "version": provenance.package_version(),
+        "commit": provenance.package_commit(),
         "backend": backend,
         "threads": getattr(engine, "threads", None),
-        "machine": dict(_machine()),
+        "machine": provenance.machine(),
     }
     if backend and str(backend).startswith("gpu"):
-        env["machine"]["gpu"] = _gpu_name()
+        env["machine"]["gpu"] = provenance.gpu_name()
     return env
-
-
-def _version() -> str:
-    from importlib import metadata
-
-    try:
-        return metadata.version("perft-oracle")
-    except metadata.PackageNotFoundError:
-        try:
-            import perft_core
-
-            return str(getattr(perft_core, "__version__", "unknown"))
-        except ImportError:
-            return "unknown"
-
-
-@functools.cache
-def _commit() -> str:
-    here = Path(__file__).resolve().parent
-    try:
-        head = subprocess.run(["git", "-C", str(here), "rev-parse", "--short=12", "HEAD"],
-                              capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return "unknown"
-        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=10)
-        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-
-
-@functools.cache
-def _machine() -> tuple:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return (("cpu", cpu), ("cores", os.cpu_count()), ("os", f"{platform.system()} {platform.release()}"),
-            ("arch", platform.machine()), ("python", platform.python_version()))
-
-
-def _gpu_name() -> str:
-    try:
-        import cupy
-
-        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
-        return name.decode() if isinstance(name, bytes) else str(name)
-    except Exception:  # no CuPy, no device: the report just says so
-        return "unknown"
