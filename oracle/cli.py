@@ -74,7 +74,7 @@ def register(subparsers) -> None:
                     "OUT/NAME.md and OUT/NAME.html. The published report (docs/conformance.md and .json) "
                     "is regenerated with `perft report --out docs`. Exit 0 all pass, 1 some count is "
                     "wrong, 2 bad input or broken engine.")
-    p.add_argument("--out", default="report", metavar="DIR", help="output folder (default: ./report)")
+    p.add_argument("--out", type=cliargs.output_dir, default="report", metavar="DIR", help="output folder (default: ./report)")
     p.add_argument("--name", default="conformance", metavar="NAME", help="file stem (default: conformance)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
     p.add_argument("--threads", type=cliargs.positive_int, default=os.cpu_count() or 1, metavar="N",
@@ -281,6 +281,12 @@ def cmd_report(args) -> int:
 
     keys = ["out", "name", "backend", "threads", "max-nodes", "max-seconds"]
     command = _command_line("perft report", args, keys)
+    if args.out.is_dir():  # the files it will write: checked before the run, not after it
+        for fmt in ("json", "md", "html"):
+            try:
+                cliargs.output_file(str(args.out / f"{args.name}.{fmt}"))
+            except argparse.ArgumentTypeError as exc:
+                return _error(f"argument --out: {exc}")
     try:
         run = _run(args, args.backend, "uci", "python-chess", "uci", None, command)
         paths = write_report(run, args.out, args.name)
