@@ -4,7 +4,9 @@ The extension is tuned for the machine that builds it (``-march=native``) becaus
 always built where it runs (``pip install .``).  Set ``PERFT_MARCH=x86-64-v2`` (or any
 ``-march`` value, or ``none``) to build a portable binary instead.
 """
+import json
 import os
+import sys
 
 from pybind11.setup_helpers import Pybind11Extension
 from setuptools import setup
@@ -24,4 +26,26 @@ ext = Pybind11Extension(
     depends=[os.path.join(d, f) for d in ("kernels", "perft_core/src") for f in os.listdir(d) if f.endswith(".h")],
 )
 
+
+def record_build_commit() -> None:
+    """Write perft_core/_build_info.json with the commit of this source tree, when it is this
+    project's own git checkout (the rule of perft_core.provenance.source_root). Elsewhere (an
+    unpacked sdist, a copy inside another repository) an existing record is kept, never replaced by
+    another repository's commit."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "perft_core"))
+    try:
+        import provenance  # the module alone: perft_core's __init__ needs the extension built here
+    finally:
+        sys.path.pop(0)
+    from pathlib import Path
+
+    package = Path(here, "perft_core")
+    root = provenance.source_root(package)
+    if root is None:
+        return
+    (package / provenance.BUILD_INFO).write_text(json.dumps({"commit": provenance.git_commit(root)}) + "\n")
+
+
+record_build_commit()
 setup(ext_modules=[ext])
