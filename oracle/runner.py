@@ -208,7 +208,8 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
     ``rows``: :class:`oracle.tables.TableRow`-like objects (``suite, id, fen, depth, nodes, source,
     tags, chess960``; sources are gathered per suite). ``max_nodes``: rows expecting more nodes are
     left out (counted in ``over_budget``). ``max_seconds``: wall-time budget for counting; rows not reached in time are
-    ``"skipped"``. Rows run cheapest first (so a time budget covers as many as possible) and are
+    ``"skipped"``, and so is a row whose estimated time (its expected nodes at the engine's nodes/s
+    measured over the rows counted so far in this run) exceeds the budget left: it is not started. Rows run cheapest first (so a time budget covers as many as possible) and are
     reported in table order. Engine failures mark the row ``"error"`` and the run goes on.
     Each failing position is localized once, at its smallest failing depth, against ``reference``
     (default: :class:`oracle.engines.PythonChessEngine`), each search limited to
@@ -233,12 +234,22 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
         if row.source and row.source not in known:
             known.append(row.source)
     order = sorted(range(len(kept)), key=lambda i: (kept[i].nodes, i))
+    counted_nodes, counted_seconds = 0, 0.0  # the engine's speed, measured on the rows run so far
     for done, i in enumerate(order, 1):
         result = results[i]
-        if max_seconds is not None and time.monotonic() - t0 > max_seconds:
+        left = None if max_seconds is None else max_seconds - (time.monotonic() - t0)
+        expected_seconds = result.expected * counted_seconds / counted_nodes if counted_nodes > 0 else 0.0
+        if left is not None and left <= 0:
             result.status, result.error = "skipped", "time budget spent"
+        elif left is not None and expected_seconds > left:
+            result.status = "skipped"
+            result.error = (f"estimated {expected_seconds:.3g} s at the {counted_nodes / counted_seconds:.3g} nodes/s "
+                            f"measured so far, more than the {left:.3g} s left of the time budget")
         else:
             _count_row(engine, result)
+            if result.got is not None and result.seconds > 0:
+                counted_nodes += result.got
+                counted_seconds += result.seconds
         if progress is not None:
             progress(result, done, len(order))
 

@@ -1,11 +1,10 @@
 """Public counting API: ``perft`` and ``divide`` over the available backends."""
 from __future__ import annotations
 
+from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
 
 BACKENDS = ("cpu", "gpu", "gpu-emulated")
-
-
 
 
 def _check(depth: object, backend: str, threads: object) -> None:
@@ -20,7 +19,9 @@ def _check(depth: object, backend: str, threads: object) -> None:
 
 
 def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
-          tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None) -> int:
+          tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None,
+          max_seconds: float | None = None, max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS,
+          force: bool = False, progress: bool | None = None) -> int:
     """Count the leaf nodes of the legal move tree ``depth`` plies below a position.
 
     Args:
@@ -34,18 +35,32 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
             driver's memory on the GPU backends (fixed when the process's driver is made).
         verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
             HashVerificationError if the two counts differ.
+        max_seconds: stop the count after this many wall seconds (checked after each root move and,
+            on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
+        max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
+            longer than this many seconds; default one day; None: never refuse.
+        force: count even when the estimate exceeds max_estimate_seconds (no estimate is made
+            then, unless a progress bar is shown).
+        progress: draw a progress bar on stderr (counts estimated over 2 s): True, False, or None
+            (default) for "when stderr is a terminal".
 
     Returns:
         The node count as a Python int.
 
     Raises:
         FenError: the FEN is malformed or describes a position perft is undefined for.
-        ValueError: bad depth, backend, threads or tt options.
+        ValueError: bad depth, backend, threads, tt or limit options.
+        CountRefused (a ValueError): the estimate exceeds max_estimate_seconds; carries the Estimate.
+        CountInterrupted: max_seconds passed; carries the root moves counted in full (``partial``).
         perft_core.zobrist.HashVerificationError: the verify_seed count differs.
     """
     _check(depth, backend, threads)
     pos = as_position(fen_or_position)
     use_tt = _use_tt(tt, verify_seed)
+    watched = _watched(pos, depth, backend, threads, use_tt, tt_mb, verify_seed, max_seconds,
+                       max_estimate_seconds, force, progress)
+    if watched is not None:
+        return sum(watched.values()) if depth > 0 else 1
     if use_tt and backend == "cpu":
         from . import zobrist
 
@@ -58,7 +73,9 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
 
 
 def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
-           tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None) -> dict[str, int]:
+           tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None,
+           max_seconds: float | None = None, max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS,
+           force: bool = False, progress: bool | None = None) -> dict[str, int]:
     """Perft split by root move: ``{uci_move: nodes}``, the counts below each legal move.
 
     Arguments as for :func:`perft`. UCI keys: promotions as ``e7e8q``; castling as king to its
@@ -66,13 +83,17 @@ def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu",
     Stockfish writes them with UCI_Chess960. Depth 0 gives ``{}``; depth 1 gives 1 per move.
 
     Raises:
-        FenError, ValueError, HashVerificationError: as for :func:`perft`.
+        FenError, ValueError, CountRefused, CountInterrupted, HashVerificationError: as for :func:`perft`.
     """
     _check(depth, backend, threads)
     pos = as_position(fen_or_position)
     use_tt = _use_tt(tt, verify_seed)
     if depth == 0:
         return {}
+    watched = _watched(pos, depth, backend, threads, use_tt, tt_mb, verify_seed, max_seconds,
+                       max_estimate_seconds, force, progress)
+    if watched is not None:
+        return dict(sorted(watched.items()))
     if use_tt and backend == "cpu":
         from . import zobrist
 
@@ -123,3 +144,102 @@ def _gpu_count(backend: str, tt: bool, tt_mb: float | None, verify_seed: int | N
         return result
     finally:
         drv.tt_enabled = False
+
+
+def _check_limits(max_seconds: object, max_estimate_seconds: object, force: object, progress: object) -> None:
+    for name, value in (("max_seconds", max_seconds), ("max_estimate_seconds", max_estimate_seconds)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not value > 0 or value != value):
+            raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
+    if not isinstance(force, bool):
+        raise ValueError(f"force must be True or False, got {force!r}")
+    if progress is not None and not isinstance(progress, bool):
+        raise ValueError(f"progress must be True, False or None, got {progress!r}")
+
+
+def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt_mb: float | None,
+             verify_seed: int | None, max_seconds: float | None, max_estimate_seconds: float | None,
+             force: bool, progress: bool | None) -> dict[str, int] | None:
+    """Estimate the count, refuse it over the limit, and count a long or time-limited one root move
+    by root move (progress bar, deadline). Returns the divide when it counted, None when the plain
+    one-call path should count (a short count with no time limit: the same calls as ever).
+
+    Raises CountRefused, CountInterrupted, HashVerificationError.
+    """
+    from . import watch
+    from .errors import CountInterrupted, CountRefused
+    from .estimate import estimate, format_seconds
+
+    _check_limits(max_seconds, max_estimate_seconds, force, progress)
+    bar = watch.wants_bar(progress)
+    refusing = not force and max_estimate_seconds is not None
+    est = estimate(pos, depth, backend=backend, threads=threads, tt=tt) if refusing or bar else None
+    if refusing and est.seconds > max_estimate_seconds:
+        raise CountRefused(est, max_estimate_seconds,
+                           f"{est.describe()}: over the limit of {format_seconds(max_estimate_seconds)}")
+    bar = bar and est is not None and est.seconds > watch.BAR_SECONDS
+    if depth == 0 or (not bar and max_seconds is None):
+        return None
+    moves = sorted(pos.legal_moves())
+    passes: list[dict[str, int]] = []  # GPU: one divide per key seed; the last holds the moves checked
+
+    def gpu_pass(drv) -> dict[str, int]:
+        passes.append({})
+        return _gpu_moves(drv, pos, depth, moves, w, passes[-1])
+
+    with watch.Watch(est, max_seconds, bar, passes=2 if verify_seed is not None else 1) as w:
+        try:
+            if backend == "cpu":
+                passes.append({})
+                _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, passes[0])
+            else:
+                _gpu_count(backend, tt, tt_mb, verify_seed, gpu_pass)
+        except watch.Deadline:
+            raise CountInterrupted(passes[-1] if passes else {}, len(moves), depth, w.elapsed(), est) from None
+    return passes[0]
+
+
+def _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, parts) -> None:
+    """Count each root move's subtree with the CPU extension, one call per move, into ``parts``."""
+    from . import _core
+
+    if tt:
+        from . import zobrist
+
+        args = pos._core_args()
+        table = zobrist._tables(depth, None, _cpu_tt_mb(tt_mb), None, args)
+        check = zobrist._tables(depth, None, _cpu_tt_mb(tt_mb), verify_seed, args) if verify_seed is not None else None
+    for i, move in enumerate(moves, 1):
+        child = pos.push(move)
+        if not tt:
+            n = int(_core.perft(child._core_args(), depth - 1, threads))
+        else:
+            n = zobrist.perft_tt(child, depth - 1, threads=threads, table=table)
+            if check is not None:
+                again = zobrist.perft_tt(child, depth - 1, threads=threads, table=check)
+                _compare({move: n}, {move: again}, depth, verify_seed)
+        parts[move] = n
+        w.advance(n, i, len(moves))
+
+
+def _gpu_moves(drv, pos, depth, moves, w, parts) -> dict[str, int]:
+    """Count each root move's subtree with the GPU driver into ``parts``; chunks report to ``w``."""
+    drv.progress = w.chunk
+    try:
+        for i, move in enumerate(moves, 1):
+            n = drv.perft(pos.push(move), depth - 1)
+            parts[move] = n
+            w.advance(n, i, len(moves))
+    finally:
+        drv.progress = None
+    return parts
+
+
+def _compare(first: dict[str, int], again: dict[str, int], depth: int, verify_seed: int) -> None:
+    from .zobrist import HashVerificationError
+
+    bad = sorted(m for m in first if first[m] != again.get(m))
+    if bad:
+        m = bad[0]
+        raise HashVerificationError(f"divide {depth}: {m} has {first[m]} nodes with the default key seed but "
+                                    f"{again.get(m)} with seed {verify_seed:#x} ({len(bad)} moves differ)")

@@ -22,3 +22,36 @@ class IllegalMoveError(ValueError):
 
 class HashVerificationError(RuntimeError):
     """Two transposition-table counts with different key seeds disagree (``verify_seed``)."""
+
+
+class CountRefused(ValueError):
+    """A count whose estimated time exceeds the limit (``max_estimate_seconds``); not started.
+
+    ``estimate``: the :class:`perft_core.estimate.Estimate`; ``limit_seconds``: the limit it exceeds;
+    ``reason``: the message without the advice to force it (the CLI adds its own flag).
+    Pass ``force=True`` (CLI: ``--force``) to count anyway.
+    """
+
+    def __init__(self, estimate, limit_seconds: float, reason: str):
+        self.estimate = estimate
+        self.limit_seconds = limit_seconds
+        self.reason = reason
+        super().__init__(f"{self.reason}; pass force=True to count anyway")
+
+
+class CountInterrupted(RuntimeError):
+    """A count stopped at its time limit (``max_seconds``) before it finished: no total exists.
+
+    ``partial``: ``{uci_move: nodes}`` of the root moves counted in full before the stop (each an
+    exact count; the moves missing from it were not counted); ``moves_total``: the number of legal
+    root moves; ``depth``; ``seconds``: wall time spent; ``estimate``: the Estimate or None.
+    """
+
+    def __init__(self, partial: dict[str, int], moves_total: int, depth: int, seconds: float, estimate=None):
+        self.partial = dict(partial)
+        self.moves_total = moves_total
+        self.depth = depth
+        self.seconds = seconds
+        self.estimate = estimate
+        super().__init__(f"perft {depth} stopped after {seconds:.1f} s with {len(self.partial)} of {moves_total} "
+                         f"root moves counted: a partial divide, not a total")

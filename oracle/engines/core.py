@@ -34,7 +34,7 @@ class CoreEngine(BaseEngine):
         try:
             position = self._position(fen, moves)
             func = perft_core.divide if what == "divide" else perft_core.perft
-            return func(position, depth, backend=self.backend, threads=self.threads)
+            return func(position, depth, backend=self.backend, threads=self.threads, progress=False)
         except Exception as exc:  # an engine failure, whatever its type, is reported as one
             raise EngineError(self.name, f"{type(exc).__name__} while counting",
                               command=command, output=str(exc)) from exc

@@ -70,6 +70,10 @@ class BfsDriver:
         memory_bytes: arena size in bytes; default 85 % of the device's free memory.
         fault_plan: optional object with ``should_fail(site, ordinal, nbytes) -> bool`` (tests).
         max_gpu_depth: cap on the subtree depth of one BFS call (default: from the memory estimate).
+
+    ``progress``: None, or a callable ``progress(nodes)`` called after each finished chunk of a
+    count with the nodes it added (a progress bar; it may raise to stop the count, whose partial
+    work is then discarded).
     """
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None):
@@ -78,6 +82,7 @@ class BfsDriver:
         self.arena = Arena(kernels.xp, capacity, fault_plan)
         self.max_gpu_depth = max_gpu_depth
         self.stats = GpuStats()
+        self.progress = None
 
     # ----- public API -------------------------------------------------------------------------
     def perft(self, pos, depth: int) -> int:
@@ -132,6 +137,8 @@ class BfsDriver:
                                        depth):
             if done is not None:
                 total += done
+                if self.progress is not None:
+                    self.progress(done)
             else:  # the rest of this level goes one ply down on the CPU, GPU one ply shallower
                 total += self._count(self._expand_host(boards[part], us), us ^ 1, depth - 1, depth - 1)
         return total

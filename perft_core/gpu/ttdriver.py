@@ -235,6 +235,7 @@ class TTBfsDriver(BfsDriver):
                 total += self._count_tt(sub, self._host_keys(sub, us ^ 1), mult[part][self._parents(boards[part], us)],
                                         us ^ 1, depth - 1, depth - 1)
                 continue
+            before = total
             for j, i in enumerate(part):
                 v = int(values[j])
                 total += v * int(mult[i])
@@ -243,6 +244,8 @@ class TTBfsDriver(BfsDriver):
                     self.host_cache[entry] = v
                     if self.audit_mode:
                         self.host_audit[entry] = (boards[i].copy(), us, self._ci_bytes)
+            if self.progress is not None:
+                self.progress(total - before)
         return total
 
     def _parents(self, boards: np.ndarray, us: int) -> np.ndarray:
