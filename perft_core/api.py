@@ -173,7 +173,7 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
     _check_limits(max_seconds, max_estimate_seconds, force, progress)
     bar = watch.wants_bar(progress)
     refusing = not force and max_estimate_seconds is not None
-    est = estimate(pos, depth, backend=backend, threads=threads, tt=tt) if refusing or bar else None
+    est = estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb) if refusing or bar else None
     if refusing and est.seconds > max_estimate_seconds:
         raise CountRefused(est, max_estimate_seconds,
                            f"{est.describe()}: over the limit of {format_seconds(max_estimate_seconds)}")
@@ -187,7 +187,8 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
         passes.append({})
         return _gpu_moves(drv, pos, depth, moves, w, passes[-1])
 
-    with watch.Watch(est, max_seconds, bar, passes=2 if verify_seed is not None else 1) as w:
+    gpu_passes = 2 if verify_seed is not None and backend != "cpu" else 1  # the CPU checks each move at once
+    with watch.Watch(est, max_seconds, bar, passes=gpu_passes) as w:
         try:
             if backend == "cpu":
                 passes.append({})

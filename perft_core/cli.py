@@ -24,7 +24,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--verify-seed needs --tt")
     pos = Position.from_fen(args.fen, chess960=True if args.chess960 else None)
     tt = {"tt": args.tt, "tt_mb": args.tt_mb, "verify_seed": args.verify_seed} if args.tt else {}
-    limits = {"max_seconds": args.max_seconds, "force": args.force, "progress": False if args.json else None}
+    from . import estimate
+
+    limits = {"max_seconds": args.max_seconds, "force": args.force, "progress": False if args.json else None,
+              "max_estimate_seconds": estimate.DEFAULT_MAX_ESTIMATE_SECONDS}
     t0 = time.perf_counter()
     try:
         if args.divide:

@@ -78,13 +78,15 @@ class Estimate:
 
 
 def format_seconds(seconds: float) -> str:
-    """A duration for people: ``0.4 s``, ``12 s``, ``3 min``, ``5.2 h``, ``1.0 days``, ``3.1e+57 years``."""
+    """A duration for people: ``0.4 s``, ``12 s``, ``3 min 05 s``, ``75 min``, ``5.2 h``, ``1.0 days``, ``3.1e+57 years``."""
     if not math.isfinite(seconds):
         return "forever"
     if seconds < 10:
         return f"{seconds:.1f} s"
-    if seconds < 120:
+    if seconds < 60:
         return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
     if seconds < 7200:
         return f"{seconds / 60:.0f} min"
     if seconds < 86400:
@@ -121,14 +123,15 @@ def extrapolate(measured: list[int] | tuple[int, ...], depth: int) -> float:
 
 
 def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
-             tt: bool = False) -> Estimate:
+             tt: bool = False, tt_mb: float | None = None) -> Estimate:
     """Estimate the leaf nodes and wall seconds of ``perft(position, depth)`` on ``backend``.
 
     Counts plies 1, 2, ... below the position on the CPU (never ``depth`` itself) and times them;
     see the module docstring for the rule. Costs at most about 0.3 s (plus, on the GPU backends, two
     small counts by the driver when more than 1e8 nodes are expected).
 
-    Args and errors as for :func:`perft_core.perft` (depth, backend, threads are not re-checked here).
+    Args and errors as for :func:`perft_core.perft` (depth, backend, threads are not re-checked here);
+    ``tt_mb`` only matters on the GPU backends, where it is passed on when the process's driver is made.
     Returns an :class:`Estimate`.
     """
     from . import _core
@@ -153,7 +156,7 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
     nodes = extrapolate(measured, depth)
     upper = bool(tt)
     if backend != "cpu" and nodes > 1e8 and measured:
-        speed = _driver_speed(pos, backend, len(measured), measured[-1])
+        speed = _driver_speed(pos, backend, tt_mb, len(measured), measured[-1])
         upper = True
     if speed <= 0:  # nothing measurable: a count of at most a few hundred nodes
         speed = 1e6
@@ -161,12 +164,12 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
                     measured=tuple(measured), backend=backend, threads=threads, tt=bool(tt), upper_bound=upper)
 
 
-def _driver_speed(pos: Position, backend: str, depth: int, nodes: int) -> float:
+def _driver_speed(pos: Position, backend: str, tt_mb: float | None, depth: int, nodes: int) -> float:
     """Nodes/s of the process's GPU driver on ``perft(pos, depth) == nodes`` without tables, after
     a warm-up count at depth 1 (kernel compile, first-use costs)."""
     from .gpu import get_driver
 
-    drv = get_driver(backend)
+    drv = get_driver(backend, tt_mb)
     was = drv.tt_enabled
     drv.tt_enabled = False
     try:

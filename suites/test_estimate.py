@@ -1,0 +1,198 @@
+"""Estimates before long counts (perft_core.estimate), the refusal and --force, --max-seconds with
+its partial divide, and when the progress bar shows. Expected counts come from the bundled published
+tables (oracle.tables) and python-chess (oracle.engines.PythonChessEngine)."""
+from __future__ import annotations
+
+import json
+import time
+
+import chess
+import pytest
+
+import perft_core
+from oracle import tables
+from oracle.engines import PythonChessEngine
+from oracle.runner import run_suite
+from perft_cli import main
+from perft_core import estimate as estimate_mod
+from perft_core import watch
+from perft_core.errors import CountInterrupted, CountRefused
+from perft_core.estimate import estimate, extrapolate
+
+START = chess.STARTING_FEN
+
+
+def _table(suite: str, row_id: str) -> tuple[str, dict[int, int]]:
+    rows = [r for r in tables.load(suite) if r.id == row_id]
+    return rows[0].fen, {r.depth: r.nodes for r in rows}
+
+
+POSITIONS = [("cpw", "pos2_kiwipete"), ("cpw", "pos3"), ("cpw", "pos4"), ("cpw", "pos5"), ("cpw", "pos6"),
+             ("chess960", "1")]
+
+
+@pytest.mark.parametrize("suite,row_id", POSITIONS)
+def test_extrapolation_from_three_plies_within_2x_of_published(suite, row_id):
+    fen, counts = _table(suite, row_id)
+    deepest = max(counts)
+    assert deepest >= 5
+    measured = [counts[d] for d in range(1, 4)]
+    for depth in range(4, deepest + 1):
+        ratio = extrapolate(measured, depth) / counts[depth]
+        assert 0.5 <= ratio <= 2.0, (depth, ratio)
+
+
+@pytest.mark.parametrize("suite,row_id", POSITIONS)
+def test_estimate_measures_exact_plies_and_grows_with_depth(suite, row_id):
+    fen, counts = _table(suite, row_id)
+    est = estimate(fen, 6)
+    assert 1 <= len(est.measured) <= 5
+    assert list(est.measured) == [counts[d] for d in range(1, len(est.measured) + 1)]
+    assert 0.5 <= est.nodes / counts[6] <= 2.0 if 6 in counts else est.nodes > counts[max(counts)]
+    assert est.nodes_per_second > 0 and est.seconds == pytest.approx(est.nodes / est.nodes_per_second)
+    nodes = [extrapolate(est.measured, d) for d in range(1, 15)]
+    assert nodes == sorted(nodes)
+
+
+def test_estimate_depth_one_is_exact():
+    est = estimate(START, 1)
+    assert est.exact and est.nodes == 20
+
+
+def test_tt_time_is_an_upper_bound():
+    est = estimate(START, 5, tt=True)
+    assert est.upper_bound and "at most" in est.describe() and "transposition tables" in est.describe()
+
+
+# -- refusal ----------------------------------------------------------------------------------
+
+
+def test_cli_refuses_startpos_50_at_once(capsys):
+    t0 = time.perf_counter()
+    status = main(["run", START, "50"])
+    seconds = time.perf_counter() - t0
+    err = capsys.readouterr().err
+    assert status == 2 and seconds < 1.0
+    assert err.count("\n") == 1 and err.startswith("perft: error: perft 50: about ")
+    assert "years" in err and "--force" in err and "Traceback" not in err
+
+
+def test_api_refusal_carries_the_estimate():
+    with pytest.raises(CountRefused) as info:
+        perft_core.perft(START, 4, max_estimate_seconds=1e-9)
+    assert isinstance(info.value, ValueError)
+    assert info.value.estimate.depth == 4 and info.value.estimate.seconds > 1e-9
+    assert "force=True" in str(info.value)
+
+
+def test_force_bypasses_the_refusal(capsys, monkeypatch):
+    _, counts = _table("cpw", "pos1_initial")
+    assert perft_core.perft(START, 4, max_estimate_seconds=1e-9, force=True) == counts[4]
+    monkeypatch.setattr(estimate_mod, "DEFAULT_MAX_ESTIMATE_SECONDS", 1e-9)
+    assert main(["run", START, "4"]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert main(["run", START, "4", "--force"]) == 0
+    assert capsys.readouterr().out.strip() == f"Nodes searched: {counts[4]}"
+
+
+# -- --max-seconds ----------------------------------------------------------------------------
+
+
+def _check_partial(fen: str, depth: int, partial: dict[str, int]) -> None:
+    board = chess.Board(fen)
+    legal = sorted(m.uci() for m in board.legal_moves)
+    assert 1 <= len(partial) < len(legal) and set(partial) <= set(legal)
+    reference = PythonChessEngine()
+    for move, nodes in partial.items():
+        assert nodes == reference.perft(fen, depth - 1, moves=[move]), move
+
+
+def test_max_seconds_api_raises_with_exact_partial_divide():
+    with pytest.raises(CountInterrupted) as info:
+        perft_core.divide(START, 5, max_seconds=1e-4)
+    exc = info.value
+    assert exc.moves_total == 20 and exc.depth == 5
+    _check_partial(START, 5, exc.partial)
+
+
+def test_max_seconds_cli_exit_3_marks_partial(capsys):
+    assert main(["run", START, "5", "--max-seconds", "0.0001", "--json"]) == 3
+    data = json.loads(capsys.readouterr().out)
+    assert data["partial"] is True and "nodes" not in data
+    assert data["moves_total"] == 20 and data["moves_counted"] == len(data["divide"])
+    _check_partial(START, 5, data["divide"])
+
+    assert main(["run", START, "5", "--max-seconds", "0.0001"]) == 3
+    captured = capsys.readouterr()
+    assert "Nodes searched" not in captured.out and "Partial:" in captured.out and "no total" in captured.out
+    assert "partial divide, not a total" in captured.err
+
+
+def test_max_seconds_gpu_emulated_stops_in_a_chunk_and_counts_again_exactly():
+    kiwipete, counts = _table("cpw", "pos2_kiwipete")
+    with pytest.raises(CountInterrupted) as info:
+        perft_core.divide(kiwipete, 4, backend="gpu-emulated", max_seconds=1e-4)
+    assert info.value.moves_total == 48 and len(info.value.partial) < 48
+    for move, nodes in info.value.partial.items():
+        assert nodes == PythonChessEngine().perft(kiwipete, 3, moves=[move])
+    assert perft_core.perft(kiwipete, 4, backend="gpu-emulated") == counts[4]
+
+
+def test_long_limit_gives_the_same_counts():
+    fen, counts = _table("cpw", "pos3")
+    assert perft_core.perft(fen, 5, max_seconds=600) == counts[5]
+    assert perft_core.divide(fen, 4, max_seconds=600, tt=True) == perft_core.divide(fen, 4)
+
+
+# -- the bar ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def watches(monkeypatch):
+    """Record the ``bar`` argument of every Watch; every count counts as long."""
+    made = []
+    real = watch.Watch
+
+    def spy(est, max_seconds, bar, passes=1):
+        made.append(bar)
+        return real(est, max_seconds, False, passes)
+
+    monkeypatch.setattr(watch, "Watch", spy)
+    monkeypatch.setattr(watch, "BAR_SECONDS", 0.0)
+    return made
+
+
+def test_bar_hidden_when_not_a_terminal(capsys, watches):
+    assert main(["run", START, "4"]) == 0
+    assert capsys.readouterr().out.strip() == "Nodes searched: 197281"
+    assert watches == [False] or watches == []
+
+
+def test_bar_on_a_terminal_but_not_with_json(monkeypatch, capsys, watches):
+    monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
+    assert main(["run", START, "4"]) == 0
+    assert watches == [True]
+    assert main(["run", START, "4", "--json"]) == 0
+    assert watches == [True]  # --json: no watch at all (no bar, no limit)
+    assert json.loads(capsys.readouterr().out.splitlines()[-1])["nodes"] == 197281
+
+
+# -- the suite runner -------------------------------------------------------------------------
+
+
+class _Row:
+    def __init__(self, fen, depth, nodes, row_id):
+        self.suite, self.id, self.fen, self.depth, self.nodes = "t", row_id, fen, depth, nodes
+        self.source, self.tags, self.chess960 = "", frozenset(), False
+
+
+@pytest.mark.timeout(60)
+def test_runner_does_not_start_a_row_estimated_past_the_budget():
+    _, counts = _table("cpw", "pos1_initial")
+    rows = [_Row(START, 3, counts[3], "small"), _Row(START, 9, counts[9], "huge")]
+    t0 = time.monotonic()
+    run = run_suite(PythonChessEngine(), rows, max_seconds=30, localize_failures=False)
+    assert time.monotonic() - t0 < 30
+    small, huge = run.rows
+    assert small.status == "pass"
+    assert huge.status == "skipped" and "estimated" in huge.error and "time budget" in huge.error
