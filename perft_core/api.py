@@ -38,7 +38,8 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
         max_seconds: stop the count after this many wall seconds (checked after each root move and,
             on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
         max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
-            longer than this many seconds; default one day; None: never refuse.
+            longer than this many seconds; default one day; None: never refuse. Counts through
+            tables (tt) are not refused: their estimate is only an upper bound.
         force: count even when the estimate exceeds max_estimate_seconds (no estimate is made
             then, unless a progress bar is shown).
         progress: draw a progress bar on stderr (counts estimated over 2 s): True, False, or None
@@ -172,7 +173,9 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
 
     _check_limits(max_seconds, max_estimate_seconds, force, progress)
     bar = watch.wants_bar(progress)
-    refusing = not force and max_estimate_seconds is not None
+    # A TT count's estimate is the plain count's time, an upper bound that can be wildly high (a
+    # walled position counts 2**64 nodes in a second through its tables): TT counts are never refused.
+    refusing = not force and max_estimate_seconds is not None and not tt
     est = estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb) if refusing or bar else None
     if refusing and est.seconds > max_estimate_seconds:
         raise CountRefused(est, max_estimate_seconds,

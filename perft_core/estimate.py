@@ -21,7 +21,8 @@ deepest ply measured (after a warm-up count that pays the kernels' compile): a s
 is dominated by launch overhead, so the figure is a lower bound of the speed and the time an upper
 bound. With transposition tables (``tt=True``) the count is faster than the plain estimate by
 a factor that depends on the position's transpositions; the time is then an upper bound
-(``Estimate.upper_bound``), and says so.
+(``Estimate.upper_bound``), and says so; the API does not refuse such counts on it (a walled
+position's 2**64-node count takes a second through its tables).
 """
 from __future__ import annotations
 

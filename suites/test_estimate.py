@@ -198,3 +198,8 @@ def test_runner_does_not_start_a_row_estimated_past_the_budget():
     small, huge = run.rows
     assert small.status == "pass"
     assert huge.status == "skipped" and "estimated" in huge.error and "time budget" in huge.error
+
+
+def test_tt_counts_are_not_refused_on_their_upper_bound():
+    fen, counts = _table("cpw", "pos3")
+    assert perft_core.perft(fen, 5, tt=True, max_estimate_seconds=1e-9) == counts[5]
