@@ -210,6 +210,7 @@ def _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, parts) -> 
     if tt:
         from . import zobrist
 
+        zobrist._check_verify(verify_seed, None, None)  # a verify seed equal to the default checks nothing
         args = pos._core_args()
         table = zobrist._tables(depth, None, _cpu_tt_mb(tt_mb), None, args)
         check = zobrist._tables(depth, None, _cpu_tt_mb(tt_mb), verify_seed, args) if verify_seed is not None else None
