@@ -113,7 +113,7 @@ class TTBfsDriver(BfsDriver):
         if self._warm:  # perft_iterative planned the tables for its deepest count
             pass
         elif self._keep is not None:
-            planned = (self._keep, self._ci_bytes, self.seed, depth)
+            planned = self._table_plan(depth)
             if planned != self._kept:  # a new run, castling geometry, key seed or depth: start afresh
                 self._reset_tables()
                 self._plan_tts(depth, max(g, 4))
@@ -162,6 +162,10 @@ class TTBfsDriver(BfsDriver):
         the seed, hit what earlier units stored, as one monolithic count would.
         """
         self._keep = run_key
+
+    def _table_plan(self, depth: int) -> tuple:
+        """What kept tables are valid for: (run key, castle info bytes, key seed, depth)."""
+        return (self._keep, self._ci_bytes, self.seed, depth)
 
     def _reset_tables(self) -> None:
         """Forget every device TT and host cache entry."""
