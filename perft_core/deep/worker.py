@@ -45,8 +45,10 @@ def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str)
         table = _CPU_TABLES.get((run_key, seed, depth))
         if table is None:
             _CPU_TABLES.clear()
-            table = _CPU_TABLES[(run_key, seed, depth)] = zobrist.TranspositionTable(
-                max(depth, 2), zobrist.DEFAULT_TT_MB, seed=seed)
+            # Sized for 8 subtrees like this one (zobrist's estimate), at most the default budget:
+            # a table far larger than a run's small units costs page faults, not hits.
+            mb = min(zobrist.DEFAULT_TT_MB, 8 * zobrist._fitted_mb(pos._core_args(), depth, zobrist.DEFAULT_TT_MB))
+            table = _CPU_TABLES[(run_key, seed, depth)] = zobrist.TranspositionTable(max(depth, 2), mb, seed=seed)
         return zobrist.perft_tt(pos, depth, table=table)
     from ..gpu.registry import get_driver
 
