@@ -50,7 +50,8 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     print(f"units: {result.units} at split ply {result.split_ply} ({result.counted_now} counted now); "
           f"verification: {result.verify}")
     for m in result.mismatches:
-        print(f"mismatch: unit {m['idx']} {m['fen']}: {m['count']} vs {m['verify_count']}, without tables {m['recount']}")
+        print(f"mismatch: unit {m['idx']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
+              f"without tables {m['recount']}")
     print(result.summary())
     return 0
 
@@ -63,7 +64,8 @@ def register(sub) -> None:
     p.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default=None, help="default cpu")
     p.add_argument("--tt", action="store_true", help="count through transposition tables, kept warm per worker")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=cliargs.positive_int, help="a local cluster of N processes (cpu, gpu-emulated)")
+    where.add_argument("--workers", type=cliargs.positive_int,
+                       help="a local cluster of N processes (cpu, gpu-emulated)")
     where.add_argument("--gpus", type=cliargs.positive_int, help="a local CUDA cluster, one worker per GPU (dask-cuda)")
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")

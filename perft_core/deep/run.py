@@ -40,7 +40,9 @@ class DeepResult:
     fen, depth, split_ply, backend, tt: the run; units: unit count; counted_now: units counted by
     this call (the rest came from the store); verified: units counted again with the verify seed
     (0 without one); verify: how the run was verified, in words; mismatches: units whose two
-    counts differed, as dicts (idx, fen, count, verify_count, recount).
+    counts differed, as dicts (idx, fen, count, verify_count, recount); count_seconds: wall time
+    of this call's counting phase (first submission to last result; 0 if nothing was left);
+    unit_seconds: the workers' seconds over all units of the run, every session (first counts).
     """
 
     nodes: int
@@ -56,6 +58,8 @@ class DeepResult:
     verified: int
     verify: str
     mismatches: list[dict] = field(default_factory=list)
+    count_seconds: float = 0.0
+    unit_seconds: float = 0.0
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -333,12 +337,16 @@ def _work(client, st: Store, cluster_desc: str, n_workers: int, progress: bool, 
     failures = []
     with _Progress(progress) as bar:
         rows = [r for r in st.units() if r["status"] == "pending"]
-        failures += _run_phase(client, st, rows, lambda r: (r["fen"], r["depth"], backend, tt, seed, run_key),
-                               counted, n_workers, bar, "count")
+        t_count = time.perf_counter()
+        failures += _run_phase(
+            client, st, rows, lambda r: (r["fen"], r["depth"], backend, tt, seed, run_key, run["depth"]),
+            counted, n_workers, bar, "count")
+        count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and _sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(
-                client, st, rows, lambda r: (r["fen"], r["depth"], backend, True, run["verify_seed"], run_key),
+                client, st, rows,
+                lambda r: (r["fen"], r["depth"], backend, True, run["verify_seed"], run_key, run["depth"]),
                 verified, n_workers, bar, "verify")
         rows = [r for r in st.units() if r["status"] == "mismatch"]
         failures += _run_phase(client, st, rows, lambda r: (r["fen"], r["depth"], backend, False, seed, run_key),
@@ -364,4 +372,5 @@ def _work(client, st: Store, cluster_desc: str, n_workers: int, progress: bool, 
                   + (" and were counted again without tables" if mismatches else ""))
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
                       depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=len(rows),
-                      counted_now=counted_now, verified=len(verified_rows), verify=verify, mismatches=mismatches)
+                      counted_now=counted_now, verified=len(verified_rows), verify=verify, mismatches=mismatches,
+                      count_seconds=count_seconds, unit_seconds=sum(r["seconds"] or 0.0 for r in rows))

@@ -33,9 +33,10 @@ def _where(backend: str) -> tuple[str, str]:
     return worker, device
 
 
-def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str) -> int:
+def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str, run_depth: int | None = None) -> int:
     """perft(fen, depth) on this process's ``backend``: ``tt`` through tables keyed by ``seed``
-    kept warm across the counts of ``run_key``; without tt, the plain count (nodes, int)."""
+    kept warm across the counts of ``run_key`` (a run of depth ``run_depth`` from its root, which
+    sizes the GPU tables); without tt, the plain count (nodes, int)."""
     pos = Position.from_fen(fen)
     if backend == "cpu":
         if not tt:
@@ -57,15 +58,16 @@ def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str)
     if tt:
         if drv.seed != seed:
             drv.reseed(seed)
-        drv.keep_tables(run_key)
+        drv.keep_tables(run_key, run_depth)
     return drv.perft(pos, depth)
 
 
-def count_unit(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str) -> dict:
+def count_unit(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str,
+               run_depth: int | None = None) -> dict:
     """Count one unit: ``{"count": nodes (int), "seconds": wall seconds (float), "worker": address,
     "device": name}``. Arguments as for :func:`count`."""
     t = time.perf_counter()
-    nodes = count(fen, depth, backend, tt, seed, run_key)
+    nodes = count(fen, depth, backend, tt, seed, run_key, run_depth)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
     return {"count": nodes, "seconds": seconds, "worker": worker, "device": device}

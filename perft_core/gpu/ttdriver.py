@@ -88,6 +88,7 @@ class TTBfsDriver(BfsDriver):
         self.tts: dict[int, DeviceTT] = {}
         self._warm = False  # perft_iterative: keep the tables between counts
         self._keep = None  # keep_tables: the run whose counts share the tables
+        self._keep_depth = None  # keep_tables: the run's whole depth, which sizes the tables
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
         self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
@@ -116,7 +117,7 @@ class TTBfsDriver(BfsDriver):
             planned = self._table_plan(depth)
             if planned != self._kept:  # a new run, castling geometry, key seed or depth: start afresh
                 self._reset_tables()
-                self._plan_tts(depth, max(g, 4))
+                self._plan_tts(self._keep_depth or depth, max(g, 4))
                 self._kept = planned
         else:
             self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
@@ -148,10 +149,12 @@ class TTBfsDriver(BfsDriver):
         self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
         return g
 
-    def keep_tables(self, run_key) -> None:
+    def keep_tables(self, run_key, plan_depth: int | None = None) -> None:
         """Keep the device TTs and the host cache warm across the counts of one run (``run_key``:
         any hashable naming the run, e.g. a deep run's store path; None: back to tables rebuilt
-        for every count).
+        for every count). ``plan_depth``: the depth of the whole count the run's units belong to
+        (plies from its root); the tables are sized by the distinct positions at each ply from
+        that root, as a monolithic count of it would size them (default: each count's own depth).
 
         While a run key is set, a count reuses the tables the previous count left when the run
         key, the castling geometry (CastleInfo bytes), the key seed and the depth are those the
@@ -162,6 +165,7 @@ class TTBfsDriver(BfsDriver):
         the seed, hit what earlier units stored, as one monolithic count would.
         """
         self._keep = run_key
+        self._keep_depth = plan_depth
 
     def _table_plan(self, depth: int) -> tuple:
         """What kept tables are valid for: (run key, castle info bytes, key seed, depth)."""
