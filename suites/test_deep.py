@@ -16,12 +16,13 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from oracle import tables
 from perft_cli import main
 from perft_core import Position
-from perft_core.deep import deep_perft, split
+from perft_core.deep import deep_perft, split, units
 from perft_core.deep.store import Store
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
@@ -251,3 +252,19 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     assert main(["deep", "--resume", str(path), "--json", "--scheduler", cluster.scheduler_address]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["nodes"], out["units"], out["counted_now"], out["store"]) == (expected(4), 20, 0, str(path))
+
+
+def test_a_key_collision_stops_the_run_before_any_store(cluster, tmp_path, capsys, monkeypatch):
+    real = units.host_keys
+
+    def colliding(boards, us, ci, z):
+        keys = real(boards, us, ci, z)
+        keys[:, 0] %= np.uint64(5)
+        keys[:, 1] = 0
+        return keys
+
+    monkeypatch.setattr(units, "host_keys", colliding)
+    path = tmp_path / "never.sqlite"
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--split-ply", "2", "--scheduler", cluster.scheduler_address,
+                            "--store", str(path)], "shared by two different positions")
+    assert not path.exists()

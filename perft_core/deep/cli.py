@@ -1,7 +1,8 @@
 """``perft deep``: a deep perft as work units on Dask with a durable store (dispatched by ``perft_cli``).
 
 Exit statuses: 0 success; 2 bad input, a store that cannot serve the run (corrupt, another run's
-options, in use), Dask missing, or units that failed on every try, printed as one line
+options, in use), Dask missing, a Zobrist key shared by two positions at the split, or units that
+failed on every try, printed as one line
 ``perft: error: <message>``.
 """
 from __future__ import annotations
@@ -26,6 +27,7 @@ def _fraction(text: str) -> float:
 
 def _cmd_deep(args: argparse.Namespace) -> int:
     from .run import DeepError, deep_perft
+    from .units import KeyCollisionError
 
     if args.resume is None and (args.fen is None or args.depth is None):
         raise UsageError("deep needs FEN and DEPTH, or --resume FILE")
@@ -41,7 +43,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             split_ply=args.split_ply, store=args.store, resume=args.resume,
                             verify_seed=args.verify_seed, verify_sample=args.verify_sample,
                             progress=not args.json and sys.stderr.isatty())
-    except DeepError as exc:
+    except (DeepError, KeyCollisionError) as exc:
         print(f"perft: error: {exc}", file=sys.stderr)
         return 2
     if args.json:
