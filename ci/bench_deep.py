@@ -104,7 +104,8 @@ def scaling(args, out: Path) -> dict:
         store = out / f"scaling_d{args.depth}_g{gpus}.sqlite"
         for f in out.glob(store.name + "*"):
             f.unlink()
-        rc, stdout, wall = run_logged(f"deep_gpus{gpus}", deep_cmd(args.depth, gpus, args.split_ply, store, False, args.backend), out)
+        cmd = deep_cmd(args.depth, gpus, args.split_ply, store, False, args.backend)
+        rc, stdout, wall = run_logged(f"deep_gpus{gpus}", cmd, out)
         res = json.loads(stdout.strip().splitlines()[-1]) if rc == 0 else {}
         report["runs"][f"gpus{gpus}"] = {"rc": rc, "wall_seconds": wall, "count_seconds": res.get("count_seconds"),
                                          "run_seconds": res.get("seconds"), "unit_seconds": res.get("unit_seconds"),

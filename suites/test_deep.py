@@ -268,3 +268,13 @@ def test_a_key_collision_stops_the_run_before_any_store(cluster, tmp_path, capsy
     one_line_error(capsys, ["deep", STARTPOS, "4", "--split-ply", "2", "--scheduler", cluster.scheduler_address,
                             "--store", str(path)], "shared by two different positions")
     assert not path.exists()
+
+
+@pytest.mark.gpu
+def test_gpus_one_worker_per_gpu_is_exact(tmp_path):
+    """On a CUDA runner with dask-cuda ([dist-gpu]): LocalCUDACluster, warm tables, verify seed."""
+    pytest.importorskip("dask_cuda", reason="dask-cuda is not installed (pip install 'perft-oracle[dist-gpu]')")
+    res = deep_perft(STARTPOS, 8, backend="gpu", tt=True, gpus=1, split_ply=2, verify_seed=99,
+                     store=tmp_path / "gpu.sqlite")
+    assert res.nodes == expected(8) and res.verified == res.units == 400 and not res.mismatches
+    assert all(r["device"] != "unknown" for r in rows(tmp_path / "gpu.sqlite"))

@@ -41,7 +41,8 @@ class DeepResult:
     this call (the rest came from the store); verified: units counted again with the verify seed
     (0 without one); verify: how the run was verified, in words; mismatches: units whose two
     counts differed, as dicts (idx, fen, count, verify_count, recount); count_seconds: wall time
-    of this call's counting phase (first submission to last result; 0 if nothing was left);
+    of this call's counting phase (first submission to last result, after a small warm-up count
+    on every worker; 0 if nothing was left);
     unit_seconds: the workers' seconds over all units of the run, every session (first counts).
     """
 
@@ -293,7 +294,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             workers = 1
     try:
         with _client(backend, workers, gpus, scheduler) as (client, cluster_desc):
-            n_workers = max(len(client.scheduler_info()["workers"]), 1)
+            n_workers = max(len(client.nthreads()), 1)  # every worker (some scheduler_info versions list 5)
             if st is None:
                 seed = _core.ZOBRIST_DEFAULT_SEED
                 if split_ply is None:
@@ -337,6 +338,9 @@ def _work(client, st: Store, cluster_desc: str, n_workers: int, progress: bool, 
     failures = []
     with _Progress(progress) as bar:
         rows = [r for r in st.units() if r["status"] == "pending"]
+        if rows:  # every worker makes its driver before the clock starts (workers that join later: in their first unit)
+            client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
+                                         workers=[addr], allow_other_workers=False) for addr in client.nthreads()])
         t_count = time.perf_counter()
         failures += _run_phase(
             client, st, rows, lambda r: (r["fen"], r["depth"], backend, tt, seed, run_key, run["depth"]),

@@ -73,6 +73,14 @@ def count_unit(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key:
     return {"count": nodes, "seconds": seconds, "worker": worker, "device": device}
 
 
+def warm_up(fen: str, depth: int, backend: str, tt: bool, seed: int) -> str:
+    """Make this process's driver and run one small count (perft(fen, min(depth, 3))): kernel
+    compilation, CuPy's own kernels and the arena happen here, not in the first unit. Returns
+    this worker's address."""
+    count(fen, min(depth, 3), backend, tt, seed, "warm-up")
+    return _where(backend)[0]
+
+
 def calibrate(fen: str, depth: int, backend: str, tt: bool, seed: int, seconds: float = 0.5) -> float:
     """Nodes per second of ``backend`` on this worker: perft(fen, d) for d = 1, 2, ... (after one
     untimed warm-up count of depth 2: kernel compilation, tables) until a count takes ``seconds``
