@@ -19,7 +19,7 @@ or ``--resume`` that store when it exists, and stops its client after ``--limit`
 the process group it started: finished units are in the store, the rest are counted by the next
 call). Run the same command again until it prints ``finished``. It appends a line per call to
 DIR/bench_deep_resume.jsonl: units done/total, nodes so far, seconds, and at the end the total and
-whether it equals A048987.
+whether it equals A048987; the device TT hit rate over the units counted so far (hits / probes).
 """
 from __future__ import annotations
 
@@ -110,6 +110,7 @@ def scaling(args, out: Path) -> dict:
         report["runs"][f"gpus{gpus}"] = {"rc": rc, "wall_seconds": wall, "count_seconds": res.get("count_seconds"),
                                          "run_seconds": res.get("seconds"), "unit_seconds": res.get("unit_seconds"),
                                          "units": res.get("units"), "split_ply": res.get("split_ply"),
+                                         "tt_probes": res.get("tt_probes"), "tt_hits": res.get("tt_hits"),
                                          "nodes": res.get("nodes"), "exact": res.get("nodes") == want,
                                          "store": str(store)}
         print(f"gpus {gpus}: {report['runs'][f'gpus{gpus}']}", flush=True)
@@ -133,15 +134,16 @@ def resume(args, out: Path) -> dict:
     if store.exists() and store.stat().st_size > 0:
         conn = sqlite3.connect(store, timeout=30)
         try:
-            done, total, secs = conn.execute(
-                "SELECT SUM(count IS NOT NULL), COUNT(*), SUM(seconds) FROM units").fetchone()
+            done, total, secs, probes, hits = conn.execute(
+                "SELECT SUM(count IS NOT NULL), COUNT(*), SUM(seconds), SUM(probes), SUM(hits) FROM units").fetchone()
             nodes = sum(int(m) * int(c) for m, c in conn.execute(
                 "SELECT multiplicity, count FROM units WHERE count IS NOT NULL"))
         except sqlite3.DatabaseError:  # stopped before the store was written: nothing to report yet
-            done = total = secs = nodes = None
+            done = total = secs = nodes = probes = hits = None
         finally:
             conn.close()
-        line.update(units_done=done, units=total, nodes_so_far=nodes, unit_seconds=secs)
+        line.update(units_done=done, units=total, nodes_so_far=nodes, unit_seconds=secs, tt_probes=probes,
+                    tt_hits=hits, tt_hit_rate=hits / probes if probes else None)
     if rc == 0:
         res = json.loads(stdout.strip().splitlines()[-1])
         line.update(finished=True, nodes=res["nodes"], exact=res["nodes"] == expected(args.depth),

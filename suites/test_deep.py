@@ -98,6 +98,7 @@ def test_gpu_emulated_with_tables_and_a_verify_seed_is_exact(cluster, tmp_path):
     assert sum(r["status"] == "verified" for r in rs) == res.verified
     assert all(r["verify_count"] == r["count"] for r in rs if r["status"] == "verified")
     assert all(r["device"].startswith("emulated GPU") for r in rs)
+    assert 0 < res.tt_hits < res.tt_probes == sum(r["probes"] for r in rs)  # warm tables hit across units
 
 
 def test_a_verify_mismatch_is_counted_again_without_tables(cluster, tmp_path):

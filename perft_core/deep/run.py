@@ -43,7 +43,8 @@ class DeepResult:
     counts differed, as dicts (idx, fen, count, verify_count, recount); count_seconds: wall time
     of this call's counting phase (first submission to last result, after a small warm-up count
     on every worker; 0 if nothing was left);
-    unit_seconds: the workers' seconds over all units of the run, every session (first counts).
+    unit_seconds: the workers' seconds over all units of the run, every session (first counts);
+    tt_probes / tt_hits: device TT probes and hits over those counts (GPU backends with TTs, else 0).
     """
 
     nodes: int
@@ -61,6 +62,8 @@ class DeepResult:
     mismatches: list[dict] = field(default_factory=list)
     count_seconds: float = 0.0
     unit_seconds: float = 0.0
+    tt_probes: int = 0
+    tt_hits: int = 0
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -323,7 +326,8 @@ def _work(client, st: Store, cluster_desc: str, n_workers: int, progress: bool, 
 
     def counted(row, res):
         nonlocal counted_now
-        if st.finish(row["idx"], res["count"], res["seconds"], res["worker"], res["device"]):
+        if st.finish(row["idx"], res["count"], res["seconds"], res["worker"], res["device"], res["probes"],
+                     res["hits"]):
             counted_now += 1
         return int(row["multiplicity"]) * res["count"]
 
@@ -377,4 +381,5 @@ def _work(client, st: Store, cluster_desc: str, n_workers: int, progress: bool, 
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
                       depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=len(rows),
                       counted_now=counted_now, verified=len(verified_rows), verify=verify, mismatches=mismatches,
-                      count_seconds=count_seconds, unit_seconds=sum(r["seconds"] or 0.0 for r in rows))
+                      count_seconds=count_seconds, unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
+                      tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows))

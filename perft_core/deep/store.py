@@ -7,7 +7,8 @@ Tables:
   ``units``    one row per unit: idx (submission order, largest first), key (128-bit Zobrist key,
                32 hex digits), fen, multiplicity, estimate (nodes), status, count, seconds, worker,
                device, attempts (submissions by any client), finishes (times a count was written:
-               1 at most, by construction), verify_count / verify_seconds (second key seed),
+               1 at most, by construction), probes / hits (device TT probes and hits of the count,
+               GPU backends with TTs), verify_count / verify_seconds (second key seed),
                recount (without tables, after a verify mismatch).
   ``sessions`` one row per client that worked on the run: start, end, host, pid, units counted.
 
@@ -47,7 +48,7 @@ CREATE TABLE units (
     multiplicity TEXT NOT NULL, estimate REAL NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
     count TEXT, seconds REAL, worker TEXT, device TEXT, attempts INTEGER NOT NULL DEFAULT 0,
     finishes INTEGER NOT NULL DEFAULT 0, verify_count TEXT, verify_seconds REAL, recount TEXT,
-    recount_seconds REAL, finished TEXT);
+    recount_seconds REAL, finished TEXT, probes INTEGER, hits INTEGER);
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL,
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
@@ -213,13 +214,14 @@ class Store:
         """Count a submission of unit ``idx`` (committed)."""
         self.conn.execute("UPDATE units SET attempts = attempts + 1 WHERE idx = ?", (idx,))
 
-    def finish(self, idx: int, count: int, seconds: float, worker: str, device: str) -> bool:
+    def finish(self, idx: int, count: int, seconds: float, worker: str, device: str, probes: int | None = None,
+               hits: int | None = None) -> bool:
         """Write unit ``idx``'s count (committed at once); False if it already had one (a duplicate
         result, ignored)."""
         cur = self.conn.execute(
             "UPDATE units SET count = ?, seconds = ?, worker = ?, device = ?, status = 'counted', "
-            "finishes = finishes + 1, finished = ? WHERE idx = ? AND count IS NULL",
-            (str(count), seconds, worker, device, _now(), idx))
+            "finishes = finishes + 1, finished = ?, probes = ?, hits = ? WHERE idx = ? AND count IS NULL",
+            (str(count), seconds, worker, device, _now(), probes, hits, idx))
         if cur.rowcount and self.session is not None:
             self.conn.execute("UPDATE sessions SET counted = counted + 1 WHERE id = ?", (self.session,))
         return bool(cur.rowcount)

@@ -33,10 +33,12 @@ def _where(backend: str) -> tuple[str, str]:
     return worker, device
 
 
-def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str, run_depth: int | None = None) -> int:
+def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str, run_depth: int | None = None,
+          probes: dict | None = None) -> int:
     """perft(fen, depth) on this process's ``backend``: ``tt`` through tables keyed by ``seed``
     kept warm across the counts of ``run_key`` (a run of depth ``run_depth`` from its root, which
-    sizes the GPU tables); without tt, the plain count (nodes, int)."""
+    sizes the GPU tables); without tt, the plain count (nodes, int). ``probes``, if given, receives
+    the count's device TT probes and hits (GPU backends with tt; else left empty)."""
     pos = Position.from_fen(fen)
     if backend == "cpu":
         if not tt:
@@ -59,18 +61,26 @@ def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str,
         if drv.seed != seed:
             drv.reseed(seed)
         drv.keep_tables(run_key, run_depth)
-    return drv.perft(pos, depth)
+    before = (drv.tt_stats["probes"], drv.tt_stats["hits"])
+    nodes = drv.perft(pos, depth)
+    if tt and probes is not None:
+        probes["probes"] = drv.tt_stats["probes"] - before[0]
+        probes["hits"] = drv.tt_stats["hits"] - before[1]
+    return nodes
 
 
 def count_unit(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str,
                run_depth: int | None = None) -> dict:
     """Count one unit: ``{"count": nodes (int), "seconds": wall seconds (float), "worker": address,
-    "device": name}``. Arguments as for :func:`count`."""
+    "device": name, "probes": device TT probes, "hits": device TT hits}`` (probes and hits None on
+    the CPU or without tt). Arguments as for :func:`count`."""
     t = time.perf_counter()
-    nodes = count(fen, depth, backend, tt, seed, run_key, run_depth)
+    tt_counts: dict = {}
+    nodes = count(fen, depth, backend, tt, seed, run_key, run_depth, tt_counts)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
-    return {"count": nodes, "seconds": seconds, "worker": worker, "device": device}
+    return {"count": nodes, "seconds": seconds, "worker": worker, "device": device,
+            "probes": tt_counts.get("probes"), "hits": tt_counts.get("hits")}
 
 
 def warm_up(fen: str, depth: int, backend: str, tt: bool, seed: int) -> str:
