@@ -31,8 +31,6 @@ def _cmd_deep(args: argparse.Namespace) -> int:
 
     if args.resume is None and (args.fen is None or args.depth is None):
         raise UsageError("deep needs FEN and DEPTH, or --resume FILE")
-    if args.depth is not None:
-        args.depth = cliargs.depth(args.depth) if isinstance(args.depth, str) else args.depth
     if args.verify_seed is not None and not args.tt and args.resume is None:
         raise UsageError("--verify-seed needs --tt")
     if args.verify_sample is not None and args.verify_seed is None and args.resume is None:
@@ -66,9 +64,9 @@ def register(sub) -> None:
     p.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default=None, help="default cpu")
     p.add_argument("--tt", action="store_true", help="count through transposition tables, kept warm per worker")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--workers", type=cliargs.positive_int,
+    where.add_argument("--workers", type=cliargs.positive_int, metavar="N",
                        help="a local cluster of N processes (cpu, gpu-emulated)")
-    where.add_argument("--gpus", type=cliargs.positive_int, help="a local CUDA cluster, one worker per GPU (dask-cuda)")
+    where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
     p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default perft-deep-<time>.sqlite)")
