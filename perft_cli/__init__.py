@@ -1,6 +1,6 @@
 """The ``perft`` command: one dispatcher above the engine (``perft_core``) and the oracle.
 
-Subcommands: ``run`` (``perft_core.cli``), ``diff``, ``suite``, ``report`` (``oracle.cli``).
+Subcommands: ``run`` (``perft_core.cli``), ``deep`` (``perft_core.deep.cli``), ``diff``, ``suite``, ``report`` (``oracle.cli``).
 ``perft_core`` is a library that never imports this package or ``oracle``; this module is the only
 place that knows both.
 
@@ -14,6 +14,7 @@ import sys
 from typing import Sequence
 
 from perft_core import cli as core_cli
+from perft_core.deep import cli as deep_cli
 from perft_core.cliargs import Parser, UsageError
 
 __all__ = ["build_parser", "main"]
@@ -26,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="perft", description="Exact chess perft counts, and an oracle that checks engines.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     core_cli.register(sub)
+    deep_cli.register(sub)
     oracle_cli.register(sub)
     return parser
 

@@ -87,6 +87,9 @@ class TTBfsDriver(BfsDriver):
         self.reseed(_core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
         self.tts: dict[int, DeviceTT] = {}
         self._warm = False  # perft_iterative: keep the tables between counts
+        self._keep = None  # keep_tables: the run whose counts share the tables
+        self._keep_depth = None  # keep_tables: the run's whole depth, which sizes the tables
+        self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
         self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
@@ -108,7 +111,15 @@ class TTBfsDriver(BfsDriver):
             return 1
         root, us = self._set_root(pos)
         g = self._plan_call(pos, depth)
-        if not self._warm:
+        if self._warm:  # perft_iterative planned the tables for its deepest count
+            pass
+        elif self._keep is not None:
+            planned = self._table_plan(depth)
+            if planned != self._kept:  # a new run, castling geometry, key seed or depth: start afresh
+                self._reset_tables()
+                self._plan_tts(self._keep_depth or depth, max(g, 4))
+                self._kept = planned
+        else:
             self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
             self.tt_arena.reset()
             # Device TTs pay only when a later BFS call of this count can hit what an earlier one
@@ -138,6 +149,35 @@ class TTBfsDriver(BfsDriver):
         self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
         return g
 
+    def keep_tables(self, run_key, plan_depth: int | None = None) -> None:
+        """Keep the device TTs and the host cache warm across the counts of one run (``run_key``:
+        any hashable naming the run, e.g. a deep run's store path; None: back to tables rebuilt
+        for every count). ``plan_depth``: the depth of the whole count the run's units belong to
+        (plies from its root); the tables are sized by the distinct positions at each ply from
+        that root, as a monolithic count of it would size them (default: each count's own depth).
+
+        While a run key is set, a count reuses the tables the previous count left when the run
+        key, the castling geometry (CastleInfo bytes), the key seed and the depth are those the
+        tables were planned for, and otherwise resets them (device TTs zeroed, host cache
+        cleared) and plans them for this depth. Valid because an entry is a fact about a
+        128-bit key under one geometry and seed, "perft(position, r) = n" for any root (the
+        depth only sizes the tables), so the units of a deep run, which share the geometry and
+        the seed, hit what earlier units stored, as one monolithic count would.
+        """
+        self._keep = run_key
+        self._keep_depth = plan_depth
+
+    def _table_plan(self, depth: int) -> tuple:
+        """What kept tables are valid for: (run key, castle info bytes, key seed, depth)."""
+        return (self._keep, self._ci_bytes, self.seed, depth)
+
+    def _reset_tables(self) -> None:
+        """Forget every device TT and host cache entry."""
+        self.host_cache.clear()
+        self.host_audit.clear()
+        self.tts = {}
+        self.tt_arena.reset()
+
     def perft_iterative(self, pos, depth: int) -> list[tuple[int, int, float]]:
         """perft(pos, d) for d = 1 .. depth in turn, with the device TTs and the host cache kept warm
         from one depth to the next (perft_gpu_2026's schedule: its published TT times are the last
@@ -151,10 +191,7 @@ class TTBfsDriver(BfsDriver):
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
         self._set_root(pos)
-        self.host_cache.clear()
-        self.host_audit.clear()
-        self.tts = {}
-        self.tt_arena.reset()
+        self._reset_tables()
         self._plan_tts(depth, max(self._plan_call(pos, depth), 4))
         out = []
         self._warm = True

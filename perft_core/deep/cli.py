@@ -1,0 +1,79 @@
+"""``perft deep``: a deep perft as work units on Dask with a durable store (dispatched by ``perft_cli``).
+
+Exit statuses: 0 success; 2 bad input, a store that cannot serve the run (corrupt, another run's
+options, in use), Dask missing, a Zobrist key shared by two positions at the split, or units that
+failed on every try, printed as one line
+``perft: error: <message>``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .. import cliargs
+from ..cliargs import UsageError
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}")
+    return value
+
+
+def _cmd_deep(args: argparse.Namespace) -> int:
+    from .run import DeepError, deep_perft
+    from .units import KeyCollisionError
+
+    if args.resume is None and (args.fen is None or args.depth is None):
+        raise UsageError("deep needs FEN and DEPTH, or --resume FILE")
+    if args.verify_seed is not None and not args.tt and args.resume is None:
+        raise UsageError("--verify-seed needs --tt")
+    if args.verify_sample is not None and args.verify_seed is None and args.resume is None:
+        raise UsageError("--verify-sample needs --verify-seed")
+    try:
+        result = deep_perft(args.fen, args.depth, backend=args.backend, tt=True if args.tt else None,
+                            workers=args.workers, gpus=args.gpus, scheduler=args.scheduler,
+                            split_ply=args.split_ply, store=args.store, resume=args.resume,
+                            verify_seed=args.verify_seed, verify_sample=args.verify_sample,
+                            progress=not args.json and sys.stderr.isatty())
+    except (DeepError, KeyCollisionError) as exc:
+        print(f"perft: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.as_dict()))
+        return 0
+    print(f"units: {result.units} at split ply {result.split_ply} ({result.counted_now} counted now); "
+          f"verification: {result.verify}")
+    for m in result.mismatches:
+        print(f"mismatch: unit {m['idx']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
+              f"without tables {m['recount']}")
+    print(result.summary())
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``deep`` to an ``argparse`` subparsers object; its ``func(args)`` returns the exit status."""
+    p = sub.add_parser("deep", help="deep perft as work units on Dask, with a durable, resumable store")
+    p.add_argument("fen", nargs="?", help="FEN, X-FEN or Shredder-FEN (quote it); omit with --resume")
+    p.add_argument("depth", nargs="?", type=cliargs.depth, help="plies; omit with --resume")
+    p.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default=None, help="default cpu")
+    p.add_argument("--tt", action="store_true", help="count through transposition tables, kept warm per worker")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--workers", type=cliargs.positive_int, metavar="N",
+                       help="a local cluster of N processes (cpu, gpu-emulated)")
+    where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
+    where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
+    p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
+    p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default perft-deep-<time>.sqlite)")
+    p.add_argument("--resume", metavar="FILE", help="continue the run of this store")
+    p.add_argument("--verify-seed", type=cliargs.seed, metavar="S",
+                   help="with --tt: count every unit again with tables keyed by this Zobrist seed")
+    p.add_argument("--verify-sample", type=_fraction, metavar="FRACTION",
+                   help="verify only this fraction of the units (chosen by key)")
+    p.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
+    p.set_defaults(func=_cmd_deep)

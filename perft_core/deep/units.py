@@ -1,0 +1,269 @@
+"""Work units of a deep perft: the tree expanded on the host to a split ply, equal positions merged.
+
+``split(pos, depth, ply)`` expands every path from ``pos`` to ``ply`` with the C++ extension's host
+batch kernels (the emulated device's ``batch_count`` / ``batch_gen`` / ``batch_make``, the same
+move generator as every backend), keys each board with the 128-bit Zobrist key (``batch_keys``),
+and merges boards of equal key after every ply, adding up their multiplicities (the number of
+paths that reach them). Each merge is confirmed: every merged board must equal its group's
+representative in everything the count depends on (the four piece bitboards, the castling
+rights, the side to move, and the en passant file where the key hashes it); a key shared by two
+different boards raises ``KeyCollisionError``, it is never merged.
+
+perft(pos, depth) = sum over units of ``multiplicity * perft(unit.fen, unit.depth)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import _core
+from ..position import Position
+
+WORDS = _core.BOARD_BYTES // 8  # a board is five uint64 words: pbq, nbk, rqk, black, state
+_FILE_A = np.uint64(0x0101010101010101)
+_FILE_H = np.uint64(0x8080808080808080)
+_MIN_UNITS_PER_WORKER = 20
+_MAX_UNIT_SECONDS = 600.0  # one unit must fit well inside a 10-minute command
+
+
+class KeyCollisionError(RuntimeError):
+    """Two different boards have the same 128-bit Zobrist key (they are never merged)."""
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unique position at the split ply.
+
+    key: the 128-bit Zobrist key under the run's key seed (``hi << 64 | lo``); fen: the position
+    (halfmove clock 0: perft does not depend on it); depth: remaining plies; multiplicity: paths
+    from the root that reach it (Python int); estimate: estimated nodes of perft(fen, depth)
+    (float, from the unit's own perft 2 and the root's growth per ply; orders units largest first).
+    """
+
+    key: int
+    fen: str
+    depth: int
+    multiplicity: int
+    estimate: float
+
+
+def host_keys(boards: np.ndarray, us: int, ci: bytes, z: np.ndarray) -> np.ndarray:
+    """128-bit keys of host ``boards`` (uint64 (n, 5)), side ``us`` (0 white, 1 black), castle
+    info ``ci``, key table ``z``: uint64 (n, 2) as (lo, hi) (the extension's ``batch_keys``)."""
+    keys = np.empty((len(boards), 2), dtype=np.uint64)
+    if len(boards):
+        _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, z, keys)
+    return keys
+
+
+def expand(boards: np.ndarray, us: int, ci: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """All children of ``boards`` (uint64 (n, 5)) with ``us`` to move: (children (m, 5), the index
+    of each child's parent, int64 (m,)). The extension's host batch kernels."""
+    n = len(boards)
+    flat = np.ascontiguousarray(boards).reshape(-1)
+    counts = np.empty(n, dtype=np.uint32)
+    _core.batch_count(flat, n, us, ci, counts)
+    offsets = np.zeros(n + 1, dtype=np.uint64)
+    np.cumsum(counts, dtype=np.uint64, out=offsets[1:])
+    total = int(offsets[n])
+    moves = np.empty(total, dtype=np.uint16)
+    parents = np.empty(total, dtype=np.uint32)
+    _core.batch_gen(flat, n, us, ci, offsets, moves, parents)
+    children = np.empty((total, WORDS), dtype=np.uint64)
+    _core.batch_make(flat, parents, moves, total, us, ci, children)
+    return children, parents.astype(np.int64)
+
+
+def _normal_form(boards: np.ndarray, us: int) -> np.ndarray:
+    """What a count depends on, per board (uint64 (n, 6)): pbq, nbk, rqk, black, castling rights,
+    and the en passant file + 1 only where the key hashes it (a pawn of the side to move stands
+    beside the pawn that made the double push, kernels/pc_zobrist.h ``ep_hashed``), else 0."""
+    b = boards.astype(np.uint64, copy=False)
+    state = b[:, 4] & np.uint64(0xFF)
+    ep = state >> np.uint64(4)
+    has = ep > 0
+    victim = np.where(has, ep - np.uint64(1), np.uint64(0)) + np.uint64(32 if us == 0 else 24)
+    vbit = np.left_shift(np.uint64(1), victim)
+    beside = (np.left_shift(vbit, np.uint64(1)) & ~_FILE_A) | (np.right_shift(vbit, np.uint64(1)) & ~_FILE_H)
+    pawns = b[:, 0] & ~b[:, 1] & ~b[:, 2]
+    ours = b[:, 3] if us == 1 else ~b[:, 3]
+    hashed = has & ((beside & pawns & ours) != 0)
+    out = np.empty((len(b), 6), dtype=np.uint64)
+    out[:, :4] = b[:, :4]
+    out[:, 4] = state & np.uint64(15)
+    out[:, 5] = np.where(hashed, ep, np.uint64(0))
+    return out
+
+
+def merge(boards: np.ndarray, keys: np.ndarray, mult: np.ndarray, us: int, root: Position, ply: int):
+    """Merge equal keys: (unique boards, their keys, their multiplicities), ``mult`` uint64 (n,)
+    paths to each board (perft(ply) < 2**64 for every ply a split can reach).
+
+    Every board is compared with its group's representative (``_normal_form``); a difference
+    raises KeyCollisionError naming both positions and the key.
+    """
+    uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    norm = _normal_form(boards, us)
+    bad = np.nonzero((norm != norm[first][inverse]).any(axis=1))[0]
+    if len(bad):
+        i = int(bad[0])
+        j = int(first[inverse[i]])
+        key = (int(keys[i, 1]) << 64) | int(keys[i, 0])
+        raise KeyCollisionError(
+            f"Zobrist key {key:#034x} is shared by two different positions at ply {ply}: "
+            f"{board_position(root, boards[j], ply).fen()!r} and {board_position(root, boards[i], ply).fen()!r}")
+    merged = np.zeros(len(uniq), dtype=np.uint64)
+    np.add.at(merged, inverse, mult)
+    return boards[first], uniq, merged
+
+
+def board_position(root: Position, words: np.ndarray, ply: int) -> Position:
+    """The Position of board ``words`` (5 uint64) reached ``ply`` plies below ``root``: castling
+    rooks from the root's where the right survives, en passant only where the key hashes it,
+    halfmove clock 0, fullmove number advanced by the plies played."""
+    white = root.white_to_move == (ply % 2 == 0)
+    norm = _normal_form(np.asarray(words, dtype=np.uint64).reshape(1, WORDS), 0 if white else 1)[0]
+    return _position(root, norm, ply)
+
+
+def _position(root: Position, norm: np.ndarray, ply: int) -> Position:
+    white = root.white_to_move == (ply % 2 == 0)
+    rights = int(norm[4])
+    rooks = tuple(r if rights >> i & 1 else -1 for i, r in enumerate(root.castle_rooks))
+    ep = int(norm[5])
+    ep_square = None if ep == 0 else (ep - 1) + (40 if white else 16)
+    fullmove = root.fullmove + (ply + (0 if root.white_to_move else 1)) // 2
+    return Position(int(norm[0]), int(norm[1]), int(norm[2]), int(norm[3]), white, rooks, ep_square, 0, fullmove,
+                    root.chess960, root.shredder)
+
+
+_LETTERS = np.frombuffer(b"1PNBRQK??pnbrqk?", dtype=np.uint8)
+_FEN_ORDER = np.array([r * 8 + f for r in range(7, -1, -1) for f in range(8)])
+_BACK_RANKS = np.uint64(0xFF000000000000FF)
+
+
+def fens(root: Position, boards: np.ndarray, ply: int) -> list[str]:
+    """The FEN of every board (uint64 (n, 5)) ``ply`` plies below ``root``, as
+    ``board_position(root, board, ply).fen()`` writes it, the board field built with NumPy."""
+    n = len(boards)
+    if n == 0:
+        return []
+    us = 0 if root.white_to_move == (ply % 2 == 0) else 1
+    norm = _normal_form(boards, us)
+    sq = np.arange(64, dtype=np.uint64)
+    bit = [((norm[:, w, None] >> sq) & np.uint64(1)).astype(np.uint8) for w in range(4)]
+    chars = _LETTERS[bit[0] | bit[1] << 1 | bit[2] << 2 | bit[3] << 3][:, _FEN_ORDER].reshape(n, 8, 8)
+    text = np.full((n, 8, 9), ord("/"), dtype=np.uint8)
+    text[:, :, :8] = chars
+    rows = text.reshape(n, 72)[:, :71]
+    # The rest of a FEN depends on the back ranks (castling letters), rights and en passant only.
+    tail_cache: dict[tuple, str] = {}
+    out = []
+    for i in range(n):
+        board = rows[i].tobytes().decode()
+        for k in range(8, 1, -1):
+            board = board.replace("1" * k, str(k))
+        tag = tuple(int(norm[i, w]) & int(_BACK_RANKS) for w in range(4)) + (int(norm[i, 4]), int(norm[i, 5]))
+        tail = tail_cache.get(tag)
+        if tail is None:
+            tail = tail_cache[tag] = _position(root, norm[i], ply).fen().split(" ", 1)[1]
+        out.append(f"{board} {tail}")
+    return out
+
+
+def _levels(pos: Position, seed: int):
+    """Yield (ply, boards, keys, multiplicities, side to move) for ply 0, 1, 2, ..., merged."""
+    root, us, ci = _core.gpu_root(pos._core_args())
+    z = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
+    boards = np.array([root], dtype=np.uint64)
+    keys, mult, ply = host_keys(boards, us, ci, z), np.ones(1, dtype=np.uint64), 0
+    while True:
+        yield ply, boards, keys, mult, us, ci
+        children, parents = expand(boards, us, ci)
+        us, ply = us ^ 1, ply + 1
+        boards, keys, mult = merge(children, host_keys(children, us, ci, z), mult[parents], us, pos, ply)
+
+
+def root_growth(pos: Position, depth: int) -> list[int]:
+    """perft(pos, d) for d = 0, 1, ... while a count stays under a million nodes (host C++, well
+    under a second), up to ``depth``: the measured growth of the first plies."""
+    counts = [1]
+    for d in range(1, depth + 1):
+        if counts[-1] >= 50_000:
+            break
+        counts.append(int(_core.perft(pos._core_args(), d, 1)))
+    return counts
+
+
+def estimate_perft(counts: list[int], depth: int) -> float:
+    """perft(depth) from the first plies' ``counts`` (root_growth): exact where measured, else
+    the last measured branching factor grown 6 % a ply (a deeper tree branches more; the GPU
+    driver's estimate, perft_core/gpu/driver.py ``_growth``). Nodes, float."""
+    if depth < len(counts):
+        return float(counts[depth])
+    last = len(counts) - 1
+    b = counts[last] / counts[last - 1] if last >= 1 and counts[last - 1] else 1.0
+    est = float(counts[last])
+    for i in range(1, depth - last + 1):
+        est *= max(b, 1.0) * 1.06 ** i
+    return est
+
+
+def choose_split_ply(pos: Position, depth: int, workers: int, nodes_per_second: float | None,
+                     unique_at=None) -> int:
+    """The split ply of a run: the first ply with at least 20 units (unique positions) per worker,
+    then deeper while a unit would take over 600 s at ``nodes_per_second`` (a measured speed; None
+    skips that rule), never below 1 nor deeper than ``depth - 1`` (a unit counts at least one ply).
+
+    ``unique_at(ply) -> int`` gives the number of units at a ply (default: expand and count).
+    Depth 0 or 1: ply 0 (one unit, the root).
+    """
+    if depth <= 1:
+        return 0
+    if unique_at is None:
+        sizes: dict[int, int] = {}
+        gen = _levels(pos, _core.ZOBRIST_DEFAULT_SEED)
+
+        def unique_at(ply: int) -> int:
+            while ply not in sizes:
+                p, b, *_ = next(gen)
+                sizes[p] = len(b)
+            return sizes[ply]
+    counts = root_growth(pos, depth)
+    ply = 1
+    while ply < depth - 1 and unique_at(ply) < _MIN_UNITS_PER_WORKER * workers:
+        ply += 1
+    if nodes_per_second:
+        while ply < depth - 1:
+            paths = estimate_perft(counts, ply)
+            if estimate_perft(counts, depth) / max(paths, 1.0) / nodes_per_second <= _MAX_UNIT_SECONDS:
+                break
+            ply += 1
+    return ply
+
+
+def split(pos: Position, depth: int, ply: int, seed: int | None = None) -> list[Unit]:
+    """The units of perft(pos, depth) split at ``ply`` (0 <= ply <= depth), keyed under ``seed``
+    (default: the engine's key seed), largest estimate first.
+
+    Raises KeyCollisionError if two different boards share a key; ValueError for a bad ply.
+    """
+    if isinstance(ply, bool) or not isinstance(ply, int) or not 0 <= ply <= depth:
+        raise ValueError(f"split ply must be an integer in 0..{depth} (the depth), got {ply!r}")
+    seed = _core.ZOBRIST_DEFAULT_SEED if seed is None else seed
+    for p, boards, keys, mult, us, ci in _levels(pos, seed):
+        if p == ply:
+            break
+    rem = depth - ply
+    sample = min(rem, 2)
+    small = _core.batch_perft(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, sample)
+    counts = root_growth(pos, depth)
+    growth = estimate_perft(counts, depth) / max(estimate_perft(counts, ply + sample), 1.0)
+    texts = fens(pos, boards, ply)
+    units = [Unit((int(keys[i, 1]) << 64) | int(keys[i, 0]), texts[i], rem, int(mult[i]), float(small[i]) * growth)
+             for i in range(len(boards))]
+    units.sort(key=lambda u: (-u.estimate, u.key))
+    return units
+

@@ -1,0 +1,281 @@
+"""Deep perft on Dask (CPU CI): exact distributed counts, a killed client resumed, a killed
+worker survived, verification with a second key seed, and the one-line errors of bad stores.
+
+Expected counts come from the bundled OEIS A048987 table (oracle/data/startpos_A048987.csv).
+One 2-worker LocalCluster (processes, one thread each) serves most tests through its scheduler
+address; one test starts its own LocalCluster through ``workers=2``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from oracle import tables
+from perft_cli import main
+from perft_core import Position
+from perft_core.deep import deep_perft, split, units
+from perft_core.deep.store import Store
+
+distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
+
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+
+def expected(depth: int) -> int:
+    (row,) = [r for r in tables.load("startpos") if r.depth == depth]
+    return row.nodes
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as c:
+        yield c
+
+
+def rows(path) -> list[dict]:
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        cur = conn.execute("SELECT * FROM units ORDER BY idx")
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def counted(path) -> int:
+    if not os.path.exists(path):
+        return 0
+    try:
+        conn = sqlite3.connect(path, timeout=30)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM units WHERE count IS NOT NULL").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # the store's tables are not created yet
+        return 0
+
+
+def wait_for(cond, seconds: float = 60.0) -> None:
+    end = time.monotonic() + seconds
+    while not cond():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.05)
+
+
+def assert_counted_once(path, n_units: int) -> None:
+    rs = rows(path)
+    assert len(rs) == n_units
+    assert all(r["finishes"] == 1 and r["count"] is not None and r["attempts"] >= 1 for r in rs)
+
+
+def test_cpu_on_a_two_worker_local_cluster_is_exact(tmp_path):
+    """workers=2 starts a LocalCluster of 2 processes; split ply 2 (400 units >= 20 per worker)."""
+    res = deep_perft(STARTPOS, 6, workers=2, store=tmp_path / "cpu.sqlite")
+    assert res.nodes == expected(6)
+    assert (res.split_ply, res.units, res.counted_now) == (2, 400, 400)
+    assert res.store.endswith("cpu.sqlite") and str(res.nodes) in res.summary()
+    assert_counted_once(tmp_path / "cpu.sqlite", 400)
+    assert len({r["worker"] for r in rows(tmp_path / "cpu.sqlite")}) == 2  # both workers counted units
+
+
+def test_gpu_emulated_with_tables_and_a_verify_seed_is_exact(cluster, tmp_path):
+    res = deep_perft(STARTPOS, 6, backend="gpu-emulated", tt=True, verify_seed=0xBADC0FFEE, verify_sample=0.25,
+                     scheduler=cluster.scheduler_address, store=tmp_path / "emu.sqlite")
+    assert res.nodes == expected(6)
+    assert res.units == 400 and 50 < res.verified < 150 and res.mismatches == []
+    assert f"{res.verified} of 400 units (a 0.25 sample of units by key)" in res.verify and "0xbadc0ffee" in res.verify
+    rs = rows(tmp_path / "emu.sqlite")
+    assert sum(r["status"] == "verified" for r in rs) == res.verified
+    assert all(r["verify_count"] == r["count"] for r in rs if r["status"] == "verified")
+    assert all(r["device"].startswith("emulated GPU") for r in rs)
+    assert 0 < res.tt_hits < res.tt_probes == sum(r["probes"] for r in rs)  # warm tables hit across units
+
+
+def test_a_verify_mismatch_is_counted_again_without_tables(cluster, tmp_path):
+    """A wrong first count (planted in the store, as a poisoned table would make it) disagrees
+    with the second seed's count; the unit is counted again without tables, that count is used,
+    and the run reports it."""
+    path = tmp_path / "mm.sqlite"
+    deep_perft(STARTPOS, 5, tt=True, verify_seed=7, verify_sample=0.5, split_ply=1,
+               scheduler=cluster.scheduler_address, store=path)
+    conn = sqlite3.connect(path)
+    (idx, good), = conn.execute("SELECT idx, count FROM units WHERE status = 'verified' LIMIT 1").fetchall()
+    conn.execute("UPDATE units SET count = ?, status = 'counted', verify_count = NULL WHERE idx = ?",
+                 (str(int(good) + 1), idx))
+    conn.commit()
+    conn.close()
+    res = deep_perft(resume=path, scheduler=cluster.scheduler_address)
+    assert res.nodes == expected(5)
+    assert [(m["idx"], m["count"], m["verify_count"], m["recount"]) for m in res.mismatches] == \
+        [(idx, str(int(good) + 1), good, good)]
+    assert "1 differed and were counted again without tables" in res.verify
+    assert 0 < res.verified < res.units  # a sample
+
+
+def test_client_killed_then_resumed_is_exact_and_counts_no_unit_twice(cluster, tmp_path):
+    """The client (a subprocess) is killed with SIGKILL after some units are stored; a second
+    client resumes the store. Finished units are never counted again (their rows, attempts
+    included, are unchanged), unfinished ones are, every unit is written once, the total is exact."""
+    path = tmp_path / "killed.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "perft_cli", "deep", STARTPOS, "7", "--split-ply", "2",
+                             "--scheduler", cluster.scheduler_address, "--store", str(path), "--json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        wait_for(lambda: counted(path) >= 40 or proc.poll() is not None)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGKILL)
+    assert proc.returncode == -signal.SIGKILL, "the client finished before it could be killed"
+    before = {r["idx"]: r for r in rows(path) if r["count"] is not None}
+    assert 40 <= len(before) < 400
+    res = deep_perft(resume=path, scheduler=cluster.scheduler_address)
+    assert res.nodes == expected(7)
+    assert res.counted_now == 400 - len(before)
+    after = {r["idx"]: r for r in rows(path)}
+    for idx, r in before.items():
+        assert after[idx] == r, f"finished unit {idx} was counted again"
+    assert_counted_once(path, 400)
+    conn = sqlite3.connect(path)
+    sessions = conn.execute("SELECT counted FROM sessions ORDER BY id").fetchall()
+    conn.close()
+    assert [c for (c,) in sessions] == [len(before), 400 - len(before)]
+
+
+def test_a_worker_killed_mid_run_is_survived(cluster, tmp_path):
+    """One worker process is killed with SIGKILL while units run; Dask reruns its units on the
+    other worker (and the nanny's restarted one); the total is exact, no unit counted twice."""
+    path = tmp_path / "worker.sqlite"
+    client = distributed.Client(cluster.scheduler_address)
+    try:
+        pids = client.run(os.getpid)
+        out: dict = {}
+        t = threading.Thread(target=lambda: out.update(res=deep_perft(
+            STARTPOS, 7, split_ply=2, scheduler=cluster.scheduler_address, store=path)))
+        t.start()
+        wait_for(lambda: counted(path) >= 40 or not t.is_alive())
+        victim, pid = sorted(pids.items())[0]
+        done_at_kill = counted(path)
+        os.kill(pid, signal.SIGKILL)
+        t.join(120)
+        assert not t.is_alive()
+        assert done_at_kill < 400, "the run finished before the worker was killed"
+        assert out["res"].nodes == expected(7)
+        assert_counted_once(path, 400)
+        client.wait_for_workers(2, timeout=60)  # the nanny restarted it; later tests have 2 again
+    finally:
+        client.close()
+
+
+# ----- bad stores and options: one line, exit 2, before any cluster starts ------------------------
+
+@pytest.fixture
+def small_store(tmp_path):
+    path = tmp_path / "small.sqlite"
+    pos = Position.from_fen(STARTPOS)
+    Store.create(path, {"fen": pos.fen(), "depth": 4, "split_ply": 2, "backend": "cpu", "tt": False,
+                        "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, 4, 2)).close()
+    return path
+
+
+def one_line_error(capsys, argv, *needles) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("perft: error: "), err
+    for n in needles:
+        assert n in err, err
+
+
+def test_corrupt_store_is_refused(tmp_path, capsys, small_store):
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(os.urandom(4096))
+    one_line_error(capsys, ["deep", "--resume", str(junk)], "junk.sqlite")
+    other = tmp_path / "other.sqlite"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    one_line_error(capsys, ["deep", "--resume", str(other)], "not a deep-perft store")
+    conn = sqlite3.connect(small_store)
+    conn.execute("UPDATE units SET finishes = 2, count = '5', status = 'counted' WHERE idx = 3")
+    conn.commit()
+    conn.close()
+    one_line_error(capsys, ["deep", "--resume", str(small_store)], "corrupt", "1 counted twice")
+    one_line_error(capsys, ["deep", "--resume", str(tmp_path / "missing.sqlite")], "does not exist")
+
+
+def test_store_of_other_options_is_refused(capsys, small_store):
+    one_line_error(capsys, ["deep", STARTPOS, "5", "--resume", str(small_store)], "depth=4, not 5")
+    one_line_error(capsys, ["deep", "--resume", str(small_store), "--backend", "gpu-emulated"], "backend='cpu'")
+    one_line_error(capsys, ["deep", "--resume", str(small_store), "--tt"], "tt=False")
+    one_line_error(capsys, ["deep", "--resume", str(small_store), "--split-ply", "3"], "split_ply=2")
+    one_line_error(capsys, ["deep", "4k3/8/8/8/8/8/8/4K3 w - - 0 1", "4", "--resume", str(small_store)], "fen=")
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--store", str(small_store)], "already exists")
+
+
+def test_a_second_client_is_refused(small_store):
+    """A store held by one client (its flock) is refused to a second client process."""
+    with Store.open(small_store):
+        proc = subprocess.run([sys.executable, "-m", "perft_cli", "deep", "--resume", str(small_store)],
+                              capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("perft: error: ") and proc.stderr.count("\n") == 1
+    assert "in use by another client" in proc.stderr
+
+
+def test_bad_options_are_one_line(capsys):
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--verify-seed", "7"], "--verify-seed needs --tt")
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--gpus", "2"], "gpus= runs the gpu backend")
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--backend", "gpu", "--workers", "2"], "one worker per GPU")
+    one_line_error(capsys, ["deep", STARTPOS], "FEN and DEPTH")
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--split-ply", "5"], "split ply")
+    one_line_error(capsys, ["deep", "not a fen", "4"], "fields")
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--workers", "2", "--scheduler", "tcp://x:1"], "not allowed")
+
+
+def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
+    path = tmp_path / "cli.sqlite"
+    argv = ["deep", STARTPOS, "4", "--split-ply", "1", "--scheduler", cluster.scheduler_address]
+    assert main(argv + ["--store", str(path)]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith(f"perft 4: {expected(4)} nodes in ") and last.endswith(f" s (store {path})")
+    assert main(["deep", "--resume", str(path), "--json", "--scheduler", cluster.scheduler_address]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["nodes"], out["units"], out["counted_now"], out["store"]) == (expected(4), 20, 0, str(path))
+
+
+def test_a_key_collision_stops_the_run_before_any_store(cluster, tmp_path, capsys, monkeypatch):
+    real = units.host_keys
+
+    def colliding(boards, us, ci, z):
+        keys = real(boards, us, ci, z)
+        keys[:, 0] %= np.uint64(5)
+        keys[:, 1] = 0
+        return keys
+
+    monkeypatch.setattr(units, "host_keys", colliding)
+    path = tmp_path / "never.sqlite"
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--split-ply", "2", "--scheduler", cluster.scheduler_address,
+                            "--store", str(path)], "shared by two different positions")
+    assert not path.exists()
+
+
+@pytest.mark.gpu
+def test_gpus_one_worker_per_gpu_is_exact(tmp_path):
+    """On a CUDA runner with dask-cuda ([dist-gpu]): LocalCUDACluster, warm tables, verify seed."""
+    pytest.importorskip("dask_cuda", reason="dask-cuda is not installed (pip install 'perft-oracle[dist-gpu]')")
+    res = deep_perft(STARTPOS, 8, backend="gpu", tt=True, gpus=1, split_ply=2, verify_seed=99,
+                     store=tmp_path / "gpu.sqlite")
+    assert res.nodes == expected(8) and res.verified == res.units == 400 and not res.mismatches
+    assert all(r["device"] != "unknown" for r in rows(tmp_path / "gpu.sqlite"))

@@ -1,0 +1,163 @@
+"""Deep perft without Dask: work units (split, merge, confirmation, FENs) and the GPU driver's
+warm tables across units (``TTBfsDriver.keep_tables``, on the emulated device, audited).
+
+Counts are checked against the bundled tables (OEIS A048987 / A083276, CPW, Chess960 set).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perft_core
+from oracle import tables
+from perft_core import Position, _core
+from perft_core.deep import KeyCollisionError, units
+from perft_core.gpu.kernels import EmulatedKernels
+from perft_core.gpu.ttdriver import TTBfsDriver
+
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+SEED = _core.ZOBRIST_DEFAULT_SEED
+
+
+def table(suite: str, fen_prefix: str, depth: int) -> tables.TableRow:
+    rows = [r for r in tables.load(suite) if r.fen.startswith(fen_prefix) and r.depth == depth]
+    assert rows, f"no {suite} row for {fen_prefix} at depth {depth}"
+    return rows[0]
+
+
+def test_units_per_ply_are_the_distinct_positions_of_A083276():
+    """Merging by key gives exactly the distinct positions after n plies (OEIS A083276), and the
+    multiplicities add up to the paths (A048987): merged boards are equal, none left apart. Ply 4
+    has double pushes whose en passant file is not hashed: merged with their twins, not flagged."""
+    distinct = tables.unique_positions()
+    for ply, boards, keys, mult, us, ci in units._levels(Position.from_fen(STARTPOS), SEED):
+        assert len(boards) == distinct[ply]
+        assert int(mult.sum()) == table("startpos", "rnbqkbnr", ply).nodes
+        if ply == 4:
+            break
+
+
+@pytest.mark.parametrize("suite,prefix,depth,ply", [
+    ("startpos", "rnbqkbnr", 5, 3),
+    ("cpw", "r3k2r/p1ppqpb1", 4, 2),     # Kiwipete: castling, en passant, promotions nearby
+    ("cpw", "8/2p5/3p4/KP5r", 5, 3),     # position 3: en passant pins
+    ("chess960", "bqnb1rkr", 4, 2),     # Chess960 castling geometry carried into the unit FENs
+])
+def test_split_total_is_the_table_count(suite, prefix, depth, ply):
+    row = table(suite, prefix, depth)
+    pos = Position.from_fen(row.fen, chess960=True if row.chess960 else None)
+    us = units.split(pos, depth, ply)
+    assert all(u.depth == depth - ply for u in us)
+    assert len({u.key for u in us}) == len(us)
+    assert [u.estimate for u in us] == sorted((u.estimate for u in us), reverse=True)  # largest first
+    total = sum(u.multiplicity * perft_core.perft(Position.from_fen(u.fen, chess960=pos.chess960), u.depth)
+                for u in us)
+    assert total == row.nodes
+
+
+@pytest.mark.parametrize("fen", [STARTPOS, "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+                                 "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"])
+def test_unit_fens_read_back_to_the_same_key(fen):
+    """Each unit's FEN, read back, has the unit's key from scratch (Position.zobrist): the FEN
+    carries everything the key covers (pieces, side, castling rights and geometry, en passant)."""
+    pos = Position.from_fen(fen)
+    for u in units.split(pos, 4, 2):
+        assert Position.from_fen(u.fen, chess960=pos.chess960).zobrist() == u.key, u.fen
+
+
+def test_key_collision_is_caught_not_merged(monkeypatch):
+    """A key function that maps different positions to one key: the merge refuses them."""
+    real = units.host_keys
+    pos = Position.from_fen(STARTPOS)
+    assert len(units.split(pos, 3, 2)) == 400  # the real keys: no false alarm
+
+    def colliding(boards, us, ci, z):
+        keys = real(boards, us, ci, z)
+        keys[:, 0] %= np.uint64(3)
+        keys[:, 1] = 0
+        return keys
+
+    monkeypatch.setattr(units, "host_keys", colliding)
+    with pytest.raises(KeyCollisionError, match="shared by two different positions at ply 1"):
+        units.split(pos, 3, 2)
+
+
+def test_split_ply_rule():
+    """At least 20 units per worker; deeper while a unit would take over 600 s; at most depth - 1."""
+    pos = Position.from_fen(STARTPOS)
+    assert units.choose_split_ply(pos, 6, 1, None) == 1   # 20 units
+    assert units.choose_split_ply(pos, 6, 2, None) == 2   # 400 units >= 40
+    assert units.choose_split_ply(pos, 3, 50, None) == 2  # never deeper than depth - 1
+    assert units.choose_split_ply(pos, 1, 8, None) == 0
+    # perft 12 is ~6e16 nodes: at 1e9 nodes/s a ply-2 unit (1/400 of it) would take days
+    assert units.choose_split_ply(pos, 12, 2, 1e9) > 2
+    with pytest.raises(ValueError):
+        units.split(pos, 3, 4)
+
+
+# ----- warm tables across units (TTBfsDriver.keep_tables) -----------------------------------------
+
+def _driver():
+    return TTBfsDriver(EmulatedKernels(), memory_bytes=16 << 20, tt_bytes=4 << 20, audit=True,
+                       chunk_leaf_moves=1 << 11)
+
+
+def _tags(drv) -> list[int]:
+    """Store launch numbers of the valid device TT entries (audit records)."""
+    out = []
+    for tt in drv.tts.values():
+        e = np.asarray(tt.entries).reshape(-1, 2)
+        a = np.asarray(tt.audit).reshape(-1, 8)
+        out += [int(a[s, 7]) >> 1 for s in np.nonzero(e[:, 1])[0]]
+    return out
+
+
+def _count(drv, us) -> int:
+    return sum(u.multiplicity * drv.perft(Position.from_fen(u.fen), u.depth) for u in us)
+
+
+def test_warm_tables_across_units_are_exact_and_hit():
+    """Startpos perft 6 as its 20 ply-1 units on one driver: each unit is one BFS call, which can
+    never hit its own stores, so every device hit is an entry an earlier unit stored. Without
+    keep_tables there are none; with it, hits, the exact total, and an audit with no wrong entry."""
+    expected = table("startpos", "rnbqkbnr", 6).nodes
+    us = units.split(Position.from_fen(STARTPOS), 6, 1)
+    cold = _driver()
+    assert _count(cold, us) == expected and cold.tt_stats["hits"] == 0
+    drv = _driver()
+    drv.keep_tables("run", 6)  # tables sized for perft 6 from the start, as a monolithic count's
+    assert _count(drv, us) == expected
+    assert drv.tt_stats["hits"] > 0
+    checked, wrong = drv.audit()
+    assert checked > 20 and not wrong
+
+
+@pytest.mark.parametrize("change", ["seed", "geometry", "depth", "run"])
+def test_kept_tables_reset_when_the_run_changes(change, monkeypatch):
+    """A new key seed, castling geometry, depth or run key resets the kept tables: afterwards
+    every device entry was stored by the new count, and the audit (which recomputes keys with
+    the driver's current seed) finds nothing wrong. With the reset planted away, both fail."""
+    def run(drv):
+        drv.keep_tables("run")
+        _count(drv, units.split(Position.from_fen(STARTPOS), 5, 1)[:6])
+        before = drv._store_launches
+        if change == "seed":
+            drv.reseed(12345)
+            drv.perft(Position.from_fen(STARTPOS).push("e2e4"), 4)
+        elif change == "geometry":
+            drv.perft(Position.from_fen("bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"), 4)
+        elif change == "depth":
+            drv.perft(Position.from_fen(STARTPOS).push("e2e4"), 5)
+        else:
+            drv.keep_tables("another run")
+            drv.perft(Position.from_fen(STARTPOS).push("e2e4"), 4)
+        tags = _tags(drv)
+        return tags and min(tags) > before, drv.audit()[1]
+
+    fresh, wrong = run(_driver())
+    assert fresh and not wrong
+    monkeypatch.setattr(TTBfsDriver, "_table_plan", lambda self, depth: "whatever changes")
+    fresh, wrong = run(_driver())
+    assert not fresh  # the planted bug: old entries survive the change
+    if change == "seed":
+        assert wrong  # and the audit sees keys of the old seed
