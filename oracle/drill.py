@@ -42,11 +42,23 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
            max_seconds: float | None = None) -> Localization:
     """Localize with :func:`oracle.localize.localize` when ``engine`` has a divide, else :func:`drill`.
 
-    Arguments and errors as for those two functions.
+    With a divide and a reference other than python-chess, python-chess then confirms the move
+    list at the final position (``confirmed``, ``judged``). Arguments and errors as for those two
+    functions.
     """
-    if getattr(engine, "supports_divide", True):
-        return localize(engine, reference, fen, depth, max_seconds=max_seconds)
-    return drill(engine, reference, fen, depth, max_seconds=max_seconds)
+    if not getattr(engine, "supports_divide", True):
+        return drill(engine, reference, fen, depth, max_seconds=max_seconds)
+    result = localize(engine, reference, fen, depth, max_seconds=max_seconds)
+    if result.kind in ("moves", "count", "inconsistent") and not isinstance(reference, PythonChessEngine):
+        # the reference judged the move list at the final position: python-chess confirms it
+        board = board_from(result.fen)
+        legal = sorted(board.uci(m) for m in board.legal_moves)
+        theirs, _ = canonical_divide(board, reference.divide(result.fen, 1))
+        result.confirmed = legal == sorted(theirs)
+        result.judged.append(f"{reference.name} judged the move list at the final position; python-chess lists "
+                             f"{len(legal)} legal moves there: " + ("the same" if result.confirmed else
+                                                                    f"NOT the same ({len(theirs)}): the reference is suspect"))
+    return result
 
 
 def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_seconds: float | None = None,
