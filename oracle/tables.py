@@ -206,8 +206,8 @@ def load_file(path: str) -> list[TableRow]:
 
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".epd", ".csv"):
-        raise TableFileError(f"{path}: not a table file (expected FILE.epd or FILE.csv) nor a suite name; "
-                             f"known suites: {', '.join(SUITES)}")
+        raise TableFileError(f"unknown suite {path!r}; known suites: {', '.join(SUITES)}; "
+                             "or a table file FILE.epd / FILE.csv")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
