@@ -6,7 +6,9 @@ Algorithm (:func:`drill`), with a reference that has a divide (our cpu or gpu ba
 2. at a node with ``d`` plies left whose counts differ: the children are the legal moves of *our*
    move generator (``perft_core.Position.legal_moves`` / ``push``), checked against the reference's
    divide at the node; each child's standalone FEN is handed to the engine (one call per child,
-   ``d - 1`` plies) and compared with the reference's count of that child;
+   ``d - 1`` plies, the largest subtrees first) and compared with the reference's count of that
+   child, until the children that differ explain the node's whole difference (then the rest are
+   not asked: ``Level.engine`` holds the children counted, ``engine_sum`` is None);
 3. descend into the child that differs, the largest absolute difference first when several do
    (the reference's count of it is first re-counted under a second Zobrist key seed when the
    reference has one: ``CoreEngine(tt=True, verify_seed=S)``), with ``d - 1`` plies;
@@ -20,9 +22,9 @@ counts the final position when that is cheap (at most ``judge_max_nodes`` nodes)
 legal moves; ``Localization.judged`` says which engine judged what and ``confirmed`` whether the
 judge agrees with the reference there.
 
-Cost: the engine is called once for the root and once per child per level (``engine_calls``);
-its work per level is about the node's own count, so the whole drill costs the engine about twice
-the root's count plus a start-up per call. The reference counts one divide per level (the GPU
+Cost: the engine is called once for the root and at most once per child per level
+(``engine_calls``); its work per level is at most the node's own count, so the whole drill costs
+the engine at most about twice the root's count plus a start-up per call. The reference counts one divide per level (the GPU
 backend keeps one driver for the whole walk).
 """
 from __future__ import annotations
@@ -130,20 +132,27 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
             result.legal = sorted(ref)
             _judge(result, judge, board, d, ref_total, judge_max_nodes)
             return finish("move_count")
-        children: dict[str, str] = {m: position.push(m).fen() for m in sorted(ref)}
+        # largest subtrees first (a wrong count is likelier where there are more nodes); stop as
+        # soon as the children that differ explain the node's whole difference
+        children: dict[str, str] = {m: position.push(m).fen() for m in sorted(ref, key=lambda m: (-ref[m], m))}
+        owed = engine_total - ref_total
         for move, child_fen in children.items():
             if out_of_time():
                 level.seconds = time.monotonic() - level_start
                 return finish("gave_up")
             level.engine[move] = engine.perft(child_fen, d - 1)
             level.engine_calls += 1
-        level.engine_sum = sum(level.engine.values())
-        differ = [m for m in children if level.engine[m] != ref[m]]
+            owed -= level.engine[move] - ref[move]
+            if owed == 0 and level.engine[move] != ref[move]:
+                break
+        differ = [m for m in level.engine if level.engine[m] != ref[m]]
+        if len(level.engine) == len(children):
+            level.engine_sum = sum(level.engine.values())
         if not differ:
             level.seconds = time.monotonic() - level_start
             _judge(result, judge, board, d, ref_total, judge_max_nodes)
             return finish("tree_walk")
-        move = max(differ, key=lambda m: abs(level.engine[m] - ref[m]))  # first of the largest, in UCI order
+        move = min(differ, key=lambda m: (-abs(level.engine[m] - ref[m]), m))  # the largest difference
         level.mismatch = move
         recount = getattr(reference, "recount", None)
         if recount is not None:

@@ -68,6 +68,15 @@ def test_move_generation_bug_at_depth_4_ends_in_a_move_count():
     assert loc.engine_calls == 1 + sum(len(level.engine) for level in loc.levels)
 
 
+def test_children_stop_once_the_difference_is_explained():
+    loc = drill(TotalOnlyFake("no-ep"), PythonChessEngine(), SMALL, 4)
+    root = loc.levels[0]
+    assert len(root.engine) < len(list(board_from(SMALL).legal_moves)) and root.engine_sum is None
+    asked = list(root.engine)
+    assert asked == sorted(root.reference, key=lambda m: (-root.reference[m], m))[:len(asked)]  # largest first
+    assert sum(root.engine[m] - root.reference[m] for m in asked) == root.engine_total - root.reference_total
+
+
 def test_illegal_king_step_from_the_start_position():
     loc = drill(TotalOnlyFake("illegal-king-step"), CoreEngine("cpu"), START, 4)
     assert loc.kind == "move_count"
