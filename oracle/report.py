@@ -364,6 +364,19 @@ def _index_cell(s: SuiteSummary | None) -> str:
     return " / ".join(parts)
 
 
+def _verdict(loc) -> str:
+    """A few words for a localization's kind (the index's failure list)."""
+    if loc.kind == "moves":
+        return ("missing " + (" ".join(loc.missing) or "-") + ", extra " + (" ".join(loc.extra) or "-"))
+    if loc.kind == "count":
+        return "moves counted twice: " + " ".join(sorted(loc.wrong))
+    if loc.kind == "move_count" and loc.levels:
+        return f"{loc.levels[-1].engine_total} moves counted, {loc.levels[-1].reference_total} legal"
+    if loc.kind == "tree_walk":
+        return "tree walk wrong (every child agrees, the node does not)"
+    return {"inconsistent": "inconsistent counts", "gave_up": "not localized in time"}.get(loc.kind, loc.kind)
+
+
 def render_index(reports: list[tuple[Path, RunResult]]) -> str:
     """The index page (Markdown) over ``reports`` (``(json path, run)`` pairs): one row per
     engine report, one column per suite (pass / fail / over budget), links to each report and
@@ -398,9 +411,11 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
             loc = row.localization
             what = row.status
             if loc is not None and loc.kind != "agree":
-                what = f"{loc.kind} at `{loc.fen}`" + (f" after {' '.join(loc.path)}" if loc.path else "")
+                what = _verdict(loc) + f" at `{loc.fen}`" + (f" after {' '.join(loc.path)}" if loc.path else "")
             elif row.localized_at is not None:
                 what = f"same position as {row.localized_at}"
+            elif row.status == "error":
+                what = "engine error: " + (row.error or "").splitlines()[0]
             lines.append(f"- [{row.suite} / {row.id}, depth {row.depth}]({path.stem}.md#{failure_anchor(row)}): "
                          f"expected {fmt_int(row.expected)}, got {fmt_int(row.got)}; {what}")
         lines.append("")

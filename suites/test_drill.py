@@ -238,3 +238,16 @@ def test_perft_diff_cli_protocol_bad_template_and_options():
     assert done.returncode == 2 and "need our backend as the reference" in done.stderr
     done = perft_diff("--engine", "cpu", "--reference", "cpu", "--verify-seed", "5", CPW3, "3")
     assert done.returncode == 2 and "--verify-seed needs --reference-tt" in done.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_reference_with_tables_and_a_second_seed_keeps_one_driver():
+    from perft_core.gpu.registry import get_driver
+
+    reference = CoreEngine("gpu", tt=True, verify_seed=0x5EED)
+    loc = drill(TotalOnlyFake("no-ep"), reference, SMALL, 4)
+    driver = get_driver("gpu")
+    assert loc.kind == "move_count" and loc.confirmed is True
+    assert sum("re-counted" in s for s in loc.judged) == len(loc.path)
+    assert drill(TotalOnlyFake("walk"), reference, CPW3, 5).kind == "tree_walk"
+    assert get_driver("gpu") is driver
