@@ -82,7 +82,8 @@ def register(subparsers) -> None:
                     "report there. Exit 0 all pass, 1 some count is wrong, 2 bad input or broken engine.")
     p.add_argument("--out", default="report", metavar="DIR", help="output folder (default: ./report)")
     p.add_argument("--name", default=None, metavar="NAME",
-                   help="file stem (default: conformance for our engine, else the engine's program name)")
+                   help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
+                        "else the engine's program name)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
     p.add_argument("--engine", default=None, metavar="CMD",
                    help="engine under test instead of our backend: python-chess or a command line")
@@ -342,7 +343,12 @@ def cmd_report(args) -> int:
         print(json.dumps({"paths": {"md": str(path)}}) if args.json else f"wrote {path}")
         return 0
     engine_spec = args.engine or args.backend
-    name = args.name or ("conformance" if args.engine is None else _report_name(args.engine))
+    if args.name:
+        name = args.name
+    elif args.engine is not None:
+        name = _report_name(args.engine)
+    else:  # never overwrite the CPU engine's published report with another backend's
+        name = "conformance" if args.backend == "cpu" else f"conformance-{args.backend}"
     keys = ["out", "name", "backend", "threads", "max-nodes", "max-seconds"]
     if args.engine is not None:
         keys = ["out", "name", "engine", "protocol", "total-regex", "reference", "max-nodes", "max-seconds", "timeout"]

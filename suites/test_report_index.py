@@ -61,3 +61,9 @@ def test_report_names():
     assert cli._report_name("/usr/games/stockfish") == "stockfish"
     assert cli._report_name("/opt/perft_gpu {fen} {depth} -nott") == "perft_gpu"
     assert cli._report_name("python-chess") == "python-chess"
+
+
+def test_another_backend_never_overwrites_the_cpu_report(tmp_path, capsys):
+    argv = ["report", "--out", str(tmp_path), "--suites", "tricky", "--max-nodes", "100", "--json"]
+    assert cli.main(argv + ["--backend", "gpu-emulated"]) == 0
+    assert json.loads(capsys.readouterr().out)["paths"]["md"] == str(tmp_path / "conformance-gpu-emulated.md")

@@ -106,7 +106,7 @@ def test_known_counts_from_fen_text(engine, group):
 
 
 @pytest.mark.parametrize(
-    "group", _batch_params([r for r in ROWS if r.suite in ("perftsuite", "chess960") and _in_default_run(r)])
+    "group", _batch_params([r for r in ROWS if r.suite in ("perftsuite", "chess960", "deep") and _in_default_run(r)])
 )
 def test_known_counts_within_budget(engine, group):
     _check_rows(engine, group)
