@@ -135,6 +135,8 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                    help=f"skip rows expecting more than N nodes (default {DEFAULT_MAX_NODES:,})")
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="stop starting new rows after S seconds; the rest are 'skipped' (default: no limit)")
+    p.add_argument("--localize-seconds", type=cliargs.seconds, default=600.0, metavar="S",
+                   help="give up localizing one failing position after S seconds (default 600)")
 
 
 # -- argument types ---------------------------------------------------------------------------
@@ -245,7 +247,8 @@ def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_p
     with engine, reference, _progress(not args.json, budgeted) as progress:
         engine.perft(chess.STARTING_FEN, 1)  # an engine that cannot even start fails once, here
         run = run_suite(engine, rows, reference=reference, max_nodes=args.max_nodes,
-                        max_seconds=args.max_seconds, suites=names, progress=progress)
+                        max_seconds=args.max_seconds, localize_seconds=args.localize_seconds, suites=names,
+                        progress=progress)
     run.command = command
     return run
 

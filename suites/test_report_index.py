@@ -67,3 +67,12 @@ def test_another_backend_never_overwrites_the_cpu_report(tmp_path, capsys):
     argv = ["report", "--out", str(tmp_path), "--suites", "tricky", "--max-nodes", "100", "--json"]
     assert cli.main(argv + ["--backend", "gpu-emulated"]) == 0
     assert json.loads(capsys.readouterr().out)["paths"]["md"] == str(tmp_path / "conformance-gpu-emulated.md")
+
+
+def test_localize_seconds_bounds_each_localization(capsys):
+    engine = f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}} no-ep"
+    status = cli.main(["suite", "tricky", "--engine", engine, "--protocol", "cli", "--max-nodes", "800",
+                       "--localize-seconds", "0.001", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    kinds = {row["localization"]["kind"] for row in data["rows"] if "localization" in row}
+    assert status == 1 and kinds == {"gave_up"}
