@@ -127,6 +127,9 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
         return finish("agree")
 
     while True:
+        if out_of_time():
+            level.seconds = time.monotonic() - level_start
+            return finish("gave_up")
         if d == 1:
             level.seconds = time.monotonic() - level_start
             result.legal = sorted(ref)
