@@ -36,7 +36,7 @@ from dataclasses import asdict, dataclass, field
 
 import chess
 
-from oracle.engines import Engine, board_from, check_depth, fen_of
+from oracle.engines import Engine, EngineError, board_from, check_depth, fen_of
 
 __all__ = ["Level", "Localization", "canonical_divide", "localize"]
 
@@ -273,6 +273,15 @@ def localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
                 return finish("agree")
             return finish("inconsistent")
         level.mismatch = mismatch
+        recount = getattr(reference, "recount", None) if d > 1 else None
+        if recount is not None:  # a reference with a second key seed re-counts before it is believed
+            again = recount(fen, d - 1, ref_moves + [ref_spelled[mismatch]])
+            if again is not None and again != level.reference[mismatch]:
+                raise EngineError(reference.name, f"it counted {level.reference[mismatch]} below {mismatch} at "
+                                  f"{fen_of(board)}, its re-count under key seed {reference.verify_seed:#x} {again}")
+            if again is not None:
+                result.judged.append(f"{reference.name} re-counted {' '.join(path + [mismatch])} under key seed "
+                                     f"{reference.verify_seed:#x}: {again}")
         if d == 1:
             result.wrong = {mismatch: [eng[mismatch], 1]}
             _check_reproduction(result, engine, board, d)

@@ -251,3 +251,11 @@ def test_gpu_reference_with_tables_and_a_second_seed_keeps_one_driver():
     assert sum("re-counted" in s for s in loc.judged) == len(loc.path)
     assert drill(TotalOnlyFake("walk"), reference, CPW3, 5).kind == "tree_walk"
     assert get_driver("gpu") is driver
+
+
+def test_divide_localizer_recounts_with_the_second_seed_too():
+    from oracle_fakes import Broken
+
+    loc = locate(Broken("no-ep"), CoreEngine("cpu", tt=True, verify_seed=0x77), SMALL, 4)
+    assert loc.kind == "moves" and loc.extra == [] and loc.missing
+    assert sum("re-counted" in s and "0x77" in s for s in loc.judged) == len(loc.path)
