@@ -118,8 +118,9 @@ def test_largest_difference_first():
     assert root.mismatch == min(m for m, d in diffs.items() if d == max(diffs.values()))
 
 
-def test_reference_recount_with_a_second_seed():
-    reference = CoreEngine("cpu", tt=True, verify_seed=0x1234)
+@pytest.mark.parametrize("backend", ["cpu", "gpu-emulated"])
+def test_reference_recount_with_a_second_seed(backend):
+    reference = CoreEngine(backend, tt=True, verify_seed=0x1234)
     loc = drill(TotalOnlyFake("no-ep"), reference, SMALL, 4)
     assert loc.kind == "move_count"
     assert sum("re-counted" in s and "0x1234" in s for s in loc.judged) == len(loc.path)
