@@ -7,7 +7,10 @@ localized position, path and missing/extra moves are printed), 2 bad input or a 
 
 Engine specs (``--engine``, ``--reference``): ``python-chess``, ``cpu``, ``gpu``, ``gpu-emulated``,
 or a shell-style command line such as ``"stockfish"`` or ``"python my_engine.py --uci"`` spoken to
-with ``--protocol uci`` (``go perft``) or ``perftree`` (``CMD depth "fen" "moves"``).
+with ``--protocol uci`` (``go perft``), ``perftree`` (``CMD depth "fen" "moves"``) or ``cli``
+(a program that prints only a total: ``"perft_gpu {fen} {depth} -nott"``, localized by
+:func:`oracle.drill.drill`). ``--reference auto`` (the default) is python-chess when the engine
+under test is one of our backends, else our gpu backend when CuPy and a device are usable, else cpu.
 """
 from __future__ import annotations
 
@@ -20,8 +23,8 @@ import sys
 
 import chess
 
-from oracle.engines import DEFAULT_TIMEOUT, EngineError, board_from, make_engine
-from oracle.localize import localize
+from oracle.drill import locate
+from oracle.engines import DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, make_engine
 from oracle.runner import RunResult, run_suite, select_rows
 from perft_core import cliargs
 
@@ -58,43 +61,69 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_diff)
 
     p = subparsers.add_parser(
-        "suite", help="run an engine on the bundled perft tables",
-        description="Run ENGINE on the bundled tables (all suites if none named) within a node and/or time "
+        "suite", help="run an engine on the bundled perft tables or your own",
+        description="Run ENGINE on the bundled tables (all suites if none named) or on your own FILE.epd "
+                    "(FEN ;D1 20 ;D2 400 ...) / FILE.csv (fen,depth,nodes) within a node and/or time "
                     "budget; every failing position is localized against the reference. Exit 0 all pass, "
                     "1 some count is wrong, 2 bad input or broken engine.")
-    p.add_argument("suites", nargs="*", metavar="SUITE", help=f"suites to run (default all: {_suite_names()})")
+    p.add_argument("suites", nargs="*", metavar="SUITE",
+                   help=f"suites to run (default all: {_suite_names()}) or FILE.epd / FILE.csv")
     _engine_args(p, default_engine="cpu")
     _budget_args(p)
     p.add_argument("--json", action="store_true", help="print the run as one JSON object instead of text")
     p.set_defaults(func=cmd_suite)
 
     p = subparsers.add_parser(
-        "report", help="write the conformance report of our engine (JSON, Markdown, HTML)",
-        description="Run our engine on every bundled table within the budget and write OUT/NAME.json, "
-                    "OUT/NAME.md and OUT/NAME.html. The published report (docs/conformance.md and .json) "
-                    "is regenerated with `perft report --out docs`. Exit 0 all pass, 1 some count is "
-                    "wrong, 2 bad input or broken engine.")
+        "report", help="write the conformance report of an engine (JSON, Markdown, HTML)",
+        description="Run our engine (--backend) or any engine (--engine CMD --protocol uci|perftree|cli) on "
+                    "every bundled table within the budget and write OUT/NAME.json, OUT/NAME.md and "
+                    "OUT/NAME.html. The published report (docs/conformance.md and .json) is regenerated with "
+                    "`perft report --out docs`; `perft report --index docs` writes docs/index.md from every "
+                    "report there. Exit 0 all pass, 1 some count is wrong, 2 bad input or broken engine.")
     p.add_argument("--out", type=cliargs.output_dir, default="report", metavar="DIR", help="output folder (default: ./report)")
-    p.add_argument("--name", default="conformance", metavar="NAME", help="file stem (default: conformance)")
+    p.add_argument("--name", default=None, metavar="NAME",
+                   help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
+                        "else the engine's program name)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
+    p.add_argument("--engine", default=None, metavar="CMD",
+                   help="engine under test instead of our backend: python-chess or a command line")
+    _protocol_args(p)
+    p.add_argument("--suites", nargs="+", default=None, metavar="SUITE",
+                   help="suites (or FILE.epd / FILE.csv) to run (default: every bundled suite)")
+    p.add_argument("--index", default=None, metavar="DIR",
+                   help="write DIR/index.md from every report DIR/*.json (no engine is run)")
     p.add_argument("--threads", type=cliargs.positive_int, default=os.cpu_count() or 1, metavar="N",
                    help="threads for the backend (default: all cores)")
     _budget_args(p)
-    p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S", help=argparse.SUPPRESS)
+    p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S",
+                   help=f"seconds one command of an --engine may take (default {DEFAULT_TIMEOUT:g})")
     p.add_argument("--json", action="store_true", help="print the paths and totals as JSON; no progress bar")
     p.set_defaults(func=cmd_report)
+
+
+def _protocol_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--protocol", choices=PROTOCOLS, default="uci",
+                   help="how to talk to an engine command: uci (go perft), perftree, or cli (a program "
+                        "that prints only a total; the command holds {fen} and {depth}) (default uci)")
+    p.add_argument("--total-regex", default=None, metavar="REGEX",
+                   help="with --protocol cli: read the total from the first group of the last line matching REGEX")
+    p.add_argument("--reference", default="auto", metavar="REF",
+                   help="reference for localizing: auto (default: python-chess for our own backends, else gpu "
+                        "when usable, else cpu), python-chess, cpu, gpu, or a command line")
+    p.add_argument("--reference-protocol", choices=("uci", "perftree"), default="uci",
+                   help="protocol of a reference command (default uci)")
+    p.add_argument("--reference-tt", action="store_true",
+                   help="our reference backend counts through transposition tables")
+    p.add_argument("--verify-seed", type=cliargs.seed, default=None, metavar="SEED",
+                   help="with --reference-tt: re-count each differing child with this Zobrist key seed before "
+                        "believing it")
 
 
 def _engine_args(p: argparse.ArgumentParser, default_engine: str | None) -> None:
     p.add_argument("--engine", required=default_engine is None, default=default_engine, metavar="CMD",
                    help="engine under test: cpu, gpu, python-chess, or a command line"
                         + (f" (default {default_engine})" if default_engine else ""))
-    p.add_argument("--protocol", choices=("uci", "perftree"), default="uci",
-                   help="how to talk to an engine command (default uci)")
-    p.add_argument("--reference", default="python-chess", metavar="REF",
-                   help="reference for localizing: python-chess (default), cpu, gpu, or a command line")
-    p.add_argument("--reference-protocol", choices=("uci", "perftree"), default="uci",
-                   help="protocol of a reference command (default uci)")
+    _protocol_args(p)
     p.add_argument("--threads", type=cliargs.positive_int, default=1, metavar="N",
                    help="threads for our backends (default 1)")
     p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S",
@@ -106,6 +135,8 @@ def _budget_args(p: argparse.ArgumentParser) -> None:
                    help=f"skip rows expecting more than N nodes (default {DEFAULT_MAX_NODES:,})")
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="stop starting new rows after S seconds; the rest are 'skipped' (default: no limit)")
+    p.add_argument("--localize-seconds", type=cliargs.seconds, default=600.0, metavar="S",
+                   help="give up localizing one failing position after S seconds (default 600)")
 
 
 # -- argument types ---------------------------------------------------------------------------
@@ -140,11 +171,37 @@ def _check_fen(fen: str) -> None:
         raise BadInput(f"bad FEN {fen!r}: {', '.join(names)}")
 
 
-def _make(spec: str, protocol: str, args) -> object:
+def _make(spec: str, protocol: str, args, *, reference: bool = False) -> object:
+    """The engine under test (``reference=False``: ``--total-regex`` applies) or the reference
+    (``--reference-tt``, ``--verify-seed`` apply)."""
+    if reference:
+        options = {"tt": args.reference_tt, "verify_seed": args.verify_seed}
+        if (args.reference_tt or args.verify_seed is not None) and spec not in ("cpu", "gpu", "gpu-emulated"):
+            raise BadInput(f"--reference-tt and --verify-seed need our backend as the reference (cpu, gpu), not {spec!r}")
+    else:
+        if args.total_regex is not None and protocol != "cli":
+            raise BadInput("--total-regex needs --protocol cli")
+        options = {"total_regex": args.total_regex}
     try:
-        return make_engine(spec, protocol=protocol, timeout=args.timeout, threads=args.threads)
+        return make_engine(spec, protocol=protocol, timeout=args.timeout, threads=args.threads, **options)
     except ValueError as exc:
         raise BadInput(str(exc)) from None
+
+
+def _reference_spec(spec: str, engine_spec: str) -> str:
+    """Resolve ``--reference auto``: python-chess for our own backends (independent code), else the
+    fastest of ours that runs here: gpu when CuPy and a device are usable, else cpu."""
+    if spec != "auto":
+        return spec
+    if engine_spec in ("cpu", "gpu", "gpu-emulated"):
+        return "python-chess"
+    try:
+        from perft_core.gpu.registry import get_driver
+
+        get_driver("gpu")
+    except Exception:  # ImportError, ValueError: no usable GPU here
+        return "cpu"
+    return "gpu"
 
 
 def _command_line(command: str, args, keys: list[str]) -> str:
@@ -185,12 +242,13 @@ def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_p
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     engine = _make(engine_spec, protocol, args)
-    reference = _make(reference_spec, reference_protocol, args)
+    reference = _make(_reference_spec(reference_spec, engine_spec), reference_protocol, args, reference=True)
     budgeted = sum(r.nodes for r in rows if r.nodes <= args.max_nodes)
     with engine, reference, _progress(not args.json, budgeted) as progress:
-        engine.divide(chess.STARTING_FEN, 1)  # an engine that cannot even start fails once, here
+        engine.perft(chess.STARTING_FEN, 1)  # an engine that cannot even start fails once, here
         run = run_suite(engine, rows, reference=reference, max_nodes=args.max_nodes,
-                        max_seconds=args.max_seconds, suites=names, progress=progress)
+                        max_seconds=args.max_seconds, localize_seconds=args.localize_seconds, suites=names,
+                        progress=progress)
     run.command = command
     return run
 
@@ -234,12 +292,12 @@ def cmd_diff(args) -> int:
     try:
         _check_fen(args.fen)
         engine = _make(args.engine, args.protocol, args)
-        reference = _make(args.reference, args.reference_protocol, args)
+        reference = _make(_reference_spec(args.reference, args.engine), args.reference_protocol, args, reference=True)
     except BadInput as exc:
         return _error(str(exc))
     try:
         with engine, reference:
-            loc = localize(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds)
+            loc = locate(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds)
     except EngineError as exc:
         return _error(str(exc))
     if loc.kind == "gave_up":
@@ -276,11 +334,31 @@ def cmd_suite(args) -> int:
 
 
 def cmd_report(args) -> int:
-    """``perft report``: run our engine on every table and write NAME.json, NAME.md and NAME.html in OUT."""
-    from oracle.report import write_report
+    """``perft report``: run an engine on every table and write NAME.json, NAME.md and NAME.html in
+    OUT; with ``--index DIR``, write DIR/index.md from the reports there instead."""
+    from oracle.report import write_index, write_report
 
+    if args.index is not None:
+        try:
+            path = write_index(args.index)
+        except (ValueError, OSError) as exc:
+            return _error(str(exc))
+        print(json.dumps({"paths": {"md": str(path)}}) if args.json else f"wrote {path}")
+        return 0
+    engine_spec = args.engine or args.backend
+    if args.name:
+        name = args.name
+    elif args.engine is not None:
+        name = _report_name(args.engine)
+    else:  # never overwrite the CPU engine's published report with another backend's
+        name = "conformance" if args.backend == "cpu" else f"conformance-{args.backend}"
     keys = ["out", "name", "backend", "threads", "max-nodes", "max-seconds"]
+    if args.engine is not None:
+        keys = ["out", "name", "engine", "protocol", "total-regex", "reference", "max-nodes", "max-seconds", "timeout"]
+    args.name = name
     command = _command_line("perft report", args, keys)
+    if args.suites:
+        command += " --suites " + shlex.join(args.suites)
     if args.out.is_dir():  # the files it will write: checked before the run, not after it
         for fmt in ("json", "md", "html"):
             try:
@@ -288,8 +366,8 @@ def cmd_report(args) -> int:
             except argparse.ArgumentTypeError as exc:
                 return _error(f"argument --out: {exc}")
     try:
-        run = _run(args, args.backend, "uci", "python-chess", "uci", None, command)
-        paths = write_report(run, args.out, args.name)
+        run = _run(args, engine_spec, args.protocol, args.reference, args.reference_protocol, args.suites, command)
+        paths = write_report(run, args.out, name)
     except BadInput as exc:
         return _error(str(exc))
     except (EngineError, OSError) as exc:
@@ -309,6 +387,17 @@ def cmd_report(args) -> int:
         print()
         print("wrote " + ", ".join(str(p) for p in paths.values()))
     return run.exit_status
+
+
+def _report_name(command: str) -> str:
+    """A file stem for an engine's report: its program's name (``/usr/games/stockfish`` -> ``stockfish``)."""
+    import re
+
+    try:
+        program = shlex.split(command)[0]
+    except (ValueError, IndexError):
+        program = command
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(program)).strip("-.") or "engine"
 
 
 def main(argv: list[str] | None = None) -> int:

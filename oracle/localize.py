@@ -36,11 +36,15 @@ from dataclasses import asdict, dataclass, field
 
 import chess
 
-from oracle.engines import Engine, board_from, check_depth, fen_of
+from oracle.engines import Engine, EngineError, board_from, check_depth, fen_of
 
 __all__ = ["Level", "Localization", "canonical_divide", "localize"]
 
-KINDS = ("agree", "moves", "count", "inconsistent", "gave_up")
+KINDS = ("agree", "moves", "count", "inconsistent", "gave_up", "move_count", "tree_walk")
+
+#: What :meth:`Localization.describe` says when a total-only engine's node differs but every child agrees.
+TREE_WALK = ("the engine's count of this node differs from the sum of its own counts of the children: "
+             "its tree walk, not its move generation here, is wrong")
 
 
 @dataclass
@@ -62,6 +66,9 @@ class Level:
     engine_total: int
     reference_total: int | None
     mismatch: str | None = None
+    engine_sum: int | None = None
+    seconds: float = 0.0
+    engine_calls: int = 0
 
 
 @dataclass
@@ -72,7 +79,14 @@ class Localization:
     ``missing`` / ``extra`` moves), ``"count"`` (same moves, but at one ply the engine counts a move
     other than once: see ``wrong``), ``"inconsistent"`` (the engine's count for the last move of
     ``path`` at its parent differs from its own divide at ``fen``, which agrees with the reference),
-    ``"gave_up"`` (``max_seconds`` ran out; ``levels`` hold what was seen).
+    ``"gave_up"`` (``max_seconds`` ran out; ``levels`` hold what was seen); for total-only engines
+    also ``"move_count"`` (at one ply left the engine counts another number of moves than there are
+    legal moves: ``legal`` lists them) and ``"tree_walk"`` (every child, counted from its own FEN,
+    agrees, but the engine's count of the node does not: :data:`TREE_WALK`).
+    ``method``: ``"divide"`` (:func:`localize`) or ``"children"`` (:func:`oracle.drill.drill`);
+    ``engine_calls``: runs of the engine; ``judged``: who judged what, one sentence each;
+    ``confirmed``: whether the independent judge (python-chess) agrees with the reference at ``fen``
+    (None when it was not asked); ``legal``: the legal moves at ``fen`` (``"move_count"``).
     ``path``: canonical UCI moves from the root to ``fen``; ``depth_left``: plies counted at ``fen``;
     ``wrong``: ``{move: [engine nodes, reference nodes]}`` at ``fen``; ``seconds``: wall time.
     """
@@ -91,6 +105,11 @@ class Localization:
     levels: list[Level] = field(default_factory=list)
     reproduces_from_fen: bool | None = None
     seconds: float = 0.0
+    method: str = "divide"
+    engine_calls: int = 0
+    judged: list[str] = field(default_factory=list)
+    confirmed: bool | None = None
+    legal: list[str] = field(default_factory=list)
 
     @property
     def agree(self) -> bool:
@@ -130,6 +149,15 @@ class Localization:
                     f"  inconsistent engine: at the parent it counts {parent.engine.get(last)} nodes below {last} "
                     f"(reference {parent.reference.get(last)}), but its divide after {last} "
                     f"adds up to {self.levels[-1].engine_total}, as the reference does")
+        elif self.kind == "move_count":
+            level = self.levels[-1]
+            lines.append(f"  the engine counts {level.engine_total} moves here; there are {level.reference_total} legal moves:")
+            lines.append("  legal:   " + (" ".join(self.legal) or "(none)"))
+        elif self.kind == "tree_walk":
+            level = self.levels[-1]
+            lines.append(f"  {TREE_WALK}")
+            lines.append(f"  the engine's count of this node: {level.engine_total}; the sum of its counts of the "
+                         f"children: {level.engine_sum} (reference {level.reference_total})")
         elif self.kind == "gave_up":
             lines.append(f"  gave up after {self.seconds:.1f} s (max_seconds)")
         if self.reproduces_from_fen is False:
@@ -138,9 +166,19 @@ class Localization:
         lines.append("  counts on the way down (engine / reference):")
         for level in self.levels:
             move = level.mismatch
-            detail = (f"{move}: {level.engine.get(move)} / {level.reference.get(move)}" if move
-                      else f"total {level.engine_total} / {level.reference_total if level.reference_total is not None else '?'}")
+            if self.method == "children":
+                detail = f"node {level.engine_total} / {level.reference_total if level.reference_total is not None else '?'}"
+                if level.engine_sum is not None:
+                    detail += f", children sum {level.engine_sum}"
+                if move:
+                    detail += f"; {move}: {level.engine.get(move)} / {level.reference.get(move)}"
+                detail += f"  ({level.engine_calls} engine calls, {level.seconds:.2f} s)  {level.fen}"
+            else:
+                detail = (f"{move}: {level.engine.get(move)} / {level.reference.get(move)}" if move
+                          else f"total {level.engine_total} / {level.reference_total if level.reference_total is not None else '?'}")
             lines.append(f"    ply {len(level.path)}, depth {level.depth}: {detail}")
+        for sentence in self.judged:
+            lines.append(f"  judged: {sentence}")
         return "\n".join(lines)
 
 
@@ -235,6 +273,15 @@ def localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
                 return finish("agree")
             return finish("inconsistent")
         level.mismatch = mismatch
+        recount = getattr(reference, "recount", None) if d > 1 else None
+        if recount is not None:  # a reference with a second key seed re-counts before it is believed
+            again = recount(fen, d - 1, ref_moves + [ref_spelled[mismatch]])
+            if again is not None and again != level.reference[mismatch]:
+                raise EngineError(reference.name, f"it counted {level.reference[mismatch]} below {mismatch} at "
+                                  f"{fen_of(board)}, its re-count under key seed {reference.verify_seed:#x} {again}")
+            if again is not None:
+                result.judged.append(f"{reference.name} re-counted {' '.join(path + [mismatch])} under key seed "
+                                     f"{reference.verify_seed:#x}: {again}")
         if d == 1:
             result.wrong = {mismatch: [eng[mismatch], 1]}
             _check_reproduction(result, engine, board, d)

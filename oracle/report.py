@@ -6,6 +6,10 @@
   their localized positions, and per-suite tables (every row for small suites, per depth for big ones).
 - ``NAME.html``: one self-contained page (template ``oracle/templates/report.html.j2``): the same,
   every row of every suite, and an inline SVG chart of nodes/s by suite and depth (no scripts).
+
+Every failure has an anchor (:func:`failure_anchor`) in the Markdown and the HTML, so that the
+index of all reports in a folder (:func:`write_index`, ``index.md``: one row per engine, one column
+per suite) can link to each localized failure.
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ import jinja2
 
 from oracle.runner import RowResult, RunResult, SuiteSummary
 
-__all__ = ["FORMATS", "render_html", "render_json", "render_markdown", "speed_chart_svg", "write_report"]
+__all__ = ["FORMATS", "failure_anchor", "render_html", "render_index", "render_json", "render_markdown",
+           "speed_chart_svg", "write_index", "write_report"]
 
 FORMATS = ("json", "md", "html")
 #: Suites with at most this many rows get a row-by-row table in Markdown (the rest: per depth).
@@ -176,6 +181,14 @@ def _by_depth(rows: list[RowResult]) -> list[list[str]]:
     return out
 
 
+def failure_anchor(row: RowResult) -> str:
+    """The anchor of a failing row in the Markdown and HTML reports: ``fail-<suite>-<id>-<depth>``
+    with every character outside ``[A-Za-z0-9_-]`` turned into ``-``."""
+    import re
+
+    return "fail-" + re.sub(r"[^A-Za-z0-9_-]+", "-", f"{row.suite}-{row.id}-{row.depth}").strip("-")
+
+
 def _failure_text(row: RowResult) -> str:
     if row.status == "error":
         return row.error or "engine error"
@@ -207,7 +220,8 @@ def render_markdown(run: RunResult) -> str:
     if not failures:
         lines.append("None.")
     for row in failures:
-        lines += [f"### {row.suite} / {row.id}, depth {row.depth}: {row.status}", "",
+        lines += [f'<a id="{failure_anchor(row)}"></a>', "",
+                  f"### {row.suite} / {row.id}, depth {row.depth}: {row.status}", "",
                   f"`{row.fen}` expected {fmt_int(row.expected)}, got {fmt_int(row.got)}", "",
                   "```", _failure_text(row), "```", ""]
 
@@ -307,8 +321,122 @@ def render_html(run: RunResult) -> str:
         suites.append({"name": suite, "rows": rows, "open": len(rows) <= 200,
                        "summary": next((s for s in run.summary() if s.suite == suite), None),
                        "sources": run.sources.get(suite, [])})
-    failures = [{"row": row, "text": _failure_text(row)} for row in run.failures()]
+    failures = [{"row": row, "text": _failure_text(row), "anchor": failure_anchor(row)} for row in run.failures()]
     return _environment().get_template("report.html.j2").render(
         run=run, ok=run.ok, status_line=_status_line(run).replace("**", ""), facts=_facts(run),
         summary=run.summary(), summary_header=_SUMMARY_HEADER, summary_cells=_summary_cells,
         chart=speed_chart_svg(run), suites=suites, failures=failures)
+
+
+# ---------------------------------------------------------------------------------------------
+# the index of every report in a folder
+
+
+def _load_reports(folder: Path) -> list[tuple[Path, RunResult]]:
+    """Every conformance report ``folder/*.json`` (files that are not a run are left out).
+
+    Raises ``ValueError`` naming a file that is not JSON or not a readable run.
+    """
+    reports = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not a readable JSON report: {exc}") from None
+        if not isinstance(data, dict) or "engine" not in data or "rows" not in data:
+            continue
+        try:
+            reports.append((path, RunResult.from_dict(data)))
+        except (TypeError, KeyError) as exc:
+            raise ValueError(f"{path}: not a conformance report: {exc}") from None
+    return reports
+
+
+def _index_cell(s: SuiteSummary | None) -> str:
+    if s is None or (s.rows == 0 and s.over_budget == 0):
+        return "-"
+    parts = [f"{s.passed:,} pass", f"{s.failed:,} fail"]
+    if s.errors:
+        parts.append(f"{s.errors:,} error")
+    if s.skipped:
+        parts.append(f"{s.skipped:,} skipped")
+    parts.append(f"{s.over_budget:,} over budget")
+    return " / ".join(parts)
+
+
+def _verdict(loc) -> str:
+    """A few words for a localization's kind (the index's failure list)."""
+    if loc.kind == "moves":
+        return ("missing " + (" ".join(loc.missing) or "-") + ", extra " + (" ".join(loc.extra) or "-"))
+    if loc.kind == "count":
+        return "moves counted twice: " + " ".join(sorted(loc.wrong))
+    if loc.kind == "move_count" and loc.levels:
+        return f"{loc.levels[-1].engine_total} moves counted, {loc.levels[-1].reference_total} legal"
+    if loc.kind == "tree_walk":
+        return "tree walk wrong (every child agrees, the node does not)"
+    return {"inconsistent": "inconsistent counts", "gave_up": "not localized in time"}.get(loc.kind, loc.kind)
+
+
+def render_index(reports: list[tuple[Path, RunResult]]) -> str:
+    """The index page (Markdown) over ``reports`` (``(json path, run)`` pairs): one row per
+    engine report, one column per suite (pass / fail / over budget), links to each report and
+    to every localized failure in it."""
+    from oracle import tables
+
+    suites: list[str] = [name for name in tables.SUITES if any(name in run.suites for _, run in reports)]
+    for _, run in reports:
+        suites += [name for name in run.suites if name not in suites]
+    lines = ["# Perft conformance reports", "",
+             "One row per engine report in this folder; each suite's cell gives rows that passed, failed "
+             "and were over the node budget (not run). Regenerate with `perft report --index docs`; the "
+             "commands that produced each report are in the report itself and in the README.", ""]
+    rows = []
+    for path, run in reports:
+        per = {s.suite: s for s in run.summary()}
+        link = f"[{path.stem}]({path.stem}.md)"
+        machine = run.environment.get("machine", {})
+        where = machine.get("gpu") or machine.get("cpu") or "-"
+        rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-"]
+                    + [_index_cell(per.get(name)) for name in suites])
+    lines += _md_table(["report", "engine", "verdict", "machine", "date"] + suites, rows)
+    lines += ["", "## Localized failures", ""]
+    any_failure = False
+    for path, run in reports:
+        failures = run.failures()
+        if not failures:
+            continue
+        any_failure = True
+        lines += [f"### {run.engine} ([{path.stem}]({path.stem}.md))", ""]
+        for row in failures:
+            loc = row.localization
+            what = row.status
+            if loc is not None and loc.kind != "agree":
+                what = _verdict(loc) + f" at `{loc.fen}`" + (f" after {' '.join(loc.path)}" if loc.path else "")
+            elif row.localized_at is not None:
+                what = f"same position as {row.localized_at}"
+            elif row.status == "error":
+                what = "engine error: " + (row.error or "").splitlines()[0]
+            lines.append(f"- [{row.suite} / {row.id}, depth {row.depth}]({path.stem}.md#{failure_anchor(row)}): "
+                         f"expected {fmt_int(row.expected)}, got {fmt_int(row.got)}; {what}")
+        lines.append("")
+    if not any_failure:
+        lines.append("None.")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_index(folder: str | Path) -> Path:
+    """Write ``folder/index.md`` from every report ``folder/*.json``; return its path.
+
+    Raises ``ValueError`` when the folder holds no report or a report cannot be read, ``OSError``
+    when the index cannot be written.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ValueError(f"{folder}: not a folder")
+    reports = _load_reports(folder)
+    if not reports:
+        raise ValueError(f"{folder}: no conformance report (*.json) in it")
+    path = folder / "index.md"
+    path.write_text(render_index(reports), encoding="utf-8")
+    return path
+

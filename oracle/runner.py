@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 
 from oracle.engines import Engine, EngineError, PythonChessEngine, board_from
 from perft_core import provenance
-from oracle.localize import Localization, localize
+from oracle.drill import locate
+from oracle.localize import Localization
 
 __all__ = ["RowResult", "RunResult", "SuiteSummary", "environment", "run_suite", "select_rows"]
 
@@ -187,14 +188,17 @@ class RunResult:
 
 
 def select_rows(suites: Sequence[str] | None = None) -> tuple[list[str], list]:
-    """The bundled table rows of ``suites`` (all of :data:`oracle.tables.SUITES` when empty/None).
+    """The table rows of ``suites`` (all of :data:`oracle.tables.SUITES` when empty/None): bundled
+    suite names, or users' files ``FILE.epd`` / ``FILE.csv`` (:func:`oracle.tables.load_file`).
 
-    Returns ``(suite names, rows)``; raises ``ValueError`` for an unknown suite name.
+    Returns ``(suite names, rows)``; raises ``ValueError`` for an unknown suite name or a bad file
+    (the message names the file and line).
     """
     from oracle import tables
 
     names = list(suites) if suites else list(tables.SUITES)
-    rows = [row for name in names for row in tables.load(name)]
+    rows = [row for name in names
+            for row in (tables.load(name) if name in tables.SUITES else tables.load_file(name))]
     return names, rows
 
 
@@ -212,7 +216,8 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
     measured over the rows counted so far in this run) exceeds the budget left: it is not started. Rows run cheapest first (so a time budget covers as many as possible) and are
     reported in table order. Engine failures mark the row ``"error"`` and the run goes on.
     Each failing position is localized once, at its smallest failing depth, against ``reference``
-    (default: :class:`oracle.engines.PythonChessEngine`), each search limited to
+    (default: :class:`oracle.engines.PythonChessEngine`; total-only engines through
+    :func:`oracle.drill.drill`), each search limited to
     ``localize_seconds``. ``progress(row_result, rows_done, rows_total)`` is called after each row.
     Returns a :class:`RunResult`.
     """
@@ -292,7 +297,7 @@ def _localize_failures(engine: Engine, reference: Engine, results: list[RowResul
     for failing in by_position.values():
         first = min(failing, key=lambda r: r.depth)
         try:
-            first.localization = localize(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
+            first.localization = locate(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
         except (EngineError, ValueError) as exc:
             first.error = f"could not localize: {exc}"
             continue

@@ -11,7 +11,19 @@ cpw            cpw_perft_results.csv (Chess Programming Wiki)         57 (7), de
 tricky         pychess_tricky.csv (python-chess tricky.perft)         67 (19), depths 1-5
 perftsuite     perftsuite.csv + perftsuite_extras.csv                 764 (129), depths 1-6
 chess960       chess960_fischer_ethereal.csv (CPW Chess960 perft)     5760 (960), depths 1-6
+deep           deep_counts.csv (computed on a GPU three ways, below)  filled by ci/deep_counts.py
 =============  =====================================================  ==========================
+
+The ``deep`` table holds counts beyond the published depths, each counted on a GPU three ways
+(no TT; TT with the default Zobrist key seed; TT with a second seed) that agreed, with provenance
+columns (``status`` ``computed`` or ``published``: a published count re-counted the same way,
+``version``, ``commit``, ``gpu``, ``date``, ``seconds_nott``, ``seconds_tt``, ``seconds_tt_seed2``).
+It may hold no row yet (header only); its rows are far over the default node budget, so a CPU run
+reports them ``over budget``.
+
+Users' own tables: :func:`load_file` reads ``FILE.epd`` (the EPD perft format of perftsuite.epd,
+``FEN ;D1 20 ;D2 400 ...``) and ``FILE.csv`` (header with ``fen``, ``depth``, ``nodes``; ``id``
+and ``source`` optional).
 
 ``nodes`` are Python ints: the deepest start-position counts exceed 2**63.
 
@@ -53,9 +65,9 @@ from importlib import resources
 
 import chess
 
-__all__ = ["TAGS", "SUITES", "TableRow", "load", "load_all", "budget", "unique_positions", "tags"]
+__all__ = ["TAGS", "SUITES", "TableRow", "load", "load_all", "load_file", "budget", "unique_positions", "tags"]
 
-SUITES: tuple[str, ...] = ("startpos", "cpw", "tricky", "perftsuite", "chess960")
+SUITES: tuple[str, ...] = ("startpos", "cpw", "tricky", "perftsuite", "chess960", "deep")
 """The suite names, in the order ``load_all`` returns them."""
 
 TAGS: tuple[str, ...] = (
@@ -69,7 +81,11 @@ _FILES: dict[str, tuple[str, ...]] = {
     "tricky": ("pychess_tricky.csv",),
     "perftsuite": ("perftsuite.csv", "perftsuite_extras.csv"),
     "chess960": ("chess960_fischer_ethereal.csv",),
+    "deep": ("deep_counts.csv",),
 }
+#: Columns of ``deep_counts.csv``, in order (``ci/deep_counts.py`` writes them).
+DEEP_COLUMNS = ("id", "fen", "depth", "nodes", "source", "status", "version", "commit", "gpu", "date",
+                "seconds_nott", "seconds_tt", "seconds_tt_seed2")
 _UNIQUE_POSITIONS_FILE = "unique_positions_A083276.csv"
 
 
@@ -173,6 +189,83 @@ def load(suite: str) -> list[TableRow]:
     Raises ValueError for a name not in ``SUITES`` (the message lists the names).
     """
     return list(_load(suite))
+
+
+class TableFileError(ValueError):
+    """A user's table file that cannot be read; the message names the file and line."""
+
+
+def load_file(path: str) -> list[TableRow]:
+    """The rows of a user's table: ``FILE.epd`` or ``FILE.csv`` (see the module docstring).
+
+    Every row's ``suite`` and ``source`` are ``path``; ids are ``line<N>`` unless the CSV has an
+    ``id`` column. Raises :class:`TableFileError` (a ValueError) naming the file and line for a
+    file that cannot be read, an unknown extension, a bad FEN, depth or count, or no row at all.
+    """
+    import os
+
+    ext = os.path.splitext(path)[1].lower()
+    if ext not in (".epd", ".csv"):
+        raise TableFileError(f"unknown suite {path!r}; known suites: {', '.join(SUITES)}; "
+                             "or a table file FILE.epd / FILE.csv")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TableFileError(f"{path}: cannot read it: {exc}") from None
+    raw_rows = _epd_rows(path, text) if ext == ".epd" else _csv_rows(path, text)
+    if not raw_rows:
+        raise TableFileError(f"{path}: no perft row in it")
+    rows = []
+    for line, row_id, fen, depth, nodes in raw_rows:
+        try:
+            chess960 = _needs_chess960(fen)
+            row_tags = tags(fen, chess960)
+        except ValueError as exc:
+            raise TableFileError(f"{path}:{line}: bad FEN {fen!r}: {exc}") from None
+        rows.append(TableRow(suite=path, id=row_id, fen=fen, depth=depth, nodes=nodes, source=path,
+                             tags=row_tags, chess960=chess960))
+    return rows
+
+
+def _count(path: str, line: int, what: str, text: str) -> int:
+    text = text.strip()
+    if not text.isdigit():
+        raise TableFileError(f"{path}:{line}: {what} must be a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def _epd_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fen, *fields = (part.strip() for part in line.split(";"))
+        if not fields:
+            raise TableFileError(f"{path}:{number}: no ';D<depth> <nodes>' field after the FEN")
+        for field in fields:
+            parts = field.split()
+            if len(parts) != 2 or not parts[0].upper().startswith("D"):
+                raise TableFileError(f"{path}:{number}: expected ';D<depth> <nodes>', got {field!r}")
+            depth = _count(path, number, "the depth", parts[0][1:])
+            rows.append((number, f"line{number}", fen, depth, _count(path, number, "the node count", parts[1])))
+    return rows
+
+
+def _csv_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in ("fen", "depth", "nodes") if c not in (reader.fieldnames or [])]
+    if missing:
+        raise TableFileError(f"{path}:1: the header must name fen, depth and nodes; missing {', '.join(missing)}")
+    rows = []
+    for raw in reader:
+        number = reader.line_num
+        if any(raw.get(c) is None for c in ("fen", "depth", "nodes")):
+            raise TableFileError(f"{path}:{number}: too few fields")
+        rows.append((number, (raw.get("id") or "").strip() or f"line{number}", raw["fen"].strip(),
+                     _count(path, number, "the depth", raw["depth"]),
+                     _count(path, number, "the node count", raw["nodes"])))
+    return rows
 
 
 def load_all() -> list[TableRow]:

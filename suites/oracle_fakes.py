@@ -1,11 +1,12 @@
 """Shared by the oracle's tests: the broken move generators (fake_engines/broken.py, which the fake
-UCI and perftree engines also run as scripts) and the in-process engine that plants one of them."""
+UCI, perftree and total-only engines also run as scripts) and the in-process engines that plant one
+of them (with a divide: :class:`Broken`; total-only: :class:`TotalOnlyFake`)."""
 from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
 
-from oracle.engines import PythonChessEngine
+from oracle.engines import PythonChessEngine, TotalOnlyEngine, board_from
 
 FAKES = Path(__file__).parent / "fake_engines"
 _spec = importlib.util.spec_from_file_location("oracle_test_broken", FAKES / "broken.py")
@@ -23,3 +24,27 @@ class Broken(PythonChessEngine):
 
     def moves(self, board):
         return self.generate(board)
+
+
+class TotalOnlyFake(TotalOnlyEngine):
+    """An in-process total-only engine (no divide) with a planted bug: a bug of ``broken.BUGS``
+    (move generation), or ``"walk"`` (tree walk: with 4 or more plies to go at the root of its
+    own walk it leaves out its last root move's subtree), as fake_engines/total_only.py does."""
+
+    def __init__(self, bug: str = "good"):
+        self.bug = bug
+        self.name = f"total-only:{bug}"
+        self.generate = broken.BUGS.get(bug, broken.legal)
+        self.calls = 0
+
+    def _perft(self, fen, depth):
+        self.calls += 1
+        board = board_from(fen)
+        if self.bug == "walk" and depth >= 4:
+            nodes = 0
+            for move in self.generate(board)[:-1]:
+                board.push(move)
+                nodes += broken.perft(board, depth - 1, self.generate)
+                board.pop()
+            return nodes
+        return broken.perft(board, depth, self.generate)

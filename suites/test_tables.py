@@ -11,9 +11,12 @@ not cost 6,500 pytest items. The ``slow`` test takes every other row up to
 from __future__ import annotations
 
 import collections
+import csv
+import io
 import os
 import subprocess
 import sys
+from importlib import resources
 from itertools import groupby
 from pathlib import Path
 
@@ -29,7 +32,10 @@ THREADED_FROM_NODES = 5_000_000  # rows this big are counted with every core
 CPUS = os.cpu_count() or 1
 
 ROWS = tables.load_all()
-SIZES = {"startpos": 16, "cpw": 57, "tricky": 67, "perftsuite": 764, "chess960": 5760}
+SIZES = {"startpos": 16, "cpw": 57, "tricky": 67, "perftsuite": 764, "chess960": 5760,
+         # the deep table grows when ci/deep_counts.py runs on a GPU: its rows, read as plain CSV
+         "deep": sum(1 for _ in csv.DictReader(io.StringIO(
+             resources.files("oracle.data").joinpath("deep_counts.csv").read_text(encoding="utf-8"))))}
 UNREACHABLE_TRICKY = {
     "align-diag-1", "align-diag-2", "align-horizontal", "align-ep", "align-ep-pinned", "ep-unrelated-check",
 }
@@ -100,7 +106,7 @@ def test_known_counts_from_fen_text(engine, group):
 
 
 @pytest.mark.parametrize(
-    "group", _batch_params([r for r in ROWS if r.suite in ("perftsuite", "chess960") and _in_default_run(r)])
+    "group", _batch_params([r for r in ROWS if r.suite in ("perftsuite", "chess960", "deep") and _in_default_run(r)])
 )
 def test_known_counts_within_budget(engine, group):
     _check_rows(engine, group)
@@ -157,7 +163,7 @@ def test_divide_threads_agree(engine):
 # --- the tables themselves --------------------------------------------------------------------
 
 def test_suites_load_with_expected_sizes():
-    assert tables.SUITES == ("startpos", "cpw", "tricky", "perftsuite", "chess960")
+    assert tables.SUITES == ("startpos", "cpw", "tricky", "perftsuite", "chess960", "deep")
     assert {suite: len(tables.load(suite)) for suite in tables.SUITES} == SIZES
     assert len(ROWS) == sum(SIZES.values())
     assert [r.suite for r in ROWS] == [s for s in tables.SUITES for _ in range(SIZES[s])]

@@ -11,6 +11,9 @@ Implementations:
   and prints Stockfish's format (``e2e4: 13160`` lines, a blank line, ``Nodes searched: N``).
 - :class:`PerftreeEngine` — a perftree-style script run once per query as
   ``CMD depth "fen" "moves"``, printing ``e2e4 13160`` lines, a blank line and the total.
+- :class:`CliEngine` — a program that prints only a total (``Perft(08): N``, ``Nodes searched: N``),
+  run once per query from a template ``"CMD {fen} {depth}"``: a :class:`TotalOnlyEngine`
+  (``supports_divide`` False), localized by :func:`oracle.drill.drill`.
 
 Every failure of an engine (it crashed, timed out, or printed something unreadable) raises
 :class:`EngineError`, which names the engine, the command it was sent and what came back.
@@ -27,11 +30,13 @@ from oracle.engines.base import (
     BaseEngine,
     Engine,
     EngineError,
+    TotalOnlyEngine,
     board_from,
     check_depth,
     fen_of,
     needs_chess960,
 )
+from oracle.engines.cli import CliEngine
 from oracle.engines.core import CoreEngine
 from oracle.engines.perftree import PerftreeEngine
 from oracle.engines.pychess import PythonChessEngine
@@ -40,11 +45,13 @@ from oracle.engines.uci import UciEngine
 __all__ = [
     "DEFAULT_TIMEOUT",
     "BaseEngine",
+    "CliEngine",
     "CoreEngine",
     "Engine",
     "EngineError",
     "PerftreeEngine",
     "PythonChessEngine",
+    "TotalOnlyEngine",
     "UciEngine",
     "board_from",
     "check_depth",
@@ -53,21 +60,29 @@ __all__ = [
     "needs_chess960",
 ]
 
+PROTOCOLS = ("uci", "perftree", "cli")
+
+
 def make_engine(spec: str, *, protocol: str = "uci", timeout: float | None = DEFAULT_TIMEOUT,
-                threads: int = 1) -> BaseEngine:
+                threads: int = 1, total_regex: str | None = None, tt: bool = False,
+                verify_seed: int | None = None) -> BaseEngine:
     """Build an engine from a command-line spec.
 
     ``"python-chess"`` -> :class:`PythonChessEngine`; ``"cpu"``, ``"gpu"``, ``"gpu-emulated"`` ->
-    :class:`CoreEngine` with that backend; anything else is a shell-style command line run with
-    ``protocol`` ``"uci"`` (:class:`UciEngine`) or ``"perftree"`` (:class:`PerftreeEngine`).
-    Raises ``ValueError`` for an empty command or an unknown protocol.
+    :class:`CoreEngine` with that backend (``threads``, ``tt``, ``verify_seed`` apply to these);
+    anything else is a shell-style command line run with ``protocol`` ``"uci"``
+    (:class:`UciEngine`), ``"perftree"`` (:class:`PerftreeEngine`) or ``"cli"`` (:class:`CliEngine`,
+    a template with ``{fen}`` and ``{depth}``; ``total_regex`` reads its total).
+    Raises ``ValueError`` for an empty command, an unknown protocol, or options that do not fit.
     """
     if spec == "python-chess":
         return PythonChessEngine()
     if spec in ("cpu", "gpu", "gpu-emulated"):
-        return CoreEngine(spec, threads=threads)
+        return CoreEngine(spec, threads=threads, tt=tt, verify_seed=verify_seed)
     if protocol == "uci":
         return UciEngine(spec, timeout=timeout)
     if protocol == "perftree":
         return PerftreeEngine(spec, timeout=timeout)
-    raise ValueError(f"unknown protocol {protocol!r} (expected 'uci' or 'perftree')")
+    if protocol == "cli":
+        return CliEngine(spec, total_regex=total_regex, timeout=timeout)
+    raise ValueError(f"unknown protocol {protocol!r} (expected one of {', '.join(PROTOCOLS)})")

@@ -118,9 +118,15 @@ class Engine(Protocol):
 
 
 class BaseEngine:
-    """Shared plumbing: depth checks, ``perft`` as the sum of ``divide``, a context manager."""
+    """Shared plumbing: depth checks, ``perft`` as the sum of ``divide``, a context manager.
+
+    ``supports_divide``: True when the engine can split a count by root move; the localizer
+    (:func:`oracle.localize.localize`) needs it, total-only engines go through
+    :func:`oracle.drill.drill` instead.
+    """
 
     name = "engine"
+    supports_divide = True
 
     def divide(self, fen: str, depth: int, moves: Sequence[str] = ()) -> dict[str, int]:
         """Nodes below each legal move: ``{uci: nodes}``; ``{}`` at depth 0 or with no legal move.
@@ -154,3 +160,40 @@ class BaseEngine:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+class TotalOnlyEngine(BaseEngine):
+    """An engine whose only answer is a total: ``perft(fen, depth, moves) -> nodes``, no divide.
+
+    Subclasses implement :meth:`_perft` (``fen`` is a standalone FEN, ``depth >= 1``). ``moves``
+    given to :meth:`perft` are played with python-chess first and the engine gets the FEN of the
+    position after them (:func:`fen_of`), since such a program takes nothing but a FEN.
+    :meth:`divide` raises :class:`EngineError`: build a divide from the children's FENs instead
+    (:func:`oracle.drill.drill` does).
+    """
+
+    supports_divide = False
+
+    def perft(self, fen: str, depth: int, moves: Sequence[str] = ()) -> int:
+        """Leaf nodes at ``depth`` plies below ``fen`` after ``moves``; 1 at depth 0.
+
+        Raises ``ValueError`` for a bad depth, :class:`EngineError` when the position cannot be
+        set up or the engine fails.
+        """
+        if check_depth(depth) == 0:
+            return 1
+        if moves:
+            try:
+                fen = fen_of(board_from(fen, moves))
+            except ValueError as exc:
+                raise EngineError(self.name, "cannot set up the position",
+                                  command=describe_query(fen, depth, moves), output=str(exc)) from exc
+        return self._perft(fen, depth)
+
+    def _perft(self, fen: str, depth: int) -> int:
+        raise NotImplementedError
+
+    def _divide(self, fen, depth, moves):
+        raise EngineError(self.name, "this engine prints only totals, it has no divide "
+                          "(localize it with oracle.drill.drill)", command=describe_query(fen, depth, moves))
+

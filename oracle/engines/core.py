@@ -9,13 +9,22 @@ class CoreEngine(BaseEngine):
     """Our engine, ``perft_core.divide`` / ``perft_core.perft`` with a chosen backend.
 
     ``backend`` is passed through (``"cpu"``, ``"gpu"``, ``"gpu-emulated"``); ``threads`` too.
-    Any error from perft_core while counting is re-raised as :class:`EngineError`.
+    ``tt``: count through transposition tables; ``verify_seed``: the Zobrist key seed with which
+    :meth:`recount` checks a count before the drill believes it (needs ``tt``). The GPU backends
+    use the process's one driver (``perft_core.gpu.registry.get_driver``) for every query.
+    Any error from perft_core while counting (a ``HashVerificationError`` too) is re-raised as
+    :class:`EngineError`. Raises ``ValueError`` for ``verify_seed`` without ``tt``.
     """
 
-    def __init__(self, backend: str = "cpu", *, threads: int = 1):
+    def __init__(self, backend: str = "cpu", *, threads: int = 1, tt: bool = False,
+                 verify_seed: int | None = None):
+        if verify_seed is not None and not tt:
+            raise ValueError("--verify-seed needs --reference-tt (it re-counts through tables with another key seed)")
         self.backend = backend
         self.threads = threads
-        self.name = f"perft_core[{backend}]"
+        self.tt = tt
+        self.verify_seed = verify_seed
+        self.name = f"perft_core[{backend}{', tt' if tt else ''}]"
 
     def _position(self, fen: str, moves: tuple[str, ...]):
         import perft_core
@@ -25,16 +34,20 @@ class CoreEngine(BaseEngine):
             position = position.push(uci)
         return position
 
-    def _call(self, what: str, fen: str, depth: int, moves: tuple[str, ...]):
+    def _call(self, what: str, fen: str, depth: int, moves: tuple[str, ...], verify_seed: int | None = None):
         import perft_core
 
-        command = f"perft_core.{what}({fen!r}, {depth}, backend={self.backend!r}, threads={self.threads})"
+        options = f"backend={self.backend!r}, threads={self.threads}, tt={self.tt}"
+        if verify_seed is not None:
+            options += f", verify_seed={verify_seed:#x}"
+        command = f"perft_core.{what}({fen!r}, {depth}, {options})"
         if moves:
             command += f" after moves {' '.join(moves)}"
         try:
             position = self._position(fen, moves)
             func = perft_core.divide if what == "divide" else perft_core.perft
-            return func(position, depth, backend=self.backend, threads=self.threads, progress=False)
+            return func(position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
+                        verify_seed=verify_seed, progress=False)
         except Exception as exc:  # an engine failure, whatever its type, is reported as one
             raise EngineError(self.name, f"{type(exc).__name__} while counting",
                               command=command, output=str(exc)) from exc
@@ -47,3 +60,12 @@ class CoreEngine(BaseEngine):
         if check_depth(depth) == 0:
             return 1
         return int(self._call("perft", fen, depth, tuple(moves)))
+
+    def recount(self, fen: str, depth: int, moves: Sequence[str] = ()) -> int | None:
+        """Count again with the ``verify_seed`` key seed (and the default one) before a count is
+        believed; None when no ``verify_seed`` was given. Raises :class:`EngineError` when the two
+        seeds' counts differ (a hash collision in the tables) or the count fails."""
+        if self.verify_seed is None or check_depth(depth) == 0:
+            return None
+        return int(self._call("perft", fen, depth, tuple(moves), verify_seed=self.verify_seed))
+

@@ -66,3 +66,39 @@ def pump(stream, sink: queue.Queue | collections.deque) -> None:
             stream.close()
         except OSError:
             pass
+
+
+def run_once(argv: list[str], timeout: float | None, name: str) -> tuple[str, str]:
+    """Run ``argv`` to completion in its own session: ``(stdout, output)`` where ``output`` is the
+    tail of stdout and stderr, ready to quote.
+
+    Raises :class:`oracle.engines.base.EngineError` (naming the command, the exit status and the
+    output tail) when the program cannot start, runs past ``timeout`` seconds (its session is then
+    killed and reaped) or exits with a non-zero status.
+    """
+    from oracle.engines.base import EngineError, tail_lines
+
+    sent = shlex.join(argv)
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+    except OSError as exc:
+        raise EngineError(name, f"cannot start: {exc}", command=sent) from exc
+
+    def quoted(out: str, err: str) -> str:
+        return tail_lines(out.splitlines()) + (f"\n[stderr]\n{tail_lines(err.splitlines())}" if err.strip() else "")
+
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill(proc)
+        try:
+            out, err = proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:  # a grandchild left its own session and holds the pipe
+            out, err = "", ""
+        raise EngineError(name, f"timed out after {timeout:g} s", command=sent, output=quoted(out or "", err or "")) from None
+    finally:
+        kill(proc)
+    if proc.returncode != 0:
+        raise EngineError(name, f"crashed (exit status {proc.returncode})", command=sent, output=quoted(out, err))
+    return out, quoted(out, err)

@@ -18,8 +18,9 @@ def get_driver(backend: str, tt_mb: float | None = None):
     One driver per device and process (each holds its arena): a ``TTBfsDriver`` that counts with
     or without transposition tables (its ``tt_enabled``). ``tt_mb`` sizes its TTs (MiB; default
     30 % of its memory), fixed when the driver is made: asking later for another size raises
-    ValueError. The emulated memory comes from ``PERFT_EMULATED_MB`` (default 256 MiB); a
-    fault plan from ``PERFT_FAULT_PLAN`` (see ``FaultPlan``).
+    ValueError. The emulated memory comes from ``PERFT_EMULATED_MB`` (default 256 MiB), the real
+    device's from ``PERFT_GPU_MB`` (default 85 % of the free memory: set it to leave room for
+    another GPU program, e.g. an engine under test); a fault plan from ``PERFT_FAULT_PLAN``.
     Raises ValueError if ``"gpu"`` is asked for and CuPy or a CUDA device is missing.
     """
     drv = _DRIVERS.get(backend)
@@ -50,5 +51,9 @@ def _make_driver(backend: str, tt_mb: float | None):
             cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # ImportError, CUDARuntimeError: no usable GPU here
             raise ValueError(f"backend 'gpu' needs CuPy and a CUDA device: {exc}") from None
-        return TTBfsDriver(CupyKernels(), fault_plan=plan, tt_bytes=tt_bytes)
+        gpu_mb = os.environ.get("PERFT_GPU_MB", "")
+        if gpu_mb and not (gpu_mb.isdigit() and int(gpu_mb) > 0):
+            raise ValueError(f"PERFT_GPU_MB must be a positive number of MiB, got {gpu_mb!r}")
+        return TTBfsDriver(CupyKernels(), memory_bytes=int(gpu_mb) << 20 if gpu_mb else None,
+                           fault_plan=plan, tt_bytes=tt_bytes)
     raise ValueError(f"unknown GPU backend {backend!r}")

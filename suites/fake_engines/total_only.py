@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""A fake total-only perft program for the oracle's tests: ``python total_only.py FEN DEPTH [BUG] [--format F]``.
+
+Prints only totals, like most standalone perft programs: ``Perft(NN): N, time: X seconds`` for each
+depth 1..DEPTH (as perft_gpu_2026 does; ``--format stockfish`` prints one ``Nodes searched: N``).
+BUG (default ``good``) plants one mistake:
+
+- a bug of ``broken.BUGS`` (a move-generation bug, e.g. ``no-ep``, ``no-underpromotion``);
+- ``walk``: a tree-walk bug: when its own walk starts with 4 or more plies to go, it forgets the
+  subtree of its last root move (a loop bound off by one), so at a node with 4 plies left every
+  child counted from its own FEN (3 plies) is right but the node's count is not;
+- ``garbage`` (no total), ``crash`` (exit 3 after printing depth 1), ``hang``, ``wrong-depth``
+  (stops printing one depth short).
+"""
+import sys
+import time
+
+import chess
+
+import broken
+
+args = [a for a in sys.argv[1:] if not a.startswith("--format")]
+fmt = sys.argv[sys.argv.index("--format") + 1] if "--format" in sys.argv else "perft_gpu"
+if fmt in args:
+    args.remove(fmt)
+fen, depth = args[0], int(args[1])
+mode = args[2] if len(args) > 2 else "good"
+board = chess.Board(fen, chess960=chess.Board(fen, chess960=True).has_chess960_castling_rights())
+gen = broken.BUGS.get(mode, broken.legal)
+cache: dict = {}
+
+
+def perft(d: int) -> int:
+    if d == 0:
+        return 1
+    moves = gen(board)
+    if d == 1:
+        return len(moves)
+    key = (board._transposition_key(), d)
+    if key in cache:
+        return cache[key]
+    nodes = 0
+    for move in moves:
+        board.push(move)
+        nodes += perft(d - 1)
+        board.pop()
+    cache[key] = nodes
+    return nodes
+
+
+def root(d: int) -> int:
+    if mode == "walk" and d >= 4:
+        moves = gen(board)[:-1]  # the bug: the last root move's subtree is left out
+        nodes = 0
+        for move in moves:
+            board.push(move)
+            nodes += perft(d - 1)
+            board.pop()
+        return nodes
+    return perft(d)
+
+
+if mode == "hang":
+    time.sleep(3600)
+if mode == "garbage":
+    print("perft says: forty-two")
+    sys.exit(0)
+last = depth - 1 if mode == "wrong-depth" else depth
+for d in range(1, last + 1) if fmt == "perft_gpu" else [last]:
+    start = time.perf_counter()
+    nodes = root(d)
+    if fmt == "stockfish":
+        print(f"\nNodes searched: {nodes}")
+    else:
+        print(f"Perft({d:02d}): {nodes}, time: {time.perf_counter() - start:.4f} seconds", flush=True)
+    if mode == "crash":
+        sys.exit(3)

@@ -1,0 +1,78 @@
+"""``perft report --engine`` for any engine (a total-only one here) and the index of every report
+in a folder (``perft report --index DIR``)."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from oracle import cli
+from oracle.report import failure_anchor
+from oracle.runner import RunResult
+
+from oracle_fakes import FAKES
+
+TOTAL_ONLY = FAKES / "total_only.py"
+
+
+def test_report_for_a_total_only_engine_and_the_index(tmp_path, capsys):
+    engine = f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}} no-ep"
+    status = cli.main(["report", "--engine", engine, "--protocol", "cli", "--out", str(tmp_path),
+                       "--suites", "tricky", "--max-nodes", "800", "--json"])
+    assert status == 1, capsys.readouterr()
+    paths = json.loads(capsys.readouterr().out)["paths"]
+    assert paths["md"] == str(tmp_path / "python.md")  # named after the program
+    run = RunResult.from_dict(json.loads((tmp_path / "python.json").read_text()))
+    failures = run.failures()
+    assert failures and all(r.status == "fail" for r in failures)
+    localized = [r.localization for r in failures if r.localization is not None]
+    assert localized and all(loc.method == "children" and loc.kind == "move_count" for loc in localized)
+    assert "--protocol cli" in run.command and run.reference == "perft_core[cpu]"
+    md = (tmp_path / "python.md").read_text()
+    html = (tmp_path / "python.html").read_text()
+    for row in failures:
+        assert f'<a id="{failure_anchor(row)}"></a>' in md and f'id="{failure_anchor(row)}"' in html
+
+    assert cli.main(["report", "--out", str(tmp_path), "--suites", "tricky", "--max-nodes", "800", "--json"]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", "--index", str(tmp_path)]) == 0
+    index = (tmp_path / "index.md").read_text()
+    table = [line for line in index.splitlines() if line.startswith("| [")]
+    assert len(table) == 2
+    assert "[conformance](conformance.md) | perft_core[cpu] | PASS" in index
+    assert "[python](python.md) | " in index and "| FAIL |" in index
+    links = re.findall(r"\]\(python\.md#([\w-]+)\)", index)
+    assert sorted(links) == sorted(failure_anchor(r) for r in failures)
+    ours = next(line for line in table if "conformance" in line)
+    n = sum(1 for r in RunResult.from_dict(json.loads((tmp_path / "conformance.json").read_text())).rows)
+    assert f"{n} pass / 0 fail" in ours
+
+
+def test_index_errors(tmp_path, capsys):
+    assert cli.main(["report", "--index", str(tmp_path)]) == 2
+    assert "no conformance report" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text("{")
+    assert cli.main(["report", "--index", str(tmp_path)]) == 2
+    assert "bad.json: not a readable JSON report" in capsys.readouterr().err
+    assert cli.main(["report", "--index", str(tmp_path / "nope")]) == 2
+
+
+def test_report_names():
+    assert cli._report_name("/usr/games/stockfish") == "stockfish"
+    assert cli._report_name("/opt/perft_gpu {fen} {depth} -nott") == "perft_gpu"
+    assert cli._report_name("python-chess") == "python-chess"
+
+
+def test_another_backend_never_overwrites_the_cpu_report(tmp_path, capsys):
+    argv = ["report", "--out", str(tmp_path), "--suites", "tricky", "--max-nodes", "100", "--json"]
+    assert cli.main(argv + ["--backend", "gpu-emulated"]) == 0
+    assert json.loads(capsys.readouterr().out)["paths"]["md"] == str(tmp_path / "conformance-gpu-emulated.md")
+
+
+def test_localize_seconds_bounds_each_localization(capsys):
+    engine = f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}} no-ep"
+    status = cli.main(["suite", "tricky", "--engine", engine, "--protocol", "cli", "--max-nodes", "800",
+                       "--localize-seconds", "0.001", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    kinds = {row["localization"]["kind"] for row in data["rows"] if "localization" in row}
+    assert status == 1 and kinds == {"gave_up"}

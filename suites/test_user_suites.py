@@ -1,0 +1,82 @@
+"""Users' own tables: ``perft suite FILE.epd`` (EPD perft format) and ``FILE.csv`` (fen,depth,nodes).
+
+Expected counts are python-chess's; a file with a wrong count fails, bad files exit 2 naming the
+file and line.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from oracle import cli, tables
+from oracle.engines import PythonChessEngine
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq -"
+CPW3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+XFEN = "r1k1r2q/p1ppp1pp/8/8/8/8/P1PPP1PP/R1K1R2Q w KQkq -"
+
+
+def counts(fen: str, depths) -> list[int]:
+    return [PythonChessEngine().perft(fen, d) for d in depths]
+
+
+@pytest.fixture
+def epd(tmp_path):
+    lines = ["# my engine's test positions", ""]
+    for fen in (KIWIPETE, CPW3, XFEN):
+        lines.append(fen + " " + " ".join(f";D{d} {n}" for d, n in zip((1, 2, 3), counts(fen, (1, 2, 3)))))
+    path = tmp_path / "mine.epd"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_epd_file_rows(epd):
+    rows = tables.load_file(str(epd))
+    assert [(r.id, r.depth) for r in rows][:3] == [("line3", 1), ("line3", 2), ("line3", 3)]
+    assert len(rows) == 9 and all(r.suite == str(epd) for r in rows)
+    assert [r.chess960 for r in rows if r.depth == 1] == [False, False, True]
+    assert rows[2].nodes == 97862  # Kiwipete depth 3, as published
+
+
+def test_perft_suite_runs_an_epd_and_a_csv_file(epd, tmp_path, capsys):
+    assert cli.main(["suite", str(epd), "--engine", "cpu", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["suites"] == [str(epd)] and [r["status"] for r in data["rows"]] == ["pass"] * 9
+    csv_path = tmp_path / "mine.csv"
+    csv_path.write_text("fen,depth,nodes\n" + "".join(f'"{CPW3}",{d},{n}\n' for d, n in zip((2, 4), counts(CPW3, (2, 4)))))
+    assert cli.main(["suite", str(csv_path), "cpw", "--engine", "cpu", "--max-nodes", "1000"]) == 0
+    out = capsys.readouterr().out
+    assert str(csv_path) in out and "cpw" in out
+
+
+def test_a_wrong_count_in_the_file_fails(epd, capsys):
+    text = epd.read_text().replace(";D2 2039", ";D2 2040")
+    epd.write_text(text)
+    assert cli.main(["suite", str(epd), "--engine", "cpu"]) == 1
+    assert "expected 2,040, got 2,039" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, text, message", [
+    ("a.epd", f"{CPW3}\n", "a.epd:1: no ';D<depth> <nodes>' field"),
+    ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 x\n", "a.epd:2: the node count must be a non-negative integer"),
+    ("a.epd", f"{CPW3} ;depth 1 14\n", "a.epd:1: expected ';D<depth> <nodes>'"),
+    ("a.epd", "8/8/8/8 w - - ;D1 3\n", "a.epd:1: bad FEN"),
+    ("a.epd", "# nothing\n", "a.epd: no perft row"),
+    ("a.csv", "fen,nodes\nx,1\n", "a.csv:1: the header must name fen, depth and nodes; missing depth"),
+    ("a.csv", f'fen,depth,nodes\n"{CPW3}",1,14\n"{CPW3}",-2,191\n', "a.csv:3: the depth must be"),
+    ("a.csv", f'fen,depth,nodes\n"{CPW3}",1\n', "a.csv:2: too few fields"),
+])
+def test_bad_files_exit_2_naming_file_and_line(tmp_path, capsys, name, text, message):
+    path = tmp_path / name
+    path.write_text(text)
+    assert cli.main(["suite", str(path), "--engine", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perft: error: ") and err.count("\n") == 1 and str(tmp_path / message) in err
+
+
+def test_missing_file_and_unknown_suite(tmp_path, capsys):
+    assert cli.main(["suite", str(tmp_path / "none.epd"), "--engine", "cpu"]) == 2
+    assert "none.epd: cannot read it" in capsys.readouterr().err
+    assert cli.main(["suite", "nosuch", "--engine", "cpu"]) == 2
+    assert "unknown suite 'nosuch'" in capsys.readouterr().err
