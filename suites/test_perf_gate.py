@@ -792,3 +792,29 @@ def test_tox_gpu_env_runs_the_suites_then_both_gates():
     commands = [c.strip() for c in ini["testenv:gpu"]["commands"].strip().splitlines()]
     assert commands[0].startswith("python -m pytest -m gpu")
     assert commands[1:] == ["python ci/perf_gate.py static --cupy", "python ci/perf_gate.py timing"]
+
+
+# ----- the benchmark beside perft_gpu_2026 (ci/bench_vs_peer.py), without a GPU --------------------------------
+
+def test_bench_vs_peer_reads_the_peers_line_for_the_depth(tmp_path):
+    import bench_vs_peer
+
+    fake = tmp_path / "perft_gpu"
+    fake.write_text("#!/bin/sh\necho \"args: $*\"\necho 'Perft(08): 84998978956, time: 0.120 seconds'\n"
+                    "echo 'Perft(09): 2,439,530,234,167, time: 0.337 seconds'\n")
+    fake.chmod(0o755)
+    got = bench_vs_peer.peer(fake, "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -", 9, True, timeout=30)
+    assert (got["nodes"], got["seconds"]) == (2_439_530_234_167, 0.337)
+    missing = bench_vs_peer.peer(fake, "8/8/8/8/8/8/8/K6k w - - 0 1", 10, False, timeout=30)
+    assert missing["seconds"] is None and "-nott" in missing["output"] and "0 1" in missing["output"]
+
+
+def test_bench_vs_peer_rows_and_their_published_counts():
+    import bench_vs_peer
+
+    names = [r[0] for r in bench_vs_peer.ROWS]
+    assert names == ["startpos 9", "Kiwipete 7", "CPW 3 d10", "CPW 4 d8", "CPW 5 d8", "CPW 6 d8"]
+    assert [r[0] for r in bench_vs_peer.TT_ROWS] == ["startpos 9", "startpos 10"] + names[1:]
+    pub = {r[0]: bench_vs_peer.published_count(r[1], r[2]) for r in bench_vs_peer.TT_ROWS}
+    assert pub["startpos 10"] == 69_352_859_712_417 and pub["CPW 6 d8"] == 11_923_589_843_526
+    assert pub["CPW 3 d10"] is None and pub["CPW 5 d8"] is None  # not in the CPW table: TT and no-TT must agree
