@@ -49,10 +49,10 @@ class PrebuildError(RuntimeError):
 
 
 def source_digest(src_dir: str | os.PathLike) -> str:
-    """SHA-256 (hex) over the names and bytes of kernels/*.cu and kernels/*.h, in name order."""
+    """SHA-256 (hex) over the names and bytes of the kernel sources (*.cu, *.cuh, *.h), in name order."""
     h = hashlib.sha256()
     for p in sorted(Path(src_dir).iterdir()):
-        if p.suffix in (".cu", ".h"):
+        if p.suffix in (".cu", ".cuh", ".h"):
             h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
 
@@ -110,7 +110,8 @@ def _compile(nvcc: str, src_dir: Path, out_dir: Path, arch: str) -> dict[str, st
            "-o", str(out), "-Xptxas", "-v"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if proc.returncode != 0:
-        raise PrebuildError(f"nvcc failed (exit {proc.returncode}): {' '.join(cmd)}\n{(proc.stdout + proc.stderr)[-3000:]}")
+        report = (proc.stdout + proc.stderr)[-3000:]
+        raise PrebuildError(f"nvcc failed (exit {proc.returncode}): {' '.join(cmd)}\n{report}")
     entries = re.findall(r"Compiling entry function '([^']+)'", proc.stdout + proc.stderr)
     return {demangle(e): e for e in entries}
 
