@@ -178,3 +178,115 @@ def test_device_merge_matches_numpy(n, distinct):
     firsts = [np.flatnonzero((keys.reshape(-1, 2) == uk[g]).all(axis=1)) for g in range(min(groups, 50))]
     for g, idx in enumerate(firsts):  # the group's board is one of the boards with that key
         assert any(np.array_equal(ub[g], boards.reshape(-1, 5)[i]) for i in idx)
+
+
+# ----- CupyKernels' launch glue, on NumPy stand-ins for the device kernels ------------------------------------
+# Each stand-in follows its kernel's signature in kernels/pc_kernels.cu (argument order and meaning), run
+# serially over the grid: a wrong argument order or size in CupyKernels' scan and merge fails here, on
+# every machine, before a GPU sees it.
+
+class FakeDeviceArray(np.ndarray):
+    def get(self):
+        return np.asarray(self).copy()
+
+    @property
+    def data(self):
+        arr = self
+
+        class Ptr:
+            def memset_async(self, value, nbytes):
+                np.asarray(arr).view(np.uint8)[:nbytes] = value
+
+        return Ptr()
+
+
+def fake_cupy_kernels(order_seed: int = 0):
+    import types
+
+    from perft_core.gpu.kernels import SCAN_TILE, CupyKernels
+
+    def empty(n, dtype):
+        return np.empty(n, dtype=dtype).view(FakeDeviceArray)
+
+    def null(p):
+        return None if isinstance(p, np.integer) else p
+
+    def scan_tiles(grid, block, args):
+        values, n, sums = args
+        for b in range(grid[0]):
+            sums[b] = values[b * SCAN_TILE:min(int(n), (b + 1) * SCAN_TILE)].sum(dtype=np.uint64)
+
+    def scan_apply(grid, block, args):
+        values, n, tile_offsets, out = args
+        tile_offsets = null(tile_offsets)
+        out[0] = 0
+        for b in range(grid[0]):
+            lo, hi = b * SCAN_TILE, min(int(n), (b + 1) * SCAN_TILE)
+            base = np.uint64(0) if tile_offsets is None else tile_offsets[b]
+            out[lo + 1:hi + 1] = base + np.cumsum(values[lo:hi], dtype=np.uint64)
+
+    def merge_insert(grid, block, args):  # threads in a random order: any may win a slot's CAS
+        keys, n, owner, mask, shift, slot_of, head = args
+        for i in np.random.default_rng(order_seed).permutation(int(n)):
+            lo, hi = int(keys[2 * i]), int(keys[2 * i + 1])
+            s = ((lo * 0x9E3779B97F4A7C15) & (2**64 - 1)) >> int(shift)
+            while True:
+                if owner[s] == 0:
+                    owner[s], slot_of[i], head[i] = i + 1, s, 1
+                    break
+                j = int(owner[s]) - 1
+                if int(keys[2 * j]) == lo and int(keys[2 * j + 1]) == hi:
+                    slot_of[i], head[i] = s, 0
+                    break
+                s = (s + 1) & int(mask)
+
+    def merge_heads(grid, block, args):
+        boards, keys, head, rank, slot_of, n, group_of_slot, merged_boards, merged_keys = args
+        for i in range(int(n)):
+            if head[i]:
+                g = int(rank[i])
+                merged_boards[5 * g:5 * g + 5] = boards[5 * i:5 * i + 5]
+                merged_keys[2 * g:2 * g + 2] = keys[2 * i:2 * i + 2]
+                group_of_slot[slot_of[i]] = g
+
+    def merge_group(grid, block, args):
+        slot_of, group_of_slot, n, group_of = args
+        group_of[:int(n)] = group_of_slot[slot_of[:int(n)]]
+
+    k = object.__new__(CupyKernels)
+    k.xp = types.SimpleNamespace(empty=empty, uint32=np.uint32, uint64=np.uint64,
+                                 cuda=types.SimpleNamespace(Event=lambda: types.SimpleNamespace(record=lambda: None)))
+    k._events = []
+    k.fn = {"scan_tiles_u32_kernel": scan_tiles, "scan_tiles_u64_kernel": scan_tiles,
+            "scan_apply_u32_kernel": scan_apply, "scan_apply_u64_kernel": scan_apply,
+            "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group}
+    return k
+
+
+@pytest.mark.parametrize("n", [0, 1, 2048, 2049, 2048 * 2048 + 3])  # one tile, two, three levels of tiles
+def test_cupy_scan_glue_recurses_over_tiles(n):
+    k = fake_cupy_kernels()
+    values = np.random.default_rng(n).integers(0, 300, n, dtype=np.uint32).view(FakeDeviceArray)
+    offsets = np.full(n + 1, 7, dtype=np.uint64).view(FakeDeviceArray)
+    total = k.scan(values, n, offsets)
+    want = np.concatenate([[0], np.cumsum(values, dtype=np.uint64)]).astype(np.uint64)
+    assert total == int(want[-1]) and np.array_equal(np.asarray(offsets), want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cupy_merge_glue_groups_equal_keys_like_the_emulated_device(seed):
+    k = fake_cupy_kernels(seed)
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 2**63, (40, 2), dtype=np.uint64)
+    table[:10, 0] = table[0, 0]  # equal low words: still different keys
+    keys = table[rng.integers(0, 40, 500)].reshape(-1)
+    boards = rng.integers(0, 2**63, 2500, dtype=np.uint64)
+    groups, plan = k.merge_groups(keys.view(FakeDeviceArray), 500)
+    want, _ = EmulatedKernels().merge_groups(keys, 500)
+    assert groups == want == len({tuple(r) for r in keys.reshape(-1, 2)})
+    ub, uk = np.empty(groups * 5, dtype=np.uint64), np.empty(groups * 2, dtype=np.uint64)
+    group_of = np.asarray(k.merge_gather(plan, boards, keys, 500, ub, uk))
+    assert np.array_equal(uk.reshape(-1, 2)[group_of], keys.reshape(-1, 2))
+    for g in range(groups):  # each group's board is a board of that key
+        idx = np.flatnonzero((keys.reshape(-1, 2) == uk.reshape(-1, 2)[g]).all(axis=1))
+        assert any(np.array_equal(ub.reshape(-1, 5)[g], boards.reshape(-1, 5)[i]) for i in idx)

@@ -246,7 +246,7 @@ class CupyKernels:
 
     def scan(self, counts, n, offsets) -> int:
         self._scan(counts, n, offsets)
-        return int(offsets[n].get())
+        return int(offsets[n:n + 1].get()[0])
 
     def _scan(self, values, n, offsets) -> None:
         """offsets[0 .. n] = exclusive prefix sums of values[:n] (uint32 or uint64), as uint64."""
