@@ -3,12 +3,18 @@
 The extension is tuned for the machine that builds it (``-march=native``) because perft is
 always built where it runs (``pip install .``).  Set ``PERFT_MARCH=x86-64-v2`` (or any
 ``-march`` value, or ``none``) to build a portable binary instead.
+
+When nvcc is found, the build also compiles the GPU kernels (kernels/pc_kernels.cu) to one cubin
+per architecture beside the kernel sources, so a first GPU count on a fresh machine pays no NVRTC
+compile (perft_core/gpu/prebuilt.py). ``PERFT_CUDA_ARCHS=sm_90`` (comma-separated) picks the
+architectures (default sm_80, sm_90, sm_100, those nvcc supports); ``PERFT_CUDA_ARCHS=none`` skips it.
 """
+import importlib.util
 import json
 import os
 import sys
 
-from pybind11.setup_helpers import Pybind11Extension
+from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
 
 march = os.environ.get("PERFT_MARCH", "native")
@@ -47,5 +53,29 @@ def record_build_commit() -> None:
     (package / provenance.BUILD_INFO).write_text(json.dumps({"commit": provenance.git_commit(root)}) + "\n")
 
 
+def _prebuilt():
+    """perft_core/gpu/prebuilt.py, loaded by path (the package is not importable before its build)."""
+    spec = importlib.util.spec_from_file_location("perft_prebuilt", os.path.join("perft_core", "gpu", "prebuilt.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildWithKernels(build_ext):
+    """build_ext, then the precompiled GPU kernels (in place: into kernels/; else into the build tree)."""
+
+    def run(self):
+        super().run()
+        archs = os.environ.get("PERFT_CUDA_ARCHS", "")
+        if archs.strip().lower() == "none":
+            return
+        out = "kernels" if self.inplace else os.path.join(self.build_lib, "perft_core", "kernels")
+        prebuilt = _prebuilt()  # build_py has copied the sources to ``out``: the run-time digest is theirs
+        try:
+            prebuilt.build("kernels", out, [a.strip() for a in archs.split(",") if a.strip()] or None)
+        except (prebuilt.PrebuildError, OSError) as exc:  # NVRTC compiles at run time instead
+            print(f"perft: warning: no precompiled GPU kernels: {exc}")
+
+
 record_build_commit()
-setup(ext_modules=[ext])
+setup(ext_modules=[ext], cmdclass={"build_ext": BuildWithKernels})

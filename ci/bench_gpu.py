@@ -48,7 +48,7 @@ def main() -> int:
         print(f"  {name:24s} regs={a['registers']:3d} local={a['local_bytes']:4d} B shared={a['shared_bytes']} B")
 
     results = []
-    for w in select(args.only):
+    for w in (w for w in select(args.only) if not w.tt):  # the TT workloads: ci/bench_gpu_tt.py
         try:
             m = measure(drv, w, args.runs)
         except WrongNodeCount as exc:

@@ -2,12 +2,14 @@
 resources (registers, local memory, spills) against budgets. `tox -e gpu` runs both after the GPU
 suites; CPU CI runs the static gate through suites/test_perf_gate.py where nvcc exists.
 
-    python ci/perf_gate.py timing [--update] [--tolerance 0.05] [--runs N]
+    python ci/perf_gate.py timing [--update] [--tolerance 0.03] [--runs N] [--slow PERCENT]
                                   [--leaf3 stream] [--leaf-threads N] [--define NAME[=VALUE]] [--kernel-option OPT]
     python ci/perf_gate.py static [--nvcc | --cupy] [--update] [--define NAME[=VALUE]] [--kernel-option OPT]
 
-timing: the workloads of ci/perfgate/workloads.py, median of N runs after a warm-up, against
-ci/baselines/<gpu-slug>.json. --update records a new baseline (default kernels only).
+timing: the workloads of ci/perfgate/workloads.py, median of N runs after warm-up counts, against
+ci/baselines/<gpu-slug>.json, each within max(--tolerance, 2 x its baseline spread). --update
+records a new baseline (default kernels only). --slow P plants a P % slowdown in every chess kernel
+(-DPC_SLOWDOWN_PERCENT=P) to prove the gate catches one: `timing --slow 5` is expected to FAIL.
 --leaf3/--leaf-threads/--define/--kernel-option build experimental kernels and compare them with
 the baseline: a known-slower build (`--define PC_GLOBAL_TABLES`, `--leaf3 stream`) makes it fail.
 static: nvcc -Xptxas -v (--nvcc, any machine with nvcc) or CuPy's attributes (--cupy, on the GPU)
@@ -56,7 +58,10 @@ def parser() -> argparse.ArgumentParser:
     t = sub.add_parser("timing", help="median timings of the GPU workloads against the baseline")
     t.add_argument("--update", action="store_true", help="write a new baseline for this GPU")
     t.add_argument("--tolerance", type=_fraction, default=timing.DEFAULT_TOLERANCE,
-                   help="allowed slowdown, a fraction (default 0.05); the baseline's per-workload values win")
+                   help="the floor of each workload's allowed slowdown, a fraction (default 0.03); a workload's "
+                        "tolerance is max(floor, 2 x its baseline spread), or its hand-set value in the baseline")
+    t.add_argument("--slow", type=_positive, metavar="PERCENT",
+                   help="plant a PERCENT %% slowdown in the kernels (-DPC_SLOWDOWN_PERCENT): the gate should FAIL")
     t.add_argument("--runs", type=_positive, help="timed runs per workload (default: per workload, 5..15)")
     t.add_argument("--leaf3", choices=("list", "stream"), default="list", help="fused-leaf variant (experiment)")
     t.add_argument("--leaf-threads", type=_positive, default=128, help="leaf kernel block size (experiment)")
@@ -84,9 +89,11 @@ def timing_command(args: argparse.Namespace, gpu: dict[str, str] | None = None,
     """The timing gate; ``gpu``/``driver_for``/``measure`` default to the real device (tests pass fakes)."""
     variant = Variant(args.leaf3, args.leaf_threads, _options(args))
     if args.update and not variant.is_default:
-        print("perf_gate: --update records the default kernels only; drop --leaf3/--leaf-threads/--define/"
+        print("perf_gate: --update records the default kernels only; drop --slow/--leaf3/--leaf-threads/--define/"
               "--kernel-option", file=sys.stderr)
         return CANNOT_RUN
+    if args.slow:
+        print(f"timing gate: kernels slowed by {args.slow} % on purpose (PC_SLOWDOWN_PERCENT): expected to FAIL")
     try:
         gpu = gpu or gpu_info()
     except Exception as exc:  # ImportError, CUDARuntimeError
@@ -116,6 +123,8 @@ def timing_command(args: argparse.Namespace, gpu: dict[str, str] | None = None,
                 live.clear()
                 release_device_memory()
                 live.update(tt=w.tt, driver=build_driver(variant, tt=w.tt))
+                k = live["driver"].k
+                print(f"kernels for {'TT' if w.tt else 'no-TT'} workloads: {k.build} ({k.build_reason})")
             return live["driver"]
 
     try:
@@ -214,8 +223,9 @@ def _update_budgets(args: argparse.Namespace, raw: dict, resources: dict, source
 
 
 def _options(args: argparse.Namespace) -> tuple[str, ...]:
-    """NVRTC / nvcc options of an experimental build: --define NAME[=VALUE] and --kernel-option OPT."""
-    return tuple(f"-D{d}" for d in args.define) + tuple(args.kernel_option)
+    """NVRTC / nvcc options of an experimental build: --slow, --define NAME[=VALUE] and --kernel-option OPT."""
+    slow = (f"-DPC_SLOWDOWN_PERCENT={args.slow}",) if getattr(args, "slow", None) else ()
+    return slow + tuple(f"-D{d}" for d in args.define) + tuple(args.kernel_option)
 
 
 def _gpu_usable() -> bool:

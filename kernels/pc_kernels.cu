@@ -28,6 +28,24 @@
 #define PC_STAGE_MOVES 6144  // moves staged in shared memory per block of the gen kernel
 #endif
 
+// The timing gate's planted regression (ci/perf_gate.py timing --slow P): with PC_SLOWDOWN_PERCENT=P
+// every chess kernel's thread, when done, spins for P % of the clock cycles it took, so each thread
+// and block stays resident P % longer. Off by default: the macro is empty and the code unchanged.
+#if defined(PC_SLOWDOWN_PERCENT) && PC_SLOWDOWN_PERCENT > 0
+struct PcSlowdown {
+    long long t0;
+    __device__ PcSlowdown() : t0(clock64()) {}
+    __device__ ~PcSlowdown() {
+        long long t1 = clock64(), extra = (t1 - t0) * PC_SLOWDOWN_PERCENT / 100;
+        while (clock64() - t1 < extra) {
+        }
+    }
+};
+#define PC_SLOW() PcSlowdown pc_slowdown_
+#else
+#define PC_SLOW()
+#endif
+
 #ifdef PC_SHARED_TABLES
 #define PC_LOAD_SMALL_TABLES()                                                                        \
     {                                                                                                 \
@@ -55,6 +73,7 @@
 template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) count_kernel(const Board* __restrict__ boards, u32 n,
                                                                const CastleInfo* ci_g, u32* __restrict__ counts) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) counts[i] = bfs_count<Us>(boards[i], ci);
@@ -69,6 +88,7 @@ template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) gen_kernel(const Board* __restrict__ boards, u32 n,
                                                              const CastleInfo* ci_g, const u64* __restrict__ offsets,
                                                              Move* __restrict__ moves, u32* __restrict__ parents) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     __shared__ Move stage[PC_STAGE_MOVES];
     __shared__ u8 stage_parent[PC_STAGE_MOVES];  // parent as an index within the block
@@ -101,6 +121,7 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) make_kernel(const Board* __res
                                                               const u32* __restrict__ parents,
                                                               const Move* __restrict__ moves, u64 n,
                                                               const CastleInfo* ci_g, Board* __restrict__ children) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (j < n) bfs_make<Us>(boards[parents[j]], moves[j], ci, children[j]);
@@ -118,6 +139,7 @@ __global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
                                                                const u32* __restrict__ parents,
                                                                const Move* __restrict__ moves, u64 n,
                                                                const CastleInfo* ci_g, unsigned long long* total) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u64 v = 0;
@@ -133,6 +155,7 @@ __global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
 template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* __restrict__ boards, u32 n,
                                                                    const CastleInfo* ci_g, unsigned long long* total) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     block_add(i < n ? (u64)bfs_count<Us>(boards[i], ci) : 0, total);
@@ -144,6 +167,7 @@ template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) keys_kernel(const Board* __restrict__ boards, u32 n,
                                                               const CastleInfo* ci_g, const ZobristKeys* z,
                                                               Key128* __restrict__ keys) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) keys[i] = compute_hash<Us>(boards[i], ci, *z);
@@ -155,6 +179,7 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_probe_kernel(const Board
                                                                      const CastleInfo* ci_g, const TTEntry16* tt,
                                                                      u64 slots, u32* __restrict__ counts,
                                                                      u64* __restrict__ values) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
@@ -172,6 +197,7 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) make_key_kernel(const Board* _
                                                                   const CastleInfo* ci_g, const ZobristKeys* z,
                                                                   Board* __restrict__ children,
                                                                   Key128* __restrict__ child_keys) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (j < n) {
@@ -185,6 +211,7 @@ template <int Us, int LEVELS>
 __global__ void PC_LEAF_BOUNDS leaf_values_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
                                                   const Move* __restrict__ moves, u64 n, const CastleInfo* ci_g,
                                                   unsigned long long* values) {
+    PC_SLOW();
     PC_LOAD_CI(ci_g);
     u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     if (j < n) {
@@ -204,6 +231,161 @@ __global__ void store_kernel(const Board* __restrict__ boards, const Key128* __r
                              const u64* __restrict__ values, u32 n, TTEntry16* tt, u64 slots, u64* audit, u64 tag) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) bfs_store(tt, slots, keys[i], values[i], audit, boards[i], tag);
+}
+
+// ----- data movement of the BFS driver ---------------------------------------------------------------
+// Prefix sums, widening, hit counting and the merge of equal keys are our own kernels rather than
+// CuPy operations: CuPy compiles each of its elementwise, reduction and scan kernels with NVRTC at
+// first use (seconds on a machine with an empty kernel cache), ours are built once with the rest.
+
+#define PC_SCAN_THREADS 256
+#define PC_SCAN_ITEMS 8
+#define PC_SCAN_TILE (PC_SCAN_THREADS * PC_SCAN_ITEMS)  // elements per block of the scan kernels
+
+// Block-wide exclusive prefix of one value per thread (PC_SCAN_THREADS threads); *total gets the sum.
+__device__ __forceinline__ u64 block_exclusive(u64 v, u64* total) {
+    __shared__ u64 warp_sums[PC_SCAN_THREADS / 32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    u64 x = v;
+    for (int o = 1; o < 32; o <<= 1) {
+        u64 y = __shfl_up_sync(0xffffffffu, x, o);
+        if (lane >= o) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        u64 w = lane < PC_SCAN_THREADS / 32 ? warp_sums[lane] : 0;
+        for (int o = 1; o < 32; o <<= 1) {
+            u64 y = __shfl_up_sync(0xffffffffu, w, o);
+            if (lane >= o) w += y;
+        }
+        if (lane < PC_SCAN_THREADS / 32) warp_sums[lane] = w;  // inclusive over warps
+    }
+    __syncthreads();
+    u64 before = (warp ? warp_sums[warp - 1] : 0) + x - v;
+    *total = warp_sums[PC_SCAN_THREADS / 32 - 1];
+    __syncthreads();  // warp_sums is reused by the next call
+    return before;
+}
+
+// Pass 1 of the scan: the sum of each tile of PC_SCAN_TILE inputs.
+template <typename T>
+__device__ __forceinline__ void scan_tiles(const T* __restrict__ in, u64 n, u64* __restrict__ tile_sums) {
+    u64 first = (u64)blockIdx.x * PC_SCAN_TILE + (u64)threadIdx.x * PC_SCAN_ITEMS;
+    u64 v = 0;
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k)
+        if (first + k < n) v += in[first + k];
+    u64 total;
+    block_exclusive(v, &total);
+    if (threadIdx.x == 0) tile_sums[blockIdx.x] = total;
+}
+
+// Pass 2: out[i + 1] = tile_offsets[tile of i] + the sum of the tile's inputs up to i; out[0] = 0,
+// so out holds n + 1 exclusive offsets and out[n] the total. tile_offsets may be null (one tile).
+template <typename T>
+__device__ __forceinline__ void scan_apply(const T* __restrict__ in, u64 n, const u64* __restrict__ tile_offsets,
+                                           u64* __restrict__ out) {
+    u64 first = (u64)blockIdx.x * PC_SCAN_TILE + (u64)threadIdx.x * PC_SCAN_ITEMS;
+    T items[PC_SCAN_ITEMS];
+    u64 v = 0;
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
+        items[k] = first + k < n ? in[first + k] : (T)0;
+        v += items[k];
+    }
+    u64 total;
+    u64 run = block_exclusive(v, &total) + (tile_offsets ? tile_offsets[blockIdx.x] : 0);
+    if (blockIdx.x == 0 && threadIdx.x == 0) out[0] = 0;
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
+        run += items[k];
+        if (first + k < n) out[first + k + 1] = run;
+    }
+}
+
+__global__ void __launch_bounds__(PC_SCAN_THREADS) scan_tiles_u32_kernel(const u32* in, u64 n, u64* tile_sums) {
+    scan_tiles<u32>(in, n, tile_sums);
+}
+__global__ void __launch_bounds__(PC_SCAN_THREADS) scan_tiles_u64_kernel(const u64* in, u64 n, u64* tile_sums) {
+    scan_tiles<u64>(in, n, tile_sums);
+}
+__global__ void __launch_bounds__(PC_SCAN_THREADS) scan_apply_u32_kernel(const u32* in, u64 n, const u64* tile_offsets,
+                                                                         u64* out) {
+    scan_apply<u32>(in, n, tile_offsets, out);
+}
+__global__ void __launch_bounds__(PC_SCAN_THREADS) scan_apply_u64_kernel(const u64* in, u64 n, const u64* tile_offsets,
+                                                                         u64* out) {
+    scan_apply<u64>(in, n, tile_offsets, out);
+}
+
+// out[i] = in[i], uint32 -> uint64 (a last level's move counts become its values).
+__global__ void widen_kernel(const u32* __restrict__ in, u64 n, u64* __restrict__ out) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = in[i];
+}
+
+// TT hits of a probed level: boards whose probe found a value (count 0, value > 0), added to *hits.
+__global__ void count_hits_kernel(const u32* __restrict__ counts, const u64* __restrict__ values, u64 n,
+                                  unsigned long long* hits) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    block_add(i < n && counts[i] == 0 && values[i] > 0 ? 1 : 0, hits);
+}
+
+// Merge of equal keys, step 1: each board claims a slot of an open-addressing table (owner: board
+// index + 1, 0 = empty; slots a power of two, at least 2n). The board that claims a free slot heads
+// its key's group (head = 1); a board whose key equals the owner's joins that group (head = 0).
+__global__ void merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* owner, u64 mask, int shift,
+                                    u32* __restrict__ slot_of, u32* __restrict__ head) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 lo = keys[2 * (u64)i], hi = keys[2 * (u64)i + 1];
+    u64 s = (lo * 0x9E3779B97F4A7C15ULL) >> shift;  // Fibonacci hashing of the low word
+    while (true) {
+        u32 prev = atomicCAS(owner + s, 0u, i + 1);
+        if (prev == 0) {
+            slot_of[i] = (u32)s;
+            head[i] = 1;
+            return;
+        }
+        u64 j = prev - 1;
+        if (keys[2 * j] == lo && keys[2 * j + 1] == hi) {
+            slot_of[i] = (u32)s;
+            head[i] = 0;
+            return;
+        }
+        s = (s + 1) & mask;
+    }
+}
+
+// Step 2 (after the scan of head into rank): each head copies its board and key to its rank among
+// the heads and records that rank as its slot's group.
+__global__ void merge_heads_kernel(const u64* __restrict__ boards, const u64* __restrict__ keys,
+                                   const u32* __restrict__ head, const u64* __restrict__ rank,
+                                   const u32* __restrict__ slot_of, u32 n, u32* group_of_slot,
+                                   u64* __restrict__ merged_boards, u64* __restrict__ merged_keys) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || !head[i]) return;
+    u64 g = rank[i];
+    for (int w = 0; w < 5; ++w) merged_boards[5 * g + w] = boards[5 * (u64)i + w];
+    merged_keys[2 * g] = keys[2 * (u64)i];
+    merged_keys[2 * g + 1] = keys[2 * (u64)i + 1];
+    group_of_slot[slot_of[i]] = (u32)g;
+}
+
+// Step 3: every board's group (the merged board that stands for it).
+__global__ void merge_group_kernel(const u32* __restrict__ slot_of, const u32* __restrict__ group_of_slot, u32 n,
+                                   u32* __restrict__ group_of) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) group_of[i] = group_of_slot[slot_of[i]];
+}
+
+// The upsweep of a merged level: each made board takes its group's value and adds it to its parent.
+__global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u32* __restrict__ group_of,
+                                       const u64* __restrict__ group_values, u64 n,
+                                       unsigned long long* parent_values) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        u64 v = group_values[group_of[i]];
+        if (v) atomicAdd(parent_values + parents[i], (unsigned long long)v);
+    }
 }
 
 #if !defined(__CUDACC_RTC__)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import time
 
 from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_of
-from oracle.localize import TREE_WALK, Level, Localization, canonical_divide, localize
+from oracle.localize import Level, Localization, canonical_divide, localize
 
 __all__ = ["DEFAULT_JUDGE_MAX_NODES", "drill", "locate"]
 

@@ -21,7 +21,8 @@ sys.path.insert(0, str(CI))
 
 import perf_gate  # noqa: E402
 from perfgate import static, table, timing  # noqa: E402
-from perfgate.workloads import KIWIPETE, WORKLOADS, Measurement, Workload, WrongNodeCount, measure  # noqa: E402
+from perfgate.workloads import (  # noqa: E402
+    CPW_TABLE, KIWIPETE, WORKLOADS, Measurement, Workload, WrongNodeCount, measure, published)
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the static gate's real compile needs it")
@@ -124,10 +125,10 @@ def test_verdict_table_and_summary_show_numbers():
     c = timing.compare_one(m("w", 1.2, 1.3, 1.25), b)
     out = timing.render([c])
     row = out.splitlines()[2]
-    for cell in ("| w ", "1,000", "1.0000", "3.0%", "1.2500", "1.2000..1.3000", "8.0%", "1.250", "5%", "SLOWER"):
-        assert cell in row, (cell, row)
+    for cell in ("| w ", "1,000", "1.0000", "3.0%", "1.2500", "1.2000..1.3000", "8.0%", "1.250", "6.0%", "SLOWER"):
+        assert cell in row, (cell, row)  # tolerance: 2 x the baseline's 3 % spread
     fail, noise, hint = timing.summary([c], Path("b.json"))
-    assert fail.startswith("FAIL w: 1.2500 s vs baseline 1.0000 s = +25.0% (tolerance 5%)")
+    assert fail.startswith("FAIL w: 1.2500 s vs baseline 1.0000 s = +25.0% (tolerance 6.0%)")
     assert noise.startswith("noise w: runs spread 8.0%")
     assert "timing --update" in hint
 
@@ -139,10 +140,20 @@ TINY = Workload("kiwipete-3", KIWIPETE, 3, 97_862, runs=3)
 
 def test_measure_discards_the_warm_up_and_times_each_run():
     clock = FakeClock()
-    drv = FakeDriver(clock, [9.0, 1.0, 2.0, 3.0], TINY.nodes)  # the 9 s warm-up is not counted
+    drv = FakeDriver(clock, [9.0, 8.0, 1.0, 2.0, 3.0], TINY.nodes)  # the two warm-ups are not counted
     got = measure(drv, TINY, clock=clock)
-    assert got.times == (1.0, 2.0, 3.0)
-    assert (got.median, got.spread, drv.calls) == (2.0, 1.0, 4)
+    assert got.times == (1.0, 2.0, 3.0) and got.repeat == 1
+    assert (got.median, got.spread, drv.calls) == (2.0, 1.0, 5)
+
+
+def test_measure_repeats_short_counts_until_a_run_lasts_min_run_s():
+    clock = FakeClock()
+    drv = FakeDriver(clock, 0.01, TINY.nodes)  # 10 ms a count: 15 counts fill a 0.15 s run
+    got = measure(drv, TINY, clock=clock)
+    assert got.repeat == 15 and drv.calls == 2 + 3 * 15
+    assert got.times == pytest.approx((0.01,) * 3)  # seconds per count
+    again = measure(FakeDriver(clock, 0.01, TINY.nodes), TINY, clock=clock, repeat=4)  # the baseline's repeat
+    assert again.repeat == 4
 
 
 @pytest.mark.parametrize("bad_call", [0, 2])  # the warm-up counts too
@@ -180,10 +191,10 @@ def test_tt_workloads_run_with_cold_tables_on_the_tt_driver():
 
     spy = Spy(TTBfsDriver(EmulatedKernels(), memory_bytes=16 << 20))
     tt = Workload("startpos-5-tt", WORKLOADS[0].fen, 5, 4_865_609, runs=2, tt=True)
-    measure(spy, tt)
-    assert spy.cached == [0, 0, 0] and spy.driver.host_cache  # warm-up + 2 runs, each cold
-    measure(spy, Workload("startpos-5", tt.fen, 5, tt.nodes, runs=1))  # tt=False: the cache is left alone
-    assert spy.cached[3:] == [len(spy.driver.host_cache)] * 2
+    measure(spy, tt, repeat=2)
+    assert spy.cached == [0] * 6 and spy.driver.host_cache  # 2 warm-ups + 2 runs of 2 counts, each cold
+    measure(spy, Workload("startpos-5", tt.fen, 5, tt.nodes, runs=1), repeat=1)  # tt=False: the cache stays
+    assert spy.cached[6:] == [len(spy.driver.host_cache)] * 3
 
 
 def fake_gate(seconds_for, clock, **kw):
@@ -219,18 +230,116 @@ def test_confirmation_round_pools_runs_so_a_disturbed_majority_passes():
     def seconds(wl):
         if wl is not w:
             return 1.0
-        return [1.0] + [1.5] * k + [1.0] * (wl.runs - k) + [1.0] * (1 + wl.runs)  # then a clean second round
+        return [1.0, 1.0] + [1.5] * k + [1.0] * (wl.runs - k) + [1.0] * (2 + wl.runs)  # then a clean round
 
     result, drivers = fake_gate(seconds, clock, baseline=full_baseline())
     c = result.comparisons[0]
     assert c.confirmed and len(c.now.times) == 2 * w.runs
     assert result.passed  # the median of all 2N runs: fewer than half are disturbed
-    assert drivers[w.name].calls == 2 * (1 + w.runs)
+    assert drivers[w.name].calls == 2 * (2 + w.runs)
 
 
 def test_confirmation_round_keeps_a_real_regression():
     result, _ = fake_gate(lambda w: 1.08, FakeClock(), baseline=full_baseline())
-    assert all(c.confirmed and c.verdict == "SLOWER" for c in result.comparisons if c.tolerance == 0.05)
+    assert result.comparisons and not result.passed
+    assert all(c.confirmed and c.verdict == "SLOWER" and c.tolerance == 0.03 for c in result.comparisons)
+
+
+# ----- tolerance from each workload's spread (synthetic timings) ---------------------------------------------
+
+def noisy(median: float, spread: float, n: int, seed: int) -> tuple[float, ...]:
+    """n run times around ``median``, uniformly within +-spread/2 (relative), from a seeded generator."""
+    import random
+
+    rng = random.Random(seed)
+    return tuple(median * (1 + spread * (rng.random() - 0.5)) for _ in range(n))
+
+
+def baseline_from(times: dict[str, tuple[float, ...]]) -> timing.Baseline:
+    ms = [Measurement(name, 1000, t, repeat=3) for name, t in times.items()]
+    ws = [Workload(name, KIWIPETE, 3, 1000) for name in times]
+    return timing.updated_baseline(None, ms, ws, GPU, "abc")
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_spread_tolerance_passes_a_rerun_of_unchanged_code_and_fails_five_percent(seed):
+    """Quiet (1 % spread) and noisy (4 %) workloads: reruns from the same noise pass; 5 % slower fails the
+    quiet one (tolerance 3 %), the noisy one is judged at 8 %."""
+    b = baseline_from({"quiet": noisy(0.2, 0.01, 7, seed), "noisy": noisy(0.01, 0.04, 7, seed)})
+    quiet, loud = b.workloads["quiet"], b.workloads["noisy"]
+    assert quiet.tolerance is None and quiet.repeat == 3
+    assert quiet.tolerance_for(0.03) == 0.03 and 0.03 <= loud.tolerance_for(0.03) <= 0.08
+    rerun = [Measurement("quiet", 1000, noisy(0.2, 0.01, 7, 1000 + seed)),
+             Measurement("noisy", 1000, noisy(0.01, 0.04, 7, 1000 + seed))]
+    assert not any(c.failed for c in timing.compare(rerun, b))
+    fresh = [Measurement(r.workload, 1000, tuple(t * 1.015 for t in r.times)) for r in rerun]  # another H200's clocks
+    assert not any(c.failed for c in timing.compare(fresh, b))
+    slowed = [Measurement(r.workload, 1000, tuple(t * 1.05 for t in r.times)) for r in rerun]
+    verdicts = {c.workload: c.verdict for c in timing.compare(slowed, b)}
+    assert verdicts["quiet"] == "SLOWER"
+
+
+def test_a_noisy_baseline_widens_only_its_own_tolerance():
+    b = baseline_from({"a": (1.0, 1.0, 1.0), "b": (1.0, 1.1, 0.95)})
+    assert b.workloads["a"].tolerance_for(0.03) == 0.03
+    assert b.workloads["b"].tolerance_for(0.03) == pytest.approx(0.30)  # 2 x 15 %
+    hand = timing.BaselineEntry(1, 1.0, 3, 0.9, 1.1, tolerance=0.04)
+    assert hand.tolerance_for(0.03) == 0.04  # a hand-set value wins over the spread
+
+
+def test_gate_measures_with_the_baselines_repeat():
+    seen = []
+
+    def fake_measure(driver, w, runs, repeat=None):
+        seen.append((w.name, repeat))
+        return Measurement(w.name, w.nodes, (1.0,), repeat=repeat or 1)
+
+    entries = {w.name: timing.BaselineEntry(w.nodes, 1.0, repeat=5) for w in WORKLOADS[:2]}
+    timing.run_gate(WORKLOADS[:3], lambda w: None, timing.Baseline("G", entries), measure=fake_measure,
+                    log=lambda s: None)
+    assert seen == [(WORKLOADS[0].name, 5), (WORKLOADS[1].name, 5), (WORKLOADS[2].name, None)]
+
+
+# ----- the workload list ------------------------------------------------------------------------------------
+
+def test_workloads_cover_cpw_3_to_6_with_and_without_tables_from_the_published_table():
+    import csv
+
+    with open(CPW_TABLE, newline="") as f:
+        rows = {(r["fen"], int(r["depth"])): int(r["nodes"]) for r in csv.DictReader(f)}
+    for w in WORKLOADS:
+        if w.name.startswith("cpw") or w.name.startswith("startpos"):
+            assert rows[(w.fen, w.depth)] == w.nodes, w.name
+    names = {w.name for w in WORKLOADS}
+    for pos in ("cpw3", "cpw4", "cpw5", "cpw6"):
+        assert sum(n.startswith(pos + "-") and not n.endswith("-tt") for n in names) == 1, pos
+        assert sum(n.startswith(pos + "-") and n.endswith("-tt") for n in names) == 1, pos
+    assert [w.tt for w in WORKLOADS] == sorted(w.tt for w in WORKLOADS)  # no-TT first: one driver switch
+
+
+def test_published_reads_the_table_and_names_a_missing_row():
+    assert published("pos5", 5) == ("rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", 89_941_194)
+    with pytest.raises(KeyError, match="no perft 9 of pos5"):
+        published("pos5", 9)
+
+
+def test_small_workload_positions_match_python_chess():
+    """The FENs and counts read from the table agree with an independent engine at a shallow depth."""
+    import chess
+
+    def perft(board, d):
+        if d == 0:
+            return 1
+        total = 0
+        for mv in board.legal_moves:
+            board.push(mv)
+            total += perft(board, d - 1)
+            board.pop()
+        return total
+
+    for pos in ("pos3", "pos4", "pos5", "pos6"):
+        fen, nodes = published(pos, 2)
+        assert perft(chess.Board(fen), 2) == nodes, pos
 
 
 # ----- baseline files ---------------------------------------------------------------------------------------
@@ -242,22 +351,23 @@ def test_slug_names_the_baseline_file():
 
 
 def test_baseline_round_trip_keeps_tolerance_overrides():
-    ms = [Measurement(w.name, w.nodes, (1.0, 1.1, 0.9)) for w in WORKLOADS]
+    ms = [Measurement(w.name, w.nodes, (1.0, 1.1, 0.9), repeat=4, kernel=(0.5, 0.6, 0.5)) for w in WORKLOADS]
     first = timing.updated_baseline(None, ms, WORKLOADS, GPU, "abc123", date="2026-11-21")
-    assert first.workloads["kiwipete-6"].tolerance == 0.10  # seeded from the workload list
+    assert first.workloads["kiwipete-7"].tolerance is None  # from the spread
+    assert (first.workloads["kiwipete-7"].repeat, first.workloads["kiwipete-7"].kernel_median_s) == (4, 0.5)
     text = first.to_json()
     again = timing.Baseline.from_json(text, "mem")
     assert again == first
     data = json.loads(text)
     assert (data["gpu"], data["commit"], data["date"], data["arch"]) == ("NVIDIA Fake GPU", "abc123", "2026-11-21",
                                                                           "sm_90")
-    assert data["workloads"]["startpos-9"]["times_s"] == [1.0, 1.1, 0.9]
+    assert data["workloads"]["cpw6-7"]["times_s"] == [1.0, 1.1, 0.9]
     # a hand-edited override survives the next --update
-    data["workloads"]["startpos-9"].update(tolerance=0.07, tolerance_reason="clock boost")
+    data["workloads"]["cpw6-7"].update(tolerance=0.07, tolerance_reason="clock boost")
     edited = timing.Baseline.from_json(json.dumps(data))
     second = timing.updated_baseline(edited, ms, WORKLOADS, GPU, "def456")
-    assert second.workloads["startpos-9"].tolerance == 0.07
-    assert second.workloads["startpos-9"].tolerance_reason == "clock boost"
+    assert second.workloads["cpw6-7"].tolerance == 0.07
+    assert second.workloads["cpw6-7"].tolerance_reason == "clock boost"
 
 
 def test_commit_comes_from_git_or_perft_commit(monkeypatch):
@@ -326,16 +436,28 @@ def test_timing_cli_update_then_pass_then_fail_when_slowed(tmp_path, capsys):
     assert set(data["workloads"]) == {w.name for w in WORKLOADS} and data["commit"]
     assert run_timing(["--runs", "3"], tmp_path, capsys)[0] == perf_gate.PASS
     rc, out, _ = run_timing(["--runs", "3"], tmp_path, capsys,
-                            seconds_for=lambda w: 1.42 if w.name == "startpos-9" else 1.0)
+                            seconds_for=lambda w: 1.42 if w.name == "cpw6-7-tt" else 1.0)
     assert rc == perf_gate.FAIL
-    assert "FAIL startpos-9: 1.4200 s vs baseline 1.0000 s = +42.0% (tolerance 5%), confirmed" in out
+    assert "FAIL cpw6-7-tt: 1.4200 s vs baseline 1.0000 s = +42.0% (tolerance 3.0%), confirmed" in out
     assert out.rstrip().endswith("timing gate: FAIL")
-    # a looser tolerance on the command line lets it through, but the baseline's overrides still apply
+    # a looser floor on the command line lets it through, but a hand-set tolerance in the file still applies
     assert run_timing(["--runs", "3", "--tolerance", "0.5"], tmp_path, capsys,
-                      seconds_for=lambda w: 1.42 if w.name == "startpos-9" else 1.0)[0] == perf_gate.PASS
+                      seconds_for=lambda w: 1.42 if w.name == "cpw6-7-tt" else 1.0)[0] == perf_gate.PASS
+    path = tmp_path / "nvidia-fake-gpu.json"
+    data = json.loads(path.read_text())
+    data["workloads"]["cpw5-5"].update(tolerance=0.1, tolerance_reason="test")
+    path.write_text(json.dumps(data))
     rc, out, _ = run_timing(["--runs", "3", "--tolerance", "0.5"], tmp_path, capsys,
-                            seconds_for=lambda w: 1.12 if w.name == "kiwipete-6" else 1.0)
-    assert rc == perf_gate.FAIL and "FAIL kiwipete-6: 1.1200 s vs baseline 1.0000 s = +12.0% (tolerance 10%)" in out
+                            seconds_for=lambda w: 1.12 if w.name == "cpw5-5" else 1.0)
+    assert rc == perf_gate.FAIL and "FAIL cpw5-5: 1.1200 s vs baseline 1.0000 s = +12.0% (tolerance 10.0%)" in out
+
+
+def test_timing_cli_slow_plants_the_define_and_a_slower_build_fails(tmp_path, capsys):
+    assert run_timing(["--update", "--runs", "3"], tmp_path, capsys)[0] == perf_gate.PASS
+    rc, out, _ = run_timing(["--slow", "5", "--runs", "3"], tmp_path, capsys, seconds_for=lambda w: 1.06)
+    assert rc == perf_gate.FAIL
+    assert "options=-DPC_SLOWDOWN_PERCENT=5" in out and "expected to FAIL" in out
+    assert run_timing(["--slow", "5", "--runs", "3"], tmp_path, capsys)[0] == perf_gate.PASS  # no slower: passes
 
 
 def test_timing_cli_wrong_count_exits_3(tmp_path, capsys):
@@ -347,7 +469,7 @@ def test_timing_cli_wrong_count_exits_3(tmp_path, capsys):
     assert "WRONG NODE COUNT: startpos-8" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("variant", [["--leaf3", "stream"], ["--define", "PC_GLOBAL_TABLES"],
+@pytest.mark.parametrize("variant", [["--slow", "5"], ["--leaf3", "stream"], ["--define", "PC_GLOBAL_TABLES"],
                                      ["--kernel-option=-lineinfo"], ["--leaf-threads", "256"]])
 def test_timing_cli_refuses_to_record_an_experimental_build(variant, tmp_path, capsys):
     rc, _, err = run_timing(["--update", *variant], tmp_path, capsys)
@@ -670,3 +792,29 @@ def test_tox_gpu_env_runs_the_suites_then_both_gates():
     commands = [c.strip() for c in ini["testenv:gpu"]["commands"].strip().splitlines()]
     assert commands[0].startswith("python -m pytest -m gpu")
     assert commands[1:] == ["python ci/perf_gate.py static --cupy", "python ci/perf_gate.py timing"]
+
+
+# ----- the benchmark beside perft_gpu_2026 (ci/bench_vs_peer.py), without a GPU --------------------------------
+
+def test_bench_vs_peer_reads_the_peers_line_for_the_depth(tmp_path):
+    import bench_vs_peer
+
+    fake = tmp_path / "perft_gpu"
+    fake.write_text("#!/bin/sh\necho \"args: $*\"\necho 'Perft(08): 84998978956, time: 0.120 seconds'\n"
+                    "echo 'Perft(09): 2,439,530,234,167, time: 0.337 seconds'\n")
+    fake.chmod(0o755)
+    got = bench_vs_peer.peer(fake, "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -", 9, True, timeout=30)
+    assert (got["nodes"], got["seconds"]) == (2_439_530_234_167, 0.337)
+    missing = bench_vs_peer.peer(fake, "8/8/8/8/8/8/8/K6k w - - 0 1", 10, False, timeout=30)
+    assert missing["seconds"] is None and "-nott" in missing["output"] and "0 1" in missing["output"]
+
+
+def test_bench_vs_peer_rows_and_their_published_counts():
+    import bench_vs_peer
+
+    names = [r[0] for r in bench_vs_peer.ROWS]
+    assert names == ["startpos 9", "Kiwipete 7", "CPW 3 d10", "CPW 4 d8", "CPW 5 d8", "CPW 6 d8"]
+    assert [r[0] for r in bench_vs_peer.TT_ROWS] == ["startpos 9", "startpos 10"] + names[1:]
+    pub = {r[0]: bench_vs_peer.published_count(r[1], r[2]) for r in bench_vs_peer.TT_ROWS}
+    assert pub["startpos 10"] == 69_352_859_712_417 and pub["CPW 6 d8"] == 11_923_589_843_526
+    assert pub["CPW 3 d10"] is None and pub["CPW 5 d8"] is None  # not in the CPW table: TT and no-TT must agree

@@ -1,16 +1,20 @@
 """The fixed GPU benchmark set and its timing loop (the timing gate and ci/bench_gpu.py share both).
 
-A workload is one perft call whose node count is known from a published table, so every timed run
-also checks the count: a wrong count raises ``WrongNodeCount`` and fails louder than slowness.
+A workload is one perft call whose node count is published (the Chess Programming Wiki's table,
+read from oracle/data/cpw_perft_results.csv), so every timed run also checks the count: a wrong
+count raises ``WrongNodeCount`` and fails louder than slowness.
 
-Transposition tables: a workload with ``tt=True`` is timed with ``perft_core.gpu.ttdriver.TTBfsDriver``
-(cold tables every run). The list has none yet: add entries such as
-``Workload("startpos-9-tt", STARTPOS, 9, 2_439_530_234_167, runs=5, tt=True)`` after the no-TT ones
-(the gate builds one driver at a time, switching once), then record them with ``--update``; until
-then a workload missing from a baseline fails the gate as "no baseline".
+Workloads with ``tt=True`` are timed with ``perft_core.gpu.ttdriver.TTBfsDriver`` (cold tables every
+count); the others with ``BfsDriver``. The gate builds one driver at a time, switching once.
+
+Each timed run is as many back-to-back counts as fill ``MIN_RUN_S`` (at least 0.15 s; a workload of
+a few milliseconds is mostly host time and its single counts spread by 10 %), and its time is the
+run's seconds per count.
 """
 from __future__ import annotations
 
+import csv
+import math
 import statistics
 import sys
 import time
@@ -24,38 +28,62 @@ if str(ROOT) not in sys.path:  # run from a source checkout (ci/ is not a packag
 
 STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+CPW_TABLE = ROOT / "oracle" / "data" / "cpw_perft_results.csv"
+MIN_RUN_S = 0.15  # seconds a timed run lasts at least (back-to-back counts)
+
+
+def published(position: str, depth: int, table: Path = CPW_TABLE) -> tuple[str, int]:
+    """(FEN, nodes) of CPW position ``position`` ("pos3") at ``depth`` from ``table`` (a
+    ``suite,id,fen,depth,nodes,source`` CSV). Raises KeyError when the table has no such row."""
+    with open(table, newline="") as f:
+        for row in csv.DictReader(f):
+            if row["id"] == position and int(row["depth"]) == depth:
+                return row["fen"], int(row["nodes"])
+    raise KeyError(f"{table.name} has no perft {depth} of {position}")
 
 
 @dataclass(frozen=True)
 class Workload:
     """One timed perft call.
 
-    nodes: the expected count (CPW / OEIS A048987); runs: timed runs after one warm-up run (more
-    for short workloads, whose relative noise is larger); tt: needs the GPU transposition tables;
-    peer_s: perft_gpu_2026's seconds on an H200 (bench_gpu.py's comparison), or None;
-    tolerance: seed for a new baseline's per-workload tolerance override (the baseline file's value
-    is the one the gate uses; None = the gate's --tolerance).
+    nodes: the expected count (published); runs: timed runs after the warm-up counts; tt: counted
+    with the GPU transposition tables; peer_s: perft_gpu_2026's seconds on an H200 (bench_gpu.py's
+    comparison), or None; tolerance: a fixed tolerance for a new baseline (None: from the spread).
     """
 
     name: str
     fen: str
     depth: int
     nodes: int
-    runs: int
+    runs: int = 7
     tt: bool = False
     peer_s: float | None = None
     tolerance: float | None = None
 
 
-# About 0.145 s, 3.7 s, 0.016 s and 0.46 s per run on an H200 (NOTES.md). The timing gate (one warm-up
-# plus these runs each) takes about 30 s plus the NVRTC build, at most about 60 s when every workload
-# needs its confirmation round.
+def _cpw(name: str, position: str, depth: int, tt: bool = False) -> Workload:
+    fen, nodes = published(position, depth)
+    return Workload(name, fen, depth, nodes, tt=tt)
+
+
+# The two tuned positions and CPW positions 3-6 at the deepest depth the table gives that is not
+# minutes long, each without and with tables. Seconds per count on an H200 (NOTES.md): startpos 8
+# 0.116, Kiwipete 7 0.33, startpos 9 with tables 0.28, Kiwipete 7 with tables 0.12; CPW 4 d6 and CPW 5
+# d5 take milliseconds (several counts per run). About 45 s for the whole gate on an H200.
 WORKLOADS: tuple[Workload, ...] = (
-    Workload("startpos-8", STARTPOS, 8, 84_998_978_956, runs=9),
-    Workload("startpos-9", STARTPOS, 9, 2_439_530_234_167, runs=5, peer_s=3.67),
-    # 16 ms, a quarter of it Python and launch overhead: host jitter is several percent of a run.
-    Workload("kiwipete-6", KIWIPETE, 6, 8_031_647_685, runs=15, tolerance=0.10),
-    Workload("kiwipete-7", KIWIPETE, 7, 374_190_009_323, runs=7, peer_s=0.355),
+    _cpw("startpos-8", "pos1_initial", 8),
+    # Kiwipete perft 7: CPW's text (its table stops at 6), as perft_gpu_2026 and Stockfish count it.
+    Workload("kiwipete-7", KIWIPETE, 7, 374_190_009_323, peer_s=0.355),
+    _cpw("cpw3-8", "pos3", 8),
+    _cpw("cpw4-6", "pos4", 6),
+    _cpw("cpw5-5", "pos5", 5),
+    _cpw("cpw6-7", "pos6", 7),
+    _cpw("startpos-9-tt", "pos1_initial", 9, tt=True),
+    Workload("kiwipete-7-tt", KIWIPETE, 7, 374_190_009_323, tt=True),
+    _cpw("cpw3-8-tt", "pos3", 8, tt=True),
+    _cpw("cpw4-6-tt", "pos4", 6, tt=True),
+    _cpw("cpw5-5-tt", "pos5", 5, tt=True),
+    _cpw("cpw6-7-tt", "pos6", 7, tt=True),
 )
 
 
@@ -70,13 +98,21 @@ class WrongNodeCount(AssertionError):
 
 @dataclass(frozen=True)
 class Measurement:
-    """Wall times (seconds) of the timed runs of one workload, and each run's overhead share (0..1,
-    time outside kernels; None when the driver does not report it)."""
+    """Seconds per count of the timed runs of one workload (each run: ``repeat`` back-to-back counts),
+    each run's overhead share (0..1, time outside kernels; None when the driver does not report it)
+    and device (kernel) seconds per count (None when not reported)."""
 
     workload: str
     nodes: int
     times: tuple[float, ...]
     overhead: tuple[float | None, ...] = ()
+    repeat: int = 1
+    kernel: tuple[float | None, ...] = ()
+
+    @property
+    def kernel_median(self) -> float | None:
+        k = [x for x in self.kernel if x is not None]
+        return statistics.median(k) if k else None
 
     @property
     def median(self) -> float:
@@ -89,36 +125,49 @@ class Measurement:
 
     def extended(self, more: Measurement) -> Measurement:
         """This measurement's runs pooled with ``more``'s (a confirmation round)."""
-        return Measurement(self.workload, self.nodes, self.times + more.times, self.overhead + more.overhead)
+        return Measurement(self.workload, self.nodes, self.times + more.times, self.overhead + more.overhead,
+                           self.repeat, self.kernel + more.kernel)
 
 
-def measure(driver, workload: Workload, runs: int | None = None, warmup: int = 1,
-            clock: Callable[[], float] = time.perf_counter) -> Measurement:
-    """Time ``runs`` (default ``workload.runs``) calls of ``driver.perft`` after ``warmup`` untimed ones.
+def measure(driver, workload: Workload, runs: int | None = None, warmup: int = 2,
+            clock: Callable[[], float] = time.perf_counter, repeat: int | None = None,
+            min_run_s: float = MIN_RUN_S) -> Measurement:
+    """Time ``runs`` (default ``workload.runs``) runs of ``driver.perft`` after ``warmup`` untimed counts.
 
-    ``driver`` is a ``perft_core.gpu.BfsDriver`` / ``TTBfsDriver`` or anything with
-    ``perft(position, depth) -> int``. TT workloads start each run with empty tables.
-    Raises WrongNodeCount on the first run (warm-up included) whose count is wrong.
+    A run is ``repeat`` back-to-back counts; by default as many as fill ``min_run_s`` at the
+    fastest warm-up count's pace (at most 1000). ``driver`` is a ``perft_core.gpu.BfsDriver`` /
+    ``TTBfsDriver`` or anything with ``perft(position, depth) -> int``. TT workloads start every
+    count with empty tables. Raises WrongNodeCount on the first count (warm-ups included) whose
+    count is wrong.
     """
     import perft_core
 
     pos = perft_core.Position.from_fen(workload.fen)
-    times, overhead = [], []
-    for i in range(warmup + (runs or workload.runs)):
+    stats_of = lambda: getattr(driver, "stats", None)  # noqa: E731
+
+    def count() -> tuple[float, float | None]:
         if workload.tt and hasattr(driver, "host_cache"):
-            # Every run counts with cold tables: TTBfsDriver rebuilds its device TTs per count, but
-            # its host cache lives on and would answer the next run from the last one.
+            # Every count with cold tables: TTBfsDriver rebuilds its device TTs per count, but
+            # its host cache lives on and would answer the next count from the last one.
             driver.host_cache.clear()
         t = clock()
         nodes = driver.perft(pos, workload.depth)
         dt = clock() - t
         if nodes != workload.nodes:
             raise WrongNodeCount(workload, nodes)
-        if i >= warmup:
-            times.append(dt)
-            stats = getattr(driver, "stats", None)
-            overhead.append(getattr(stats, "overhead_share", None))
-    return Measurement(workload.name, workload.nodes, tuple(times), tuple(overhead))
+        return dt, getattr(stats_of(), "kernel_seconds", None)
+
+    warm = [count()[0] for _ in range(warmup)]
+    if repeat is None:
+        repeat = min(1000, max(1, math.ceil(min_run_s / max(min(warm), 1e-9)))) if warm else 1
+    times, overhead, kernel = [], [], []
+    for _ in range(runs or workload.runs):
+        done = [count() for _ in range(repeat)]
+        times.append(sum(d for d, _ in done) / repeat)
+        ks = [k for _, k in done]
+        kernel.append(sum(ks) / repeat if all(k is not None for k in ks) else None)
+        overhead.append(getattr(stats_of(), "overhead_share", None))
+    return Measurement(workload.name, workload.nodes, tuple(times), tuple(overhead), repeat, tuple(kernel))
 
 
 def select(names: Sequence[str] | None) -> tuple[Workload, ...]:

@@ -202,7 +202,7 @@ class BfsDriver:
         levels = [len(roots)]
         self.stats.level_positions.append(levels)
         boards = self.arena.alloc("boards[0]", len(roots) * WORDS, np.uint64)
-        boards[...] = self.k.to_device(np.ascontiguousarray(roots).reshape(-1))
+        self.k.upload(boards, roots)
         return boards, levels
 
     def _bfs(self, roots: np.ndarray, us: int, depth: int) -> int:

@@ -16,9 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from .. import _core
+from . import prebuilt
 
 BOARD_WORDS = _core.BOARD_BYTES // 8
-SIDES = (0, 1)
+SIDES = prebuilt.SIDES
+SCAN_TILE = 256 * 8  # elements per block of the scan kernels (PC_SCAN_TILE)
 
 
 class EmulatedKernels:
@@ -93,6 +95,38 @@ class EmulatedKernels:
     def store(self, boards, keys, values, n, tt, slots, audit, tag):
         self._timed(_core.batch_store, boards, keys, values, n, tt, slots, audit, tag)
 
+    # ----- data movement (CupyKernels does these in its own kernels) -----
+    def zero(self, array) -> None:
+        array.fill(0)
+
+    def upload(self, dst, host: np.ndarray) -> None:
+        if dst.size != np.size(host):
+            raise ValueError(f"upload of {np.size(host)} elements into an array of {dst.size}")
+        dst[...] = np.ascontiguousarray(host).reshape(dst.shape)
+
+    def widen(self, counts, n, values):
+        values[:n] = counts[:n]
+
+    def count_hits(self, counts, values, n, hits):
+        hits[0] += np.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
+
+    def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
+        self.upsweep(parents, np.ascontiguousarray(group_values[group_of[:n]]), n, parent_values)
+
+    def merge_groups(self, keys, n):
+        kv = keys[:2 * n].reshape(n, 2)
+        _, first, inverse = np.unique(kv, axis=0, return_index=True, return_inverse=True)
+        heads = np.sort(first)  # groups in the order of their first board, as on the device
+        rank_of_unique = np.empty(len(first), dtype=np.uint32)
+        rank_of_unique[np.argsort(first)] = np.arange(len(first), dtype=np.uint32)
+        return len(first), (heads, rank_of_unique[inverse.reshape(-1)])
+
+    def merge_gather(self, plan, boards, keys, n, merged_boards, merged_keys):
+        heads, group_of = plan
+        merged_boards.reshape(-1, BOARD_WORDS)[...] = boards[:n * BOARD_WORDS].reshape(n, BOARD_WORDS)[heads]
+        merged_keys.reshape(-1, 2)[...] = keys[:2 * n].reshape(n, 2)[heads]
+        return group_of
+
 
 def kernel_source_dir() -> str:
     """Directory of the kernel sources: the installed ``perft_core.kernels`` package data, or the
@@ -104,44 +138,61 @@ def kernel_source_dir() -> str:
 
 
 @functools.cache
-def _module(options: tuple[str, ...] = ()):
-    """Compile kernels/pc_kernels.cu with NVRTC once per process and upload the attack tables."""
+def _module(options: tuple[str, ...] = (), build: str = "auto"):
+    """The kernels of kernels/pc_kernels.cu, loaded once per process, with the attack tables uploaded.
+
+    ``build`` "auto": the precompiled cubin of this device's architecture when ``prebuilt.find``
+    accepts it (default options, same sources), else NVRTC; "nvrtc": always NVRTC (CuPy caches its
+    output in CUPY_CACHE_DIR, so a machine compiles each option set once).
+    Returns (module, {name expression: function name in the module}, "cubin" | "nvrtc", reason).
+    """
     import cupy as cp
 
+    if build not in ("auto", "nvrtc"):
+        raise ValueError(f"build must be 'auto' or 'nvrtc', got {build!r}")
     src_dir = kernel_source_dir()
-    with open(f"{src_dir}/pc_kernels.cu") as f:
-        code = f.read()
-    names = [f"count_kernel<{s}>" for s in SIDES] + [f"gen_kernel<{s}>" for s in SIDES]
-    names += [f"make_kernel<{s}>" for s in SIDES] + [f"count_sum_kernel<{s}>" for s in SIDES]
-    names += [f"leaf_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3, 4)]
-    names += [f"{k}<{s}>" for k in ("keys_kernel", "count_probe_kernel", "make_key_kernel") for s in SIDES]
-    names += [f"leaf_values_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3)]
-    names += ["upsweep_kernel", "store_kernel"]
-    mod = cp.RawModule(code=code, options=("-std=c++17", f"-I{src_dir}") + tuple(options), name_expressions=names)
+    arch = f"sm_{cp.cuda.Device().compute_capability}"
+    found = prebuilt.find(src_dir, arch, options) if build == "auto" else "NVRTC asked for"
+    if isinstance(found, tuple):
+        path, lowered = found
+        mod, kind, why = cp.RawModule(path=str(path)), "cubin", f"precompiled {path.name}"
+    else:
+        with open(f"{src_dir}/pc_kernels.cu") as f:
+            code = f.read()
+        mod = cp.RawModule(code=code, options=prebuilt.OPTIONS + (f"-I{src_dir}",) + tuple(options),
+                           name_expressions=list(prebuilt.KERNEL_NAMES))
+        lowered, kind, why = {n: n for n in prebuilt.KERNEL_NAMES}, "nvrtc", found
     blob = np.frombuffer(_core.tables_blob(), dtype=np.uint8)
     ptr = mod.get_global("g_tables_dev")
     ptr.copy_from_host(blob.ctypes.data, blob.nbytes)
-    return mod, tuple(names)
+    return mod, lowered, kind, why
 
 
 class CupyKernels:
-    """The real GPU: CuPy arrays and the RawModule kernels (compiled once per process, cached)."""
+    """The real GPU: CuPy arrays and the RawModule kernels (loaded once per process, cached).
+
+    ``options``: extra NVRTC options (an experimental build; forces NVRTC); ``build``: "auto"
+    (the precompiled cubin when it fits, see ``_module``) or "nvrtc". ``self.build`` says which was
+    used ("cubin" or "nvrtc") and ``self.build_reason`` why. Every operation of a count runs in
+    these kernels or in CuPy's memsets and copies: nothing is compiled at first use.
+    """
 
     name = "gpu"
 
     def __init__(self, options: tuple[str, ...] = (), gen_threads: int = 128, leaf_threads: int = 128,
-                 leaf3: str = "list"):
+                 leaf3: str = "list", build: str = "auto"):
         import cupy as cp
 
         self.xp = cp
-        self.mod, self.names = _module(tuple(options))
-        self.fn = {n: self.mod.get_function(n) for n in self.names}
+        self.mod, lowered, self.build, self.build_reason = _module(tuple(options), build)
+        self.names = prebuilt.KERNEL_NAMES
+        self.fn = {n: self.mod.get_function(lowered[n]) for n in self.names}
         self.gen_threads, self.leaf_threads = gen_threads, leaf_threads
         if leaf3 not in ("list", "stream"):
             raise ValueError(f"leaf3 must be 'list' or 'stream', got {leaf3!r}")
         self.leaf3_variant = 3 if leaf3 == "list" else 4
         self.ci = None
-        self.total = cp.zeros(1, dtype=cp.uint64)
+        self.total = cp.empty(1, dtype=cp.uint64)
         self.kernel_seconds = 0.0
         self.kernel_seconds_by_name: dict[str, float] = {}  # device time per kernel, seconds
         self._events = []
@@ -165,23 +216,54 @@ class CupyKernels:
         self._events.clear()
 
     def _launch(self, name, n, threads, args):
-        cp = self.xp
         if n == 0:
             return
+        self._launch_grid(name, (int(n) + threads - 1) // threads, threads, args)
+
+    def _launch_grid(self, name, blocks, threads, args):
+        cp = self.xp
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        self.fn[name](((int(n) + threads - 1) // threads,), (threads,), args)
+        self.fn[name]((int(blocks),), (threads,), args)
         end.record()
         self._events.append((name, start, end))
+
+    def zero(self, array) -> None:
+        """Set a contiguous device array to zero (a memset: no kernel to compile)."""
+        if array.nbytes:
+            array.data.memset_async(0, array.nbytes)
+
+    def upload(self, dst, host: np.ndarray) -> None:
+        """Copy host array ``host`` into the contiguous device array ``dst`` of the same size and dtype."""
+        host = np.ascontiguousarray(host, dtype=dst.dtype)
+        if host.nbytes != dst.nbytes:
+            raise ValueError(f"upload of {host.nbytes} bytes into a {dst.nbytes}-byte array")
+        if host.nbytes:
+            dst.data.copy_from_host(host.ctypes.data, host.nbytes)
 
     def count(self, boards, n, us, counts):
         self._launch(f"count_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, counts))
 
     def scan(self, counts, n, offsets) -> int:
+        self._scan(counts, n, offsets)
+        return int(offsets[n:n + 1].get()[0])
+
+    def _scan(self, values, n, offsets) -> None:
+        """offsets[0 .. n] = exclusive prefix sums of values[:n] (uint32 or uint64), as uint64."""
         cp = self.xp
-        offsets[:1] = 0
-        cp.cumsum(counts[:n], dtype=cp.uint64, out=offsets[1:n + 1])
-        return int(offsets[n].get())
+        kind = "u32" if values.dtype == cp.uint32 else "u64"
+        if n == 0:
+            offsets[:1].data.memset_async(0, 8)
+            return
+        tiles = (int(n) + SCAN_TILE - 1) // SCAN_TILE
+        tile_offsets = None
+        if tiles > 1:  # the tiles' sums, then their own prefix sums (recursively), then each tile
+            sums = cp.empty(tiles, dtype=cp.uint64)
+            self._launch_grid(f"scan_tiles_{kind}_kernel", tiles, 256, (values, np.uint64(n), sums))
+            tile_offsets = cp.empty(tiles + 1, dtype=cp.uint64)
+            self._scan(sums, tiles, tile_offsets)
+        self._launch_grid(f"scan_apply_{kind}_kernel", tiles, 256,
+                          (values, np.uint64(n), tile_offsets if tile_offsets is not None else np.uint64(0), offsets))
 
     def gen(self, boards, n, us, offsets, moves, parents):
         self._launch(f"gen_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, offsets, moves, parents))
@@ -191,14 +273,14 @@ class CupyKernels:
                      (boards, parents, moves, np.uint64(n), self.ci, children))
 
     def leaf(self, boards, parents, moves, n, us, levels) -> int:
-        self.total[:] = 0
+        self.zero(self.total)
         variant = self.leaf3_variant if levels == 3 else levels
         self._launch(f"leaf_kernel<{us},{variant}>", n, self.leaf_threads,
                      (boards, parents, moves, np.uint64(n), self.ci, self.total))
         return int(self.total.get()[0])
 
     def count_sum(self, boards, n, us) -> int:
-        self.total[:] = 0
+        self.zero(self.total)
         self._launch(f"count_sum_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, self.total))
         return int(self.total.get()[0])
 
@@ -229,6 +311,41 @@ class CupyKernels:
         audit_ptr = audit if audit is not None else np.uint64(0)
         self._launch("store_kernel", n, 256,
                      (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.uint64(tag)))
+
+    def widen(self, counts, n, values):
+        self._launch("widen_kernel", n, 256, (counts, np.uint64(n), values))
+
+    def count_hits(self, counts, values, n, hits):
+        self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
+
+    def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
+        self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
+
+    def merge_groups(self, keys, n):
+        """Group the first ``n`` keys (uint64 pairs lo, hi) by equality. Returns (number of groups,
+        plan for ``merge_gather``); groups are numbered in the order of their head boards (the board
+        of each group that claimed its hash slot)."""
+        cp = self.xp
+        bits = max(10, (2 * int(n) - 1).bit_length())
+        owner = cp.empty(1 << bits, dtype=cp.uint32)
+        self.zero(owner)
+        slot_of = cp.empty(n, dtype=cp.uint32)
+        head = cp.empty(n, dtype=cp.uint32)
+        self._launch("merge_insert_kernel", n, 256,
+                     (keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), slot_of, head))
+        rank = cp.empty(n + 1, dtype=cp.uint64)
+        groups = self.scan(head, n, rank)
+        return groups, (owner, slot_of, head, rank)
+
+    def merge_gather(self, plan, boards, keys, n, merged_boards, merged_keys):
+        """The first board and key of every group into ``merged_*``; returns each board's group (uint32, n)."""
+        cp = self.xp
+        owner, slot_of, head, rank = plan
+        group_of = cp.empty(n, dtype=cp.uint32)
+        self._launch("merge_heads_kernel", n, 256, (boards, keys, head, rank, slot_of, np.uint32(n), owner,
+                                                    merged_boards, merged_keys))
+        self._launch("merge_group_kernel", n, 256, (slot_of, owner, np.uint32(n), group_of))
+        return group_of
 
     def attributes(self) -> dict[str, dict[str, int]]:
         """Registers, local memory (bytes), shared memory (bytes) and max threads of every kernel."""

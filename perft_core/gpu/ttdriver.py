@@ -218,11 +218,11 @@ class TTBfsDriver(BfsDriver):
             slots = max(slots, 1024)
             try:
                 entries = self.tt_arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
-                entries[...] = 0
+                self.k.zero(entries)
                 audit = None
                 if self.audit_mode:
                     audit = self.tt_arena.alloc(f"tt_audit[{r}]", 8 * slots, np.uint64)
-                    audit[...] = 0
+                    self.k.zero(audit)
             except DeviceOutOfMemory as exc:  # a TT is an optimisation: count on without it
                 self.stats.oom_sites.append(exc.site)
                 self.tt_stats["tt_disabled"] += 1
@@ -298,7 +298,7 @@ class TTBfsDriver(BfsDriver):
         boards, sizes = self._start_call(roots)
         n = len(roots)
         keys = a.alloc("keys[0]", n * 2, np.uint64)
-        keys[...] = k.to_device(np.ascontiguousarray(root_keys).reshape(-1))
+        k.upload(keys, root_keys)
         levels = []
         self._hits_dev = None
         side, ply = us, 0
@@ -316,14 +316,16 @@ class TTBfsDriver(BfsDriver):
             levels.append(level)
             if left == 1:
                 k.count(boards, n, side, counts)
-                values[...] = counts
+                k.widen(counts, n, values)
                 break
             tt = level["tt"]
             k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
             if tt is not None:  # hits counted on the device; read once at the end of the call
                 self.tt_stats["probes"] += n
-                hit = k.xp.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
-                self._hits_dev = hit if self._hits_dev is None else self._hits_dev + hit
+                if self._hits_dev is None:
+                    self._hits_dev = k.xp.empty(1, dtype=np.uint64)
+                    k.zero(self._hits_dev)
+                k.count_hits(counts, values, n, self._hits_dev)
             offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
             total = k.scan(counts, n, offsets)
             if total == 0:
@@ -351,41 +353,32 @@ class TTBfsDriver(BfsDriver):
                 k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit,
                         (self._store_launches << 1) | lv["side"])
             if i > 0:  # each made board takes its merged group's value, then adds it to its parent
-                made = lv["values"] if lv["group_of"] is None else lv["values"][lv["group_of"]]
-                k.upsweep(levels[i - 1]["parents"], made, lv["n_made"], levels[i - 1]["values"])
+                if lv["group_of"] is None:
+                    k.upsweep(levels[i - 1]["parents"], lv["values"], lv["n_made"], levels[i - 1]["values"])
+                else:
+                    k.upsweep_grouped(levels[i - 1]["parents"], lv["group_of"], lv["values"], lv["n_made"],
+                                      levels[i - 1]["values"])
         k.synchronize()
         self.stats.allocations.append(a.ordinal)
         if self._hits_dev is not None:
-            self.tt_stats["hits"] += int(self._hits_dev)
+            self.tt_stats["hits"] += int(self._hits_dev[0])
         out = levels[0]["values"]
         return np.asarray(out.get() if hasattr(out, "get") else out).copy()
 
     def _merge(self, boards, keys, n: int, ply: int):
         """Merge boards with equal keys: (unique boards, their keys, count, group of each board).
 
-        Sorts by the key's low word and starts a group wherever (lo, hi) changes, so equal keys
-        are one group; two keys equal in lo only may split a group (never joins different keys).
-        Array-module operations only: the same code runs on CuPy and NumPy.
+        The kernel set groups equal (lo, hi) keys (a hash table on the device, ``np.unique`` when
+        emulated) and copies one board per group into the arena; group_of (uint32, n) maps each
+        board to its group for the upsweep.
         """
-        xp = self.k.xp
-        kv = keys[:2 * n].reshape(n, 2)
-        order = xp.argsort(kv[:, 0])
-        s = kv[order]
-        head = xp.empty(n, dtype=bool)
-        head[0] = True
-        head[1:] = (s[1:, 0] != s[:-1, 0]) | (s[1:, 1] != s[:-1, 1])
-        gid = xp.cumsum(head) - 1
-        un = int(gid[-1]) + 1
-        if un == n:
+        groups, plan = self.k.merge_groups(keys, n)
+        if groups == n:
             return boards, keys, n, None
-        group_of = xp.empty(n, dtype=xp.int64)
-        group_of[order] = gid
-        rep = order[head]
-        ub = self.arena.alloc(f"merged_boards[{ply}]", un * WORDS, np.uint64)
-        ub.reshape(un, WORDS)[...] = boards[:n * WORDS].reshape(n, WORDS)[rep]
-        uk = self.arena.alloc(f"merged_keys[{ply}]", un * 2, np.uint64)
-        uk.reshape(un, 2)[...] = kv[rep]
-        return ub, uk, un, group_of
+        ub = self.arena.alloc(f"merged_boards[{ply}]", groups * WORDS, np.uint64)
+        uk = self.arena.alloc(f"merged_keys[{ply}]", groups * 2, np.uint64)
+        group_of = self.k.merge_gather(plan, boards, keys, n, ub, uk)
+        return ub, uk, groups, group_of
 
     # ----- audit ------------------------------------------------------------------------------------
     def audit_entries(self):

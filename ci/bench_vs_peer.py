@@ -1,0 +1,187 @@
+"""Benchmark against perft_gpu_2026 in the same run: ours and the peer, each in its own process.
+
+    python ci/bench_vs_peer.py [--peer .peer/perft_gpu] [--runs 1] [--only "CPW 6 d8" ...] [--json out.json]
+
+The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
+its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
+issue's positions, without tables (startpos 9, Kiwipete 7, CPW 3 d10, CPW 4 d8, CPW 5 d8, CPW 6 d8)
+and with them (the same and startpos 10).
+
+Ours: one process counts every row (BfsDriver without tables, then TTBfsDriver), each after a
+warm-up count at depth - 1; with tables every timed count starts cold (new device tables, empty
+host cache). The peer: one process per row, ``perft_gpu FEN DEPTH -nott`` or ``-htt 16384`` (it
+counts depths 1..DEPTH with warm tables); its time is its own line for DEPTH. Our process ends
+before the peer's start, so neither holds the other's GPU memory.
+
+Counts: a published count (CPW table, OEIS A048987) where one exists; otherwise our two counting
+paths (with and without tables) must agree. The peer's counts are shown, not trusted.
+Prints a table with peer/ours ratios (> 1: we are faster) against the issue's targets (1.2x without
+tables, 1.0x with). Exit 1 on a wrong count of ours, 0 otherwise. About 3 minutes on an H200.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(ROOT), str(HERE)]
+
+from perfgate.table import markdown  # noqa: E402
+from perfgate.workloads import KIWIPETE, STARTPOS, published  # noqa: E402
+
+CPW3, CPW4 = published("pos3", 1)[0], published("pos4", 1)[0]
+CPW5, CPW6 = published("pos5", 1)[0], published("pos6", 1)[0]
+# (row, FEN, depth); Kiwipete 7's count is CPW's text (its table stops at 6).
+ROWS = [
+    ("startpos 9", STARTPOS, 9), ("Kiwipete 7", KIWIPETE, 7), ("CPW 3 d10", CPW3, 10),
+    ("CPW 4 d8", CPW4, 8), ("CPW 5 d8", CPW5, 8), ("CPW 6 d8", CPW6, 8),
+]
+TT_ROWS = ROWS[:1] + [("startpos 10", STARTPOS, 10)] + ROWS[1:]
+KNOWN = {(KIWIPETE, 7): 374_190_009_323}
+TARGET = {False: 1.2, True: 1.0}
+PEER_LINE = re.compile(r"Perft\s*\(\s*(\d+)\s*\)\s*:\s*([\d,]+)\s*,\s*time\s*:\s*([\d.eE+-]+)\s*s")
+
+
+def published_count(fen: str, depth: int) -> int | None:
+    if (fen, depth) in KNOWN:
+        return KNOWN[(fen, depth)]
+    ids = {STARTPOS: "pos1_initial", CPW3: "pos3", CPW4: "pos4", CPW5: "pos5", CPW6: "pos6"}
+    try:
+        return published(ids[fen], depth)[1] if fen in ids else None
+    except KeyError:
+        return None
+
+
+def ours(runs: int, only: set[str] | None) -> list[dict]:
+    """Runs inside the worker process: every row of ours, no-TT then TT."""
+    import cupy
+
+    import perft_core
+    from perft_core.gpu.driver import BfsDriver
+    from perft_core.gpu.kernels import CupyKernels
+    from perft_core.gpu.ttdriver import TTBfsDriver
+
+    k = CupyKernels()
+    print(f"our kernels: {k.build} ({k.build_reason})", file=sys.stderr, flush=True)
+    out = []
+    for tt, rows in ((False, ROWS), (True, TT_ROWS)):
+        drv = TTBfsDriver(k) if tt else BfsDriver(k)
+        for name, fen, depth in rows:
+            if only and name not in only:
+                continue
+            pos = perft_core.Position.from_fen(fen)
+            drv.perft(pos, depth - 1)  # warm-up at depth - 1
+            times, nodes = [], None
+            for _ in range(runs):
+                if tt:
+                    drv.host_cache.clear()
+                t = time.perf_counter()
+                nodes = drv.perft(pos, depth)
+                times.append(time.perf_counter() - t)
+            s = drv.stats
+            extra = dict(drv.tt_stats) if tt else {}
+            out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
+                        "seconds": statistics.median(times), "times": times, "kernel_s": s.kernel_seconds,
+                        "gpu_depth": s.gpu_depth, "gpu_calls": s.gpu_calls, **extra})
+            print(f"  ours {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.3f} s",
+                  file=sys.stderr, flush=True)
+        del drv
+        cupy.get_default_memory_pool().free_all_blocks()
+    return out
+
+
+def peer(binary: Path, fen: str, depth: int, tt: bool, timeout: float) -> dict:
+    """One peer process; its count and time for ``depth`` (None when it failed or printed no such line)."""
+    if len(fen.split()) == 4:
+        fen += " 0 1"
+    cmd = [str(binary), fen, str(depth)] + (["-htt", "16384"] if tt else ["-nott"])
+    t = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        text = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        text = f"timed out after {timeout:.0f} s: {exc}"
+    wall = time.perf_counter() - t
+    for d, count, seconds in PEER_LINE.findall(text):
+        if int(d) == depth:
+            return {"nodes": int(count.replace(",", "")), "seconds": float(seconds), "wall_s": wall}
+    return {"nodes": None, "seconds": None, "wall_s": wall, "output": text[-500:]}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--peer", type=Path, default=ROOT / ".peer" / "perft_gpu", help="perft_gpu_2026's binary")
+    ap.add_argument("--runs", type=int, default=1, help="timed counts of ours per row (median)")
+    ap.add_argument("--only", nargs="*", help="row names to run, e.g. 'CPW 6 d8'")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds one peer process may take")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    only = set(args.only) if args.only else None
+    if args.worker:
+        print(json.dumps(ours(args.runs, only)))
+        return 0
+
+    t0 = time.perf_counter()
+    cmd = [sys.executable, __file__, "--worker", "--runs", str(args.runs)] + (["--only", *args.only] if only else [])
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        print(f"bench_vs_peer: our worker failed (exit {proc.returncode})", file=sys.stderr)
+        return 1
+    mine = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"ours: {time.perf_counter() - t0:.0f} s in one process", flush=True)
+
+    have_peer = args.peer.exists() and os.access(args.peer, os.X_OK)
+    if not have_peer:
+        print(f"bench_vs_peer: no peer binary at {args.peer}: copy /work/shared/peers/perft_gpu_2026/perft_gpu "
+              f"to .peer/ (git-ignored); showing ours only")
+    for r in mine:
+        r["peer"] = peer(args.peer, r["fen"], r["depth"], r["tt"], args.timeout) if have_peer else {}
+        p = r["peer"]
+        if have_peer:
+            print(f"  peer {'TT' if r['tt'] else 'no-TT'} {r['row']}: {p.get('nodes')} nodes {p.get('seconds')} s "
+                  f"(process {p['wall_s']:.1f} s)", flush=True)
+
+    wrong = []
+    by_row = {(r["row"], r["tt"]): r for r in mine}
+    rows = []
+    for r in mine:
+        pub = published_count(r["fen"], r["depth"])
+        other = by_row.get((r["row"], not r["tt"]))
+        if pub is not None:
+            check = "published" if r["nodes"] == pub else f"WRONG (published {pub:,})"
+        elif other is not None:
+            check = "no-TT = TT" if other["nodes"] == r["nodes"] else "no-TT != TT"
+        else:
+            check = "unchecked"
+        if check.startswith("WRONG") or check == "no-TT != TT":
+            wrong.append(r["row"])
+        p = r["peer"]
+        ratio = p["seconds"] / r["seconds"] if p.get("seconds") else None
+        peer_check = None if p.get("nodes") is None else ("same" if p["nodes"] == r["nodes"] else "differs")
+        target = TARGET[r["tt"]]
+        rows.append([r["row"], "TT" if r["tt"] else "no TT", f"{r['nodes']:,}", check, f"{r['seconds']:.3f}",
+                     f"{p['seconds']:.3f}" if p.get("seconds") else None, peer_check,
+                     f"{ratio:.2f}" if ratio else None,
+                     None if ratio is None else ("ok" if ratio >= target else f"below {target:.1f}x")])
+    print()
+    print(markdown(["row", "tables", "nodes", "our count", "ours s", "perft_gpu_2026 s", "peer count", "peer/ours",
+                    "target"], rows, "llrlrrlrl"))
+    print(f"\nbench_vs_peer: {time.perf_counter() - t0:.0f} s in all")
+    if args.json:
+        Path(args.json).write_text(json.dumps(mine, indent=2))
+    if wrong:
+        print(f"WRONG COUNT of ours: {', '.join(wrong)}")
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,292 @@
+"""Precompiled kernels (perft_core/gpu/prebuilt.py) and the driver's own data-movement kernels.
+
+On every machine: when a cubin is accepted and when it is refused (sources, options, architecture),
+the demangling of its symbols, and, where nvcc exists, a real build. On a GPU (marker ``gpu``): the
+precompiled cubin and the NVRTC build count the same published numbers, with and without tables,
+and the scan and the merge of equal keys agree with NumPy.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import perft_core
+from oracle import tables
+from perft_core.gpu import prebuilt
+from perft_core.gpu.kernels import EmulatedKernels, kernel_source_dir
+
+needs_nvcc = pytest.mark.skipif(prebuilt.find_nvcc() is None, reason="nvcc not found: no cubin can be built here")
+
+
+def fake_build(tmp_path, archs=("sm_90",), names=None):
+    """A copy of the kernel sources with a manifest and empty cubins, as setup.py's build leaves them."""
+    src = tmp_path / "kernels"
+    shutil.copytree(kernel_source_dir(), src, ignore=shutil.ignore_patterns("*.cubin", "*.json", "__pycache__"))
+    for a in archs:
+        (src / prebuilt.cubin_name(a)).write_bytes(b"")
+    manifest = {"sources": prebuilt.source_digest(src), "options": list(prebuilt.OPTIONS), "archs": list(archs),
+                "compiler": "test", "names": names or {n: f"_Z{n}" for n in prebuilt.KERNEL_NAMES}}
+    (src / prebuilt.MANIFEST).write_text(json.dumps(manifest))
+    return src
+
+
+def test_find_accepts_a_cubin_built_from_these_sources(tmp_path):
+    src = fake_build(tmp_path)
+    path, names = prebuilt.find(src, "sm_90")
+    assert path == src / "pc_kernels.sm_90.cubin"
+    assert set(names) == set(prebuilt.KERNEL_NAMES) and names["upsweep_kernel"] == "_Zupsweep_kernel"
+
+
+@pytest.mark.parametrize("change, reason", [
+    (lambda src: (src / "pc_movegen.h").write_text((src / "pc_movegen.h").read_text() + "\n// edited\n"),
+     "the kernel sources changed since the build"),
+    (lambda src: (src / prebuilt.MANIFEST).unlink(), "no pc_kernels.cubin.json"),
+    (lambda src: (src / "pc_kernels.sm_90.cubin").unlink(), "no cubin for sm_90"),
+])
+def test_find_refuses_a_stale_or_missing_cubin(tmp_path, change, reason):
+    src = fake_build(tmp_path)
+    change(src)
+    assert reason in prebuilt.find(src, "sm_90")
+
+
+def test_find_refuses_another_architecture_options_or_an_incomplete_manifest(tmp_path):
+    src = fake_build(tmp_path)
+    assert prebuilt.find(src, "sm_100") == "no cubin for sm_100 (built for sm_90)"
+    assert "differ from the precompiled build" in prebuilt.find(src, "sm_90", ("-DPC_SLOWDOWN_PERCENT=5",))
+    names = {n: "_Zx" for n in prebuilt.KERNEL_NAMES if n != "merge_group_kernel"}
+    assert prebuilt.find(fake_build(tmp_path / "b", names=names), "sm_90") == "the manifest lacks merge_group_kernel"
+
+
+@pytest.mark.parametrize("symbol, name", [
+    ("_Z11leaf_kernelILi1ELi3EEvPK5BoardPKjPKtyPK10CastleInfoPy", "leaf_kernel<1,3>"),
+    ("_Z18leaf_values_kernelILi0ELi2EEvPK5BoardPKjPKtyPK10CastleInfoPy", "leaf_values_kernel<0,2>"),
+    ("_Z21scan_apply_u32_kernelPKjyPKyPy", "scan_apply_u32_kernel"),
+    ("_Z1fILin3EEvv", "f<-3>"),
+    ("_ZN2ns3barEv", "_ZN2ns3barEv"),  # nested names stay mangled
+])
+def test_demangle_gives_name_expressions(symbol, name):
+    assert prebuilt.demangle(symbol) == name
+
+
+@needs_nvcc
+@pytest.mark.slow
+def test_nvcc_build_names_every_kernel_and_is_skipped_when_up_to_date(tmp_path):
+    """A real build for sm_90 (about 30 s): every kernel's symbol recorded, the cubin accepted; a second
+    build of unchanged sources compiles nothing; an edited source makes the cubin stale."""
+    src = tmp_path / "kernels"
+    shutil.copytree(kernel_source_dir(), src, ignore=shutil.ignore_patterns("*.cubin", "*.json", "__pycache__"))
+    log = []
+    prebuilt.build(src, src, ["sm_90"], log=log.append)
+    path, names = prebuilt.find(src, "sm_90")
+    assert path.stat().st_size > 100_000
+    assert {prebuilt.demangle(v) for v in names.values()} == set(prebuilt.KERNEL_NAMES)
+    prebuilt.build(src, src, ["sm_90"], log=log.append)
+    assert "up to date" in log[-1]
+    (src / "pc_tt.h").write_text((src / "pc_tt.h").read_text() + "\n")
+    assert prebuilt.find(src, "sm_90") == "the kernel sources changed since the build"
+
+
+# ----- the emulated data-movement operations (the reference of the device kernels) ---------------------------
+
+def test_emulated_merge_groups_equal_keys_in_head_order():
+    k = EmulatedKernels()
+    keys = np.array([[5, 1], [7, 2], [5, 1], [5, 9], [7, 2]], dtype=np.uint64).reshape(-1)
+    boards = np.arange(25, dtype=np.uint64)
+    groups, plan = k.merge_groups(keys, 5)
+    assert groups == 3
+    ub, uk = np.empty(15, dtype=np.uint64), np.empty(6, dtype=np.uint64)
+    group_of = k.merge_gather(plan, boards, keys, 5, ub, uk)
+    assert list(group_of) == [0, 1, 0, 2, 1]
+    assert uk.reshape(3, 2).tolist() == [[5, 1], [7, 2], [5, 9]]
+    assert ub.reshape(3, 5)[:, 0].tolist() == [0, 5, 15]  # the first board of each group
+
+
+# ----- on the GPU -------------------------------------------------------------------------------------------
+
+def _rows(max_nodes: int):
+    rows = tables.deepest_rows(max_nodes)
+    return [r for i, r in enumerate(rows) if i % 4 == 0 or r.suite == "cpw_perft_results"]
+
+
+@pytest.mark.gpu
+def test_precompiled_and_nvrtc_kernels_count_the_published_numbers():
+    """Both builds, with and without tables, on every 4th table row up to 2M nodes and all CPW rows:
+    each count equals the published one (so the two builds agree)."""
+    from perft_core.gpu.driver import BfsDriver
+    from perft_core.gpu.kernels import CupyKernels
+    from perft_core.gpu.ttdriver import TTBfsDriver
+
+    auto = CupyKernels()
+    if auto.build != "cubin":
+        pytest.skip(f"no precompiled kernels for this device: {auto.build_reason} (build with nvcc on PATH)")
+    nvrtc = CupyKernels(build="nvrtc")
+    assert nvrtc.build == "nvrtc"
+    rows = _rows(2_000_000)
+    bad = []
+    for k in (auto, nvrtc):
+        for drv in (BfsDriver(k, memory_bytes=1 << 30), TTBfsDriver(k, memory_bytes=1 << 30, tt_bytes=256 << 20)):
+            for row in rows:
+                pos = perft_core.Position.from_fen(row.fen, chess960=row.chess960 or None)
+                got = drv.perft(pos, row.depth)
+                if got != row.nodes:
+                    bad.append((k.build, type(drv).__name__, row.test_id, row.depth, got, row.nodes))
+    assert not bad, bad[:10]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [0, 1, 2047, 2048, 2049, 5_000_001])
+def test_device_scan_matches_numpy(n):
+    import cupy as cp
+
+    from perft_core.gpu.kernels import CupyKernels
+
+    k = CupyKernels()
+    rng = np.random.default_rng(n)
+    host = rng.integers(0, 300, n, dtype=np.uint32)
+    offsets = cp.full(n + 1, 12345, dtype=cp.uint64)
+    total = k.scan(cp.asarray(host), n, offsets)
+    want = np.concatenate([[0], np.cumsum(host, dtype=np.uint64)])
+    assert total == int(want[-1])
+    assert np.array_equal(offsets.get(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, distinct", [(1, 1), (1000, 7), (300_000, 100_000), (300_000, 300_000)])
+def test_device_merge_matches_numpy(n, distinct):
+    import cupy as cp
+
+    from perft_core.gpu.kernels import CupyKernels
+
+    k = CupyKernels()
+    rng = np.random.default_rng(n + distinct)
+    table = rng.integers(0, 2**63, (distinct, 2), dtype=np.uint64)
+    table[: distinct // 2, 0] = table[0, 0]  # equal low words, different high words: separate groups
+    pick = rng.integers(0, distinct, n)
+    pick[:distinct] = np.arange(distinct)
+    keys = table[pick].reshape(-1)
+    boards = rng.integers(0, 2**63, n * 5, dtype=np.uint64)
+    groups, plan = k.merge_groups(cp.asarray(keys), n)
+    assert groups == distinct
+    ub, uk = cp.empty(groups * 5, dtype=cp.uint64), cp.empty(groups * 2, dtype=cp.uint64)
+    group_of = k.merge_gather(plan, cp.asarray(boards), cp.asarray(keys), n, ub, uk).get()
+    uk, ub = uk.get().reshape(-1, 2), ub.get().reshape(-1, 5)
+    assert np.array_equal(uk[group_of], keys.reshape(-1, 2))  # every board's group has its key
+    assert len({tuple(r) for r in uk}) == groups  # one group per key
+    firsts = [np.flatnonzero((keys.reshape(-1, 2) == uk[g]).all(axis=1)) for g in range(min(groups, 50))]
+    for g, idx in enumerate(firsts):  # the group's board is one of the boards with that key
+        assert any(np.array_equal(ub[g], boards.reshape(-1, 5)[i]) for i in idx)
+
+
+# ----- CupyKernels' launch glue, on NumPy stand-ins for the device kernels ------------------------------------
+# Each stand-in follows its kernel's signature in kernels/pc_kernels.cu (argument order and meaning), run
+# serially over the grid: a wrong argument order or size in CupyKernels' scan and merge fails here, on
+# every machine, before a GPU sees it.
+
+class FakeDeviceArray(np.ndarray):
+    def get(self):
+        return np.asarray(self).copy()
+
+    @property
+    def data(self):
+        arr = self
+
+        class Ptr:
+            def memset_async(self, value, nbytes):
+                np.asarray(arr).view(np.uint8)[:nbytes] = value
+
+        return Ptr()
+
+
+def fake_cupy_kernels(order_seed: int = 0):
+    import types
+
+    from perft_core.gpu.kernels import SCAN_TILE, CupyKernels
+
+    def empty(n, dtype):
+        return np.empty(n, dtype=dtype).view(FakeDeviceArray)
+
+    def null(p):
+        return None if isinstance(p, np.integer) else p
+
+    def scan_tiles(grid, block, args):
+        values, n, sums = args
+        for b in range(grid[0]):
+            sums[b] = values[b * SCAN_TILE:min(int(n), (b + 1) * SCAN_TILE)].sum(dtype=np.uint64)
+
+    def scan_apply(grid, block, args):
+        values, n, tile_offsets, out = args
+        tile_offsets = null(tile_offsets)
+        out[0] = 0
+        for b in range(grid[0]):
+            lo, hi = b * SCAN_TILE, min(int(n), (b + 1) * SCAN_TILE)
+            base = np.uint64(0) if tile_offsets is None else tile_offsets[b]
+            out[lo + 1:hi + 1] = base + np.cumsum(values[lo:hi], dtype=np.uint64)
+
+    def merge_insert(grid, block, args):  # threads in a random order: any may win a slot's CAS
+        keys, n, owner, mask, shift, slot_of, head = args
+        for i in np.random.default_rng(order_seed).permutation(int(n)):
+            lo, hi = int(keys[2 * i]), int(keys[2 * i + 1])
+            s = ((lo * 0x9E3779B97F4A7C15) & (2**64 - 1)) >> int(shift)
+            while True:
+                if owner[s] == 0:
+                    owner[s], slot_of[i], head[i] = i + 1, s, 1
+                    break
+                j = int(owner[s]) - 1
+                if int(keys[2 * j]) == lo and int(keys[2 * j + 1]) == hi:
+                    slot_of[i], head[i] = s, 0
+                    break
+                s = (s + 1) & int(mask)
+
+    def merge_heads(grid, block, args):
+        boards, keys, head, rank, slot_of, n, group_of_slot, merged_boards, merged_keys = args
+        for i in range(int(n)):
+            if head[i]:
+                g = int(rank[i])
+                merged_boards[5 * g:5 * g + 5] = boards[5 * i:5 * i + 5]
+                merged_keys[2 * g:2 * g + 2] = keys[2 * i:2 * i + 2]
+                group_of_slot[slot_of[i]] = g
+
+    def merge_group(grid, block, args):
+        slot_of, group_of_slot, n, group_of = args
+        group_of[:int(n)] = group_of_slot[slot_of[:int(n)]]
+
+    k = object.__new__(CupyKernels)
+    k.xp = types.SimpleNamespace(empty=empty, uint32=np.uint32, uint64=np.uint64,
+                                 cuda=types.SimpleNamespace(Event=lambda: types.SimpleNamespace(record=lambda: None)))
+    k._events = []
+    k.fn = {"scan_tiles_u32_kernel": scan_tiles, "scan_tiles_u64_kernel": scan_tiles,
+            "scan_apply_u32_kernel": scan_apply, "scan_apply_u64_kernel": scan_apply,
+            "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group}
+    return k
+
+
+@pytest.mark.parametrize("n", [0, 1, 2048, 2049, 2048 * 2048 + 3])  # one tile, two, three levels of tiles
+def test_cupy_scan_glue_recurses_over_tiles(n):
+    k = fake_cupy_kernels()
+    values = np.random.default_rng(n).integers(0, 300, n, dtype=np.uint32).view(FakeDeviceArray)
+    offsets = np.full(n + 1, 7, dtype=np.uint64).view(FakeDeviceArray)
+    total = k.scan(values, n, offsets)
+    want = np.concatenate([[0], np.cumsum(values, dtype=np.uint64)]).astype(np.uint64)
+    assert total == int(want[-1]) and np.array_equal(np.asarray(offsets), want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cupy_merge_glue_groups_equal_keys_like_the_emulated_device(seed):
+    k = fake_cupy_kernels(seed)
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 2**63, (40, 2), dtype=np.uint64)
+    table[:10, 0] = table[0, 0]  # equal low words: still different keys
+    keys = table[rng.integers(0, 40, 500)].reshape(-1)
+    boards = rng.integers(0, 2**63, 2500, dtype=np.uint64)
+    groups, plan = k.merge_groups(keys.view(FakeDeviceArray), 500)
+    want, _ = EmulatedKernels().merge_groups(keys, 500)
+    assert groups == want == len({tuple(r) for r in keys.reshape(-1, 2)})
+    ub, uk = np.empty(groups * 5, dtype=np.uint64), np.empty(groups * 2, dtype=np.uint64)
+    group_of = np.asarray(k.merge_gather(plan, boards, keys, 500, ub, uk))
+    assert np.array_equal(uk.reshape(-1, 2)[group_of], keys.reshape(-1, 2))
+    for g in range(groups):  # each group's board is a board of that key
+        idx = np.flatnonzero((keys.reshape(-1, 2) == uk.reshape(-1, 2)[g]).all(axis=1))
+        assert any(np.array_equal(ub.reshape(-1, 5)[g], boards.reshape(-1, 5)[i]) for i in idx)
