@@ -81,6 +81,7 @@ _RUN_SETUP = """
 import sys, types
 helpers = types.ModuleType("pybind11.setup_helpers")
 helpers.Pybind11Extension = lambda *a, **k: None
+helpers.build_ext = type("build_ext", (), {})
 sys.modules.update({"pybind11": types.ModuleType("pybind11"), "pybind11.setup_helpers": helpers})
 import setuptools
 setuptools.setup = lambda **k: None
