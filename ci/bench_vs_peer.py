@@ -1,6 +1,7 @@
 """Benchmark against perft_gpu_2026 in the same run: ours and the peer, each in its own process.
 
-    python ci/bench_vs_peer.py [--peer .peer/perft_gpu] [--runs 1] [--only "CPW 6 d8" ...] [--json out.json]
+    python ci/bench_vs_peer.py [--peer .peer/perft_gpu] [--runs 1] [--only "CPW 6 d8" ...] [--tables both|no|yes]
+                               [--json out.json]
 
 The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
 its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
@@ -60,7 +61,7 @@ def published_count(fen: str, depth: int) -> int | None:
         return None
 
 
-def ours(runs: int, only: set[str] | None) -> list[dict]:
+def ours(runs: int, only: set[str] | None, tables: str = "both") -> list[dict]:
     """Runs inside the worker process: every row of ours, no-TT then TT."""
     import cupy
 
@@ -73,6 +74,8 @@ def ours(runs: int, only: set[str] | None) -> list[dict]:
     print(f"our kernels: {k.build} ({k.build_reason})", file=sys.stderr, flush=True)
     out = []
     for tt, rows in ((False, ROWS), (True, TT_ROWS)):
+        if tables != "both" and tt != (tables == "yes"):
+            continue
         drv = TTBfsDriver(k) if tt else BfsDriver(k)
         for name, fen, depth in rows:
             if only and name not in only:
@@ -91,7 +94,10 @@ def ours(runs: int, only: set[str] | None) -> list[dict]:
             out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
                         "seconds": statistics.median(times), "times": times, "kernel_s": s.kernel_seconds,
                         "gpu_depth": s.gpu_depth, "gpu_calls": s.gpu_calls, **extra})
-            print(f"  ours {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.3f} s",
+            print(f"  ours {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.3f} s"
+                  f" (kernels {s.kernel_seconds:.3f} s, GPU depth {s.gpu_depth}, {s.gpu_calls} calls"
+                  + (f", device TT hits {extra['hits']:,} of {extra['probes']:,} probes, "
+                     f"{sum(t.slots for t in drv.tts.values()):,} slots" if tt else "") + ")",
                   file=sys.stderr, flush=True)
         del drv
         cupy.get_default_memory_pool().free_all_blocks()
@@ -121,17 +127,19 @@ def main() -> int:
     ap.add_argument("--peer", type=Path, default=ROOT / ".peer" / "perft_gpu", help="perft_gpu_2026's binary")
     ap.add_argument("--runs", type=int, default=1, help="timed counts of ours per row (median)")
     ap.add_argument("--only", nargs="*", help="row names to run, e.g. 'CPW 6 d8'")
+    ap.add_argument("--tables", choices=("both", "no", "yes"), default="both",
+                    help="rows without tables, with them, or both (default)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one peer process may take")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     only = set(args.only) if args.only else None
     if args.worker:
-        print(json.dumps(ours(args.runs, only)))
+        print(json.dumps(ours(args.runs, only, args.tables)))
         return 0
 
     t0 = time.perf_counter()
-    cmd = [sys.executable, __file__, "--worker", "--runs", str(args.runs)] + (["--only", *args.only] if only else [])
+    cmd = [sys.executable, __file__, "--worker", "--runs", str(args.runs), "--tables", args.tables] + (["--only", *args.only] if only else [])
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         print(f"bench_vs_peer: our worker failed (exit {proc.returncode})", file=sys.stderr)

@@ -8,6 +8,7 @@ fired (a plan that never fires fails).
 """
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 import perft_core
 from oracle.strategies import random_walk_fens
 from perft_core.gpu.arena import FaultPlan
-from perft_core.gpu.ttdriver import TTBfsDriver, unique_positions
+from perft_core.gpu.ttdriver import TTBfsDriver, distinct_per_ply
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
@@ -83,15 +84,18 @@ def test_tt_divide_and_host_cache(kernels):
     assert_clean(drv)
 
 
-def test_tt_sizing_follows_unique_positions(kernels):
+def test_tt_sizing_follows_the_positions_own_distinct_positions(kernels):
     drv = make_driver(kernels, tt_bytes=64 << 20)
-    drv.perft(perft_core.Position.from_fen(STARTPOS), 6)
+    pos = perft_core.Position.from_fen(STARTPOS)
+    drv.perft(pos, 6)
     assert drv.stats.gpu_calls > 1
     sizes = {r: t.slots for r, t in drv.tts.items()}
     assert sizes, "no device TT was made"
+    root, us = drv._set_root(pos)
+    distinct = distinct_per_ply(np.array([root], dtype=np.uint64), us, 6, drv._expand_host, drv._host_keys)
     # A table never exceeds 4x the distinct positions of its ply, and deeper plies get more.
     for r, slots in sizes.items():
-        assert slots <= max(1024, 4 * unique_positions(6 - r))
+        assert slots <= max(1024, 4 * distinct[6 - r])
     assert [sizes[r] for r in sorted(sizes, reverse=True)] == sorted(sizes.values())
 
 

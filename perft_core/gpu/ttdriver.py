@@ -9,8 +9,9 @@ later chunks hit the device entries that earlier chunks stored.
 
 Device TTs: one per remaining depth r from 3 to the GPU depth - 1, 16-byte XOR-checked entries
 (kernels/pc_tt.h), sized from a memory budget in proportion to the number of distinct positions at
-the ply they serve (OEIS A083276 from the start position; x8 a ply beyond its last term), each no
-larger than 4x that number. Out of memory: no count of an interrupted call is ever stored — stores
+the ply they serve, each no larger than 4x that number. The distinct positions are the count's own
+(``distinct_per_ply``): measured on the host for the first plies below its root, then extrapolated
+(not the start position's sequence, which undersized CPW position 6's tables 23x at ply 5). Out of memory: no count of an interrupted call is ever stored — stores
 happen only in the upsweep of a finished call — and the fallback is BfsDriver's.
 """
 from __future__ import annotations
@@ -24,19 +25,47 @@ from .. import _core
 from .arena import Arena, DeviceOutOfMemory
 from .driver import WORDS, BfsDriver
 
-# OEIS A083276: distinct positions after n plies from the start position, n = 0..11
-# (a(11) by P. Osterlund 2013, verified by F. Labelle 2017). Sizes the device TTs.
-UNIQUE_POSITIONS = [1, 20, 400, 5362, 72078, 822518, 9417681, 96400068, 988187354, 9183421888,
-                    85375278064, 726155461002]
 ENTRY_BYTES = 16
 AUDIT_BYTES = 64
 
 
-def unique_positions(ply: int) -> int:
-    """Distinct positions expected at ``ply`` (A083276; x8 per ply past its last term)."""
-    if ply < len(UNIQUE_POSITIONS):
-        return UNIQUE_POSITIONS[ply]
-    return UNIQUE_POSITIONS[-1] * 8 ** (ply - len(UNIQUE_POSITIONS) + 1)
+DISTINCT_MEASURE_BOARDS = 50_000
+"""Boards the host may make to measure distinct positions per ply (tens of ms on one core)."""
+DISTINCT_RATIO_DECAY = 0.95
+"""Per-ply decay of the distinct-position branching ratio past the measured plies. From the start
+position's A083276 ratios past ply 4 (11.41, 11.45, 10.24, 10.25, 9.29, 9.30: about 0.95 a ply);
+checked at ply 5 on CPW positions 2-6 measured from plies 3-4 (estimate / true: Kiwipete 1.44,
+CPW 3 1.00, CPW 4 1.76, CPW 5 1.43, CPW 6 1.25; NOTES.md): a mild overestimate, the safe side for
+a table size."""
+
+
+def distinct_per_ply(boards: np.ndarray, us: int, depth: int, expand, keys_of) -> list[float]:
+    """Estimated distinct positions at each ply 0..depth below the root ``boards`` (shape (1, 5)).
+
+    Plies are expanded on the host (``expand(boards, side) -> children``, ``keys_of(boards, side) ->
+    (n, 2) uint64 Zobrist keys``), equal keys merged, while the next ply is expected to need at most
+    ``DISTINCT_MEASURE_BOARDS`` boards; later plies grow by the last measured ratio, decaying by
+    ``DISTINCT_RATIO_DECAY`` a ply (never below 1). Returns floats, ``depth + 1`` of them.
+    """
+    distinct = [1.0]
+    made = 0
+    while len(distinct) <= depth:
+        ratio = distinct[-1] / distinct[-2] if len(distinct) > 1 else 40.0
+        if len(distinct) > 1 and made + len(boards) * ratio > DISTINCT_MEASURE_BOARDS:
+            break
+        children = expand(boards, us)
+        us ^= 1
+        made += len(children)
+        if len(children) == 0:
+            return distinct + [0.0] * (depth + 1 - len(distinct))
+        _, first = np.unique(keys_of(children, us)[:, 0], return_index=True)  # low halves: enough to count
+        boards = children[first]
+        distinct.append(float(len(first)))
+    ratio = distinct[-1] / distinct[-2] if len(distinct) > 1 else 1.0
+    while len(distinct) <= depth:
+        ratio = max(1.0, ratio * DISTINCT_RATIO_DECAY)
+        distinct.append(distinct[-1] * ratio)
+    return distinct
 
 
 @dataclass
@@ -117,7 +146,11 @@ class TTBfsDriver(BfsDriver):
             planned = self._table_plan(depth)
             if planned != self._kept:  # a new run, castling geometry, key seed or depth: start afresh
                 self._reset_tables()
-                self._plan_tts(self._keep_depth or depth, max(g, 4))
+                # A run's units share the tables: their relative sizes follow this unit's distinct
+                # positions per ply, their total the budget (the run holds many units' positions).
+                plan = self._keep_depth or depth
+                shape = self._distinct(root, us, depth)
+                self._plan_tts(plan, max(g, 4), [1.0] * (plan - depth) + shape, cap=False)
                 self._kept = planned
         else:
             self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
@@ -127,7 +160,7 @@ class TTBfsDriver(BfsDriver):
             # call of the root skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing,
             # probes and stores).
             if g < depth:
-                self._plan_tts(depth, g)
+                self._plan_tts(depth, g, self._distinct(root, us, depth))
         boards = np.array([root], dtype=np.uint64)
         keys = self._host_keys(boards, us)
         return self._count_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
@@ -190,9 +223,9 @@ class TTBfsDriver(BfsDriver):
             raise ValueError("perft_iterative needs the transposition tables (tt_enabled)")
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
-        self._set_root(pos)
+        root, us = self._set_root(pos)
         self._reset_tables()
-        self._plan_tts(depth, max(self._plan_call(pos, depth), 4))
+        self._plan_tts(depth, max(self._plan_call(pos, depth), 4), self._distinct(root, us, depth))
         out = []
         self._warm = True
         try:
@@ -204,17 +237,25 @@ class TTBfsDriver(BfsDriver):
             self._warm = False
         return out
 
-    def _plan_tts(self, depth: int, g: int) -> None:
-        """Allocate device TTs for remaining depths 3 .. g-1, by distinct positions per ply."""
+    def _distinct(self, root, us: int, depth: int) -> list[float]:
+        """Distinct positions per ply 0..depth below ``root`` (see :func:`distinct_per_ply`)."""
+        return distinct_per_ply(np.array([root], dtype=np.uint64), us, depth, self._expand_host, self._host_keys)
+
+    def _plan_tts(self, depth: int, g: int, distinct: list[float], cap: bool = True) -> None:
+        """Allocate device TTs for remaining depths 3 .. g-1: the TT of remaining depth r serves ply
+        ``depth - r``, and gets a share of the budget in proportion to ``distinct[depth - r]`` (distinct
+        positions per ply, plies 0..depth), at most 4x that number when ``cap`` (a load factor of
+        1/4 keeps overwrites rare; more slots only cost zeroing)."""
         rs = list(range(3, g))
         if not rs:
             return
         per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
-        weights = {r: unique_positions(depth - r) for r in rs}
+        weights = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
         total_w = sum(weights.values())
         budget = self.tt_arena.capacity * 0.95
         for r in sorted(rs, key=lambda r: weights[r]):
-            slots = int(min(4 * weights[r], budget * weights[r] / total_w / per_slot))
+            share = budget * weights[r] / total_w / per_slot
+            slots = int(min(4 * weights[r], share) if cap else share)
             slots = max(slots, 1024)
             try:
                 entries = self.tt_arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)

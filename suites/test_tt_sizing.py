@@ -1,0 +1,79 @@
+"""GPU TT sizing from the position at hand: distinct positions per ply, measured then extrapolated.
+
+The truth: OEIS A083276 (the bundled table) for the start position, and a full host expansion with
+key merging for positions small enough to expand here.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perft_core
+from oracle import tables
+from perft_core.gpu.ttdriver import TTBfsDriver, distinct_per_ply
+
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+CPW3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+CPW4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
+
+
+@pytest.fixture(scope="module")
+def drv():
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    return TTBfsDriver(EmulatedKernels(), memory_bytes=16 << 20, tt_bytes=64 << 20)
+
+
+def _estimate(drv, fen, depth):
+    root, us = drv._set_root(perft_core.Position.from_fen(fen))
+    return distinct_per_ply(np.array([root], dtype=np.uint64), us, depth, drv._expand_host, drv._host_keys)
+
+
+def _exact(drv, fen, depth):
+    root, us = drv._set_root(perft_core.Position.from_fen(fen))
+    boards, out = np.array([root], dtype=np.uint64), [1]
+    for _ in range(depth):
+        boards = drv._expand_host(boards, us)
+        us ^= 1
+        _, first = np.unique(drv._host_keys(boards, us), axis=0, return_index=True)
+        boards = boards[first]
+        out.append(len(first))
+    return out
+
+
+def test_startpos_estimate_follows_a083276(drv):
+    truth = tables.unique_positions()
+    est = _estimate(drv, STARTPOS, 9)
+    for ply in range(10):
+        assert 0.5 <= est[ply] / truth[ply] <= 2.0, (ply, est[ply], truth[ply])
+
+
+@pytest.mark.parametrize("fen, depth", [(CPW3, 5), (CPW4, 4)])
+def test_estimate_of_other_positions_within_2x(drv, fen, depth):
+    exact = _exact(drv, fen, depth)
+    est = _estimate(drv, fen, depth)
+    assert est[:2] == exact[:2]  # the first plies are measured exactly
+    for ply in range(depth + 1):
+        assert 0.5 <= est[ply] / exact[ply] <= 2.0, (ply, est[ply], exact[ply])
+
+
+def test_tables_sized_by_the_positions_own_counts(drv):
+    """CPW position 3 has far fewer distinct positions per ply than the start position: its tables
+    stay within 4x its own counts (the start position's sequence gave it up to 25x too many)."""
+    est = _estimate(drv, CPW3, 8)
+    drv.tts = {}
+    drv.tt_arena.reset()
+    drv._plan_tts(8, 7, est)
+    assert drv.tts
+    for r, table in drv.tts.items():
+        assert table.slots <= max(1024, 4 * est[8 - r])
+    drv.tts = {}
+    drv.tt_arena.reset()
+    drv._plan_tts(8, 7, est, cap=False)  # a deep run's shared tables: the whole budget, same proportions
+    budget_slots = drv.tt_arena.capacity * 0.95 / 16
+    assert sum(t.slots for t in drv.tts.values()) == pytest.approx(budget_slots, rel=0.01)
+
+
+def test_a_dead_end_has_no_positions_below(drv):
+    mate = "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"  # black is mated: nothing below the root
+    assert _estimate(drv, mate, 3) == [1.0, 0.0, 0.0, 0.0]
