@@ -38,7 +38,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--only", nargs="*")
-    ap.add_argument("--chunk-leaf-moves", type=int, default=1 << 26)
+    ap.add_argument("--chunk-leaf-moves", type=int, default=None, help="cap on leaf moves per GPU call (default: memory alone)")
     ap.add_argument("--min-roots", type=int, default=1)
     ap.add_argument("--define", action="append", default=[], metavar="NAME[=VALUE]",
                     help="a preprocessor define for the kernels (NVRTC -D); repeatable")

@@ -45,7 +45,7 @@ def kernels(request):
 def make_driver(kernels, plan=None, tt_bytes=4 << 20, **kw):
     """A small TT driver: many small chunks, so later chunks hit what earlier ones stored."""
     kw.setdefault("min_roots", 20)
-    kw.setdefault("chunk_leaf_moves", 1 << 11)
+    kw.setdefault("chunk_leaf_moves", 1 << 8)
     return TTBfsDriver(kernels, memory_bytes=16 << 20, fault_plan=plan, tt_bytes=tt_bytes, audit=True, **kw)
 
 

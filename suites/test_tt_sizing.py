@@ -77,3 +77,35 @@ def test_tables_sized_by_the_positions_own_counts(drv):
 def test_a_dead_end_has_no_positions_below(drv):
     mate = "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1"  # black is mated: nothing below the root
     assert _estimate(drv, mate, 3) == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_chunks_of_roots_bounded_by_distinct_positions():
+    """Level merging bounds a call's levels by the distinct positions of their plies, so a call
+    takes more roots than one root's unmerged estimate allows; with no bound, the old rule."""
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    drv = TTBfsDriver(EmulatedKernels(), memory_bytes=256 << 20, tt_bytes=4 << 20)
+    pos = perft_core.Position.from_fen(CPW3)
+    drv._plan_call(pos, 8)
+    est = _estimate(drv, CPW3, 8)
+    drv._level_bound = None
+    unbounded = drv._chunk_tt(10_000, 7)
+    drv._level_bound = (8, est)
+    bounded = drv._chunk_tt(10_000, 7)
+    assert bounded > unbounded >= 1
+    drv._level_bound = (8, [1.0] * 9)  # one position a ply: every root fits
+    assert drv._chunk_tt(10_000, 7) == 10_000
+
+
+def test_an_underestimate_costs_retries_never_a_count(monkeypatch):
+    """Distinct positions guessed 1 a ply: chunks far too big for the arena run out of memory, are
+    halved and retried, and the count stays exact (the table's count)."""
+    from perft_core.gpu import ttdriver
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    monkeypatch.setattr(ttdriver, "distinct_per_ply", lambda boards, us, depth, *a: [1.0] * (depth + 1))
+    d = TTBfsDriver(EmulatedKernels(), memory_bytes=200_000, tt_bytes=1 << 20, min_roots=20)
+    expected = dict(((r.fen, r.depth), r.nodes) for r in tables.load_all() if r.id == "pos3")
+    fen = next(f for (f, depth) in expected if depth == 6)
+    assert d.perft(perft_core.Position.from_fen(fen), 6) == expected[(fen, 6)]
+    assert d.stats.chunk_splits > 0

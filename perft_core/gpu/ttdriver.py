@@ -23,9 +23,11 @@ import numpy as np
 
 from .. import _core
 from .arena import Arena, DeviceOutOfMemory
-from .driver import WORDS, BfsDriver
+from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver
 
 ENTRY_BYTES = 16
+# TT mode's extra bytes per board of a level: its key (16), value (8), and its merge group (8).
+TT_BYTES_PER_BOARD = 32
 AUDIT_BYTES = 64
 
 
@@ -88,13 +90,13 @@ class TTBfsDriver(BfsDriver):
     ``seed`` Zobrist key seed, ``audit`` record every stored entry's position (for tests),
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
     ``host_cache_entries`` bound of the lossless host cache (it stops storing when full),
-    ``chunk_leaf_moves`` about how many leaf moves one GPU call should hold, ``merge`` merge equal
+    ``chunk_leaf_moves`` the most leaf moves one GPU call should hold (None: memory alone decides), ``merge`` merge equal
     positions (equal keys) within each BFS level before expanding it.
     """
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
                  tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1,
-                 host_cache_entries: int = 1 << 20, chunk_leaf_moves: int = 1 << 26, merge: bool = True):
+                 host_cache_entries: int = 1 << 20, chunk_leaf_moves: int | None = None, merge: bool = True):
         # Split the device memory between the BFS arena and the TTs before allocating either.
         total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
         if tt_bytes is None:
@@ -140,6 +142,7 @@ class TTBfsDriver(BfsDriver):
             return 1
         root, us = self._set_root(pos)
         g = self._plan_call(pos, depth)
+        self._level_bound = None  # (count depth, distinct positions per ply): sizes chunks of roots
         if self._warm:  # perft_iterative planned the tables for its deepest count
             pass
         elif self._keep is not None:
@@ -160,7 +163,9 @@ class TTBfsDriver(BfsDriver):
             # call of the root skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing,
             # probes and stores).
             if g < depth:
-                self._plan_tts(depth, g, self._distinct(root, us, depth))
+                distinct = self._distinct(root, us, depth)
+                self._plan_tts(depth, g, distinct)
+                self._level_bound = (depth, distinct)
         boards = np.array([root], dtype=np.uint64)
         keys = self._host_keys(boards, us)
         return self._count_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
@@ -304,9 +309,7 @@ class TTBfsDriver(BfsDriver):
         if not todo:
             return total
         idx = np.array(todo)
-        per_root_moves = max(self._bytes_estimate(depth) // 6, 1)
-        chunk = max(1, min(int(self.arena.capacity * 0.9 // max(self._bytes_estimate(depth), 1)),
-                           int(self.chunk_leaf_moves // per_root_moves) or 1))
+        chunk = self._chunk_tt(len(idx), depth)
         for part, values in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth):
             if values is None:  # the rest of this level one ply down, GPU one ply shallower
                 sub = self._expand_host(boards[part], us)
@@ -325,6 +328,59 @@ class TTBfsDriver(BfsDriver):
             if self.progress is not None:
                 self.progress(total - before)
         return total
+
+    def _chunk_tt(self, n: int, depth: int) -> int:
+        """Roots (of ``n`` at this level, ``depth`` plies left) to send in one BFS call.
+
+        With merging, a level of a call never holds more boards than the distinct positions of its
+        ply, however many roots the call has, so a chunk is sized by the call's bytes with each
+        level bounded by ``min(roots x growth, distinct positions of the ply)`` (the count's own
+        estimate, :func:`distinct_per_ply`): the most roots that fit 90 % of the arena, and at
+        most ``chunk_leaf_moves`` leaf moves when that is set. More roots per call means more
+        transpositions merged exactly inside the call and fewer launches: a sparse tree (CPW
+        position 3) was 14 latency-bound calls of one root. An estimate that is too low costs an
+        out-of-memory retry with half the chunk (``_chunks``), never a count. Without a bound
+        (no device TTs planned), one root's unmerged estimate sizes the chunk as in BfsDriver.
+        """
+        if self._level_bound is None or not self.merge:
+            per_root = max(self._bytes_estimate(depth), 1)
+            chunk = int(self.arena.capacity * 0.9 // per_root)
+            if self.chunk_leaf_moves is not None:
+                chunk = min(chunk, int(self.chunk_leaf_moves // max(per_root // BYTES_PER_MOVE, 1)))
+            return max(1, chunk)
+        count_depth, distinct = self._level_bound
+        ply0 = count_depth - depth
+        growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
+
+        def need(c: int) -> tuple[float, float]:
+            """(bytes, leaf moves) of a call of c roots."""
+            boards, total = float(c), 0.0
+            for p in range(depth):
+                left = depth - p
+                total += boards * (BYTES_PER_BOARD + TT_BYTES_PER_BOARD)
+                if left == 1:
+                    return total, 0.0
+                made = boards * growth[min(ply0 + p, len(growth) - 1)]
+                total += made * BYTES_PER_MOVE
+                if left <= 3:
+                    return total, made
+                total += made * (BYTES_PER_BOARD + TT_BYTES_PER_BOARD)
+                boards = min(made, distinct[ply0 + p + 1])
+            return total, 0.0
+
+        def fits(c: int) -> bool:
+            nbytes, leaf_moves = need(c)
+            return nbytes <= self.arena.capacity * 0.9 and (
+                self.chunk_leaf_moves is None or leaf_moves <= self.chunk_leaf_moves)
+
+        lo, hi = 1, n  # the largest c that fits (need grows with c)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if fits(mid):
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     def _parents(self, boards: np.ndarray, us: int) -> np.ndarray:
         """For _expand_host's children: the index of each child's parent board."""
