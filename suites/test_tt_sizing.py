@@ -109,3 +109,19 @@ def test_an_underestimate_costs_retries_never_a_count(monkeypatch):
     fen = next(f for (f, depth) in expected if depth == 6)
     assert d.perft(perft_core.Position.from_fen(fen), 6) == expected[(fen, 6)]
     assert d.stats.chunk_splits > 0
+
+
+def test_device_tts_only_when_a_level_takes_several_calls():
+    """Tables pay only across BFS calls (a call stores after its last probe): roots that all fit
+    one call get none; roots sent in several chunks get them. Counts from the CPW table."""
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    fen, nodes = next((r.fen, r.nodes) for r in tables.load_all() if r.id == "pos3" and r.depth == 6)
+    pos = perft_core.Position.from_fen(fen)
+    one = TTBfsDriver(EmulatedKernels(), memory_bytes=64 << 20, tt_bytes=4 << 20, min_roots=20)
+    assert one.perft(pos, 6) == nodes
+    assert one.stats.gpu_calls == 1 and one.stats.launch_depth >= 1 and not one.tts
+    many = TTBfsDriver(EmulatedKernels(), memory_bytes=64 << 20, tt_bytes=4 << 20, min_roots=20,
+                       chunk_leaf_moves=1 << 8)
+    assert many.perft(pos, 6) == nodes
+    assert many.stats.gpu_calls > 1 and many.tts

@@ -31,8 +31,10 @@ TT_BYTES_PER_BOARD = 32
 AUDIT_BYTES = 64
 
 
-DISTINCT_MEASURE_BOARDS = 50_000
-"""Boards the host may make to measure distinct positions per ply (tens of ms on one core)."""
+DISTINCT_MEASURE_BOARDS = 20_000
+"""Boards the host may make to measure distinct positions past ply 3 (a few ms on one core)."""
+DISTINCT_FIRST_MERGE_BOARDS = 250_000
+"""Boards the host may make to reach ply 3, the first ply with transpositions (see distinct_per_ply)."""
 DISTINCT_RATIO_DECAY = 0.95
 """Per-ply decay of the distinct-position branching ratio past the measured plies. From the start
 position's A083276 ratios past ply 4 (11.41, 11.45, 10.24, 10.25, 9.29, 9.30: about 0.95 a ply);
@@ -53,7 +55,10 @@ def distinct_per_ply(boards: np.ndarray, us: int, depth: int, expand, keys_of) -
     made = 0
     while len(distinct) <= depth:
         ratio = distinct[-1] / distinct[-2] if len(distinct) > 1 else 40.0
-        if len(distinct) > 1 and made + len(boards) * ratio > DISTINCT_MEASURE_BOARDS:
+        # Transpositions start at ply 3 (two moves of one side in either order): the plies before
+        # it branch with no merging at all, so ply 3 is measured whenever it is affordable.
+        limit = DISTINCT_MEASURE_BOARDS if len(distinct) > 3 else DISTINCT_FIRST_MERGE_BOARDS
+        if len(distinct) > 1 and made + len(boards) * ratio > limit:
             break
         children = expand(boards, us)
         us ^= 1
@@ -118,6 +123,8 @@ class TTBfsDriver(BfsDriver):
         self.reseed(_core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
         self.tts: dict[int, DeviceTT] = {}
         self._warm = False  # perft_iterative: keep the tables between counts
+        self._level_bound = None  # (count depth, distinct positions per ply): sizes chunks of roots
+        self._pending_tts = None  # device TTs to plan once a level needs several BFS calls
         self._keep = None  # keep_tables: the run whose counts share the tables
         self._keep_depth = None  # keep_tables: the run's whole depth, which sizes the tables
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
@@ -143,16 +150,19 @@ class TTBfsDriver(BfsDriver):
         root, us = self._set_root(pos)
         g = self._plan_call(pos, depth)
         self._level_bound = None  # (count depth, distinct positions per ply): sizes chunks of roots
+        self._pending_tts = None  # device TTs to plan once a level needs several BFS calls
         if self._warm:  # perft_iterative planned the tables for its deepest count
             pass
         elif self._keep is not None:
             planned = self._table_plan(depth)
+            shape = self._distinct(root, us, depth) if g < depth or planned != self._kept else None
+            if g < depth:
+                self._level_bound = (depth, shape)
             if planned != self._kept:  # a new run, castling geometry, key seed or depth: start afresh
                 self._reset_tables()
                 # A run's units share the tables: their relative sizes follow this unit's distinct
                 # positions per ply, their total the budget (the run holds many units' positions).
                 plan = self._keep_depth or depth
-                shape = self._distinct(root, us, depth)
                 self._plan_tts(plan, max(g, 4), [1.0] * (plan - depth) + shape, cap=False)
                 self._kept = planned
         else:
@@ -160,11 +170,11 @@ class TTBfsDriver(BfsDriver):
             self.tt_arena.reset()
             # Device TTs pay only when a later BFS call of this count can hit what an earlier one
             # stored (a call stores in its upsweep, after its last probe): a count that is one BFS
-            # call of the root skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing,
-            # probes and stores).
+            # call skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing, probes and
+            # stores), so they are planned when a level is first sent in more than one chunk.
             if g < depth:
                 distinct = self._distinct(root, us, depth)
-                self._plan_tts(depth, g, distinct)
+                self._pending_tts = (depth, g, distinct)
                 self._level_bound = (depth, distinct)
         boards = np.array([root], dtype=np.uint64)
         keys = self._host_keys(boards, us)
@@ -310,6 +320,9 @@ class TTBfsDriver(BfsDriver):
             return total
         idx = np.array(todo)
         chunk = self._chunk_tt(len(idx), depth)
+        if self._pending_tts is not None and chunk < len(idx):
+            self._plan_tts(*self._pending_tts)
+            self._pending_tts = None
         for part, values in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth):
             if values is None:  # the rest of this level one ply down, GPU one ply shallower
                 sub = self._expand_host(boards[part], us)
