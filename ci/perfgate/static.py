@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .table import markdown
 from .workloads import ROOT
+from perft_core.gpu import prebuilt  # after .workloads, which puts the source root on sys.path
 
 BUDGET_FILE = ROOT / "ci" / "kernel_budgets.json"
 KERNEL_SOURCE = ROOT / "kernels" / "pc_kernels.cu"
@@ -61,25 +62,7 @@ class KernelResources:
 
 # ----- sources ----------------------------------------------------------------------------------------------
 
-def demangle(symbol: str) -> str:
-    """Itanium name of a function template with integer arguments, as CuPy names it:
-    ``_Z11leaf_kernelILi1ELi3EEvPK5Board...`` -> ``leaf_kernel<1,3>``; ``_Z3fooPKi`` -> ``foo``.
-    Anything else (nested names, other argument kinds) is returned unchanged."""
-    m = re.match(r"_Z(\d+)", symbol)
-    if not m:
-        return symbol
-    start = m.end()
-    name = symbol[start:start + int(m.group(1))]
-    rest = symbol[start + len(name):]
-    if len(name) != int(m.group(1)):
-        return symbol
-    if not rest.startswith("I"):
-        return name
-    args = re.match(r"I((?:L[a-z]n?\d+E)+)E", rest)
-    if not args:
-        return symbol
-    values = [("-" if neg else "") + v for neg, v in re.findall(r"L[a-z](n?)(\d+)E", args.group(1))]
-    return f"{name}<{','.join(values)}>"
+demangle = prebuilt.demangle  # Itanium names of our kernel templates as CuPy's name expressions
 
 
 _FUNC = re.compile(r"Function properties for (\S+)")

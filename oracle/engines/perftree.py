@@ -3,11 +3,10 @@ from __future__ import annotations
 
 import re
 import shlex
-import subprocess
 from collections.abc import Sequence
 
-from oracle.engines.base import MOVE_PATTERN, DEFAULT_TIMEOUT, BaseEngine, EngineError, tail_lines
-from oracle.engines.process import argv_of, kill, six_fields
+from oracle.engines.base import MOVE_PATTERN, DEFAULT_TIMEOUT, BaseEngine, EngineError
+from oracle.engines.process import argv_of, run_once, six_fields
 
 _PERFTREE_LINE = re.compile(MOVE_PATTERN + r"\s+(\d+)")
 
@@ -29,31 +28,11 @@ class PerftreeEngine(BaseEngine):
 
     def _divide(self, fen, depth, moves):
         argv = [*self.argv, str(depth), six_fields(fen), " ".join(moves)]
-        sent = shlex.join(argv)
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
-        except OSError as exc:
-            raise EngineError(self.name, f"cannot start: {exc}", command=sent) from exc
-        try:
-            out, err = proc.communicate(timeout=self.timeout)
-        except subprocess.TimeoutExpired:
-            kill(proc)
-            try:
-                out, err = proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # a grandchild left its own session and holds the pipe
-                out, err = "", ""
-            output = tail_lines(out.splitlines()) + (f"\n[stderr]\n{tail_lines(err.splitlines())}" if err.strip() else "")
-            raise EngineError(self.name, f"timed out after {self.timeout:g} s", command=sent, output=output) from None
-        finally:
-            kill(proc)
-        output = tail_lines(out.splitlines()) + (f"\n[stderr]\n{tail_lines(err.splitlines())}" if err.strip() else "")
-        if proc.returncode != 0:
-            raise EngineError(self.name, f"crashed (exit status {proc.returncode})", command=sent, output=output)
+        out, output = run_once(argv, self.timeout, self.name)
         try:
             return _parse_perftree(out)
         except ValueError as exc:
-            raise EngineError(self.name, f"unreadable output: {exc}", command=sent, output=output) from None
+            raise EngineError(self.name, f"unreadable output: {exc}", command=shlex.join(argv), output=output) from None
 
 
 def _parse_perftree(out: str) -> dict[str, int]:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core
+from ..gpu.driver import expand_host
 from ..position import Position
 
 WORDS = _core.BOARD_BYTES // 8  # a board is five uint64 words: pbq, nbk, rqk, black, state
@@ -59,20 +60,8 @@ def host_keys(boards: np.ndarray, us: int, ci: bytes, z: np.ndarray) -> np.ndarr
 
 def expand(boards: np.ndarray, us: int, ci: bytes) -> tuple[np.ndarray, np.ndarray]:
     """All children of ``boards`` (uint64 (n, 5)) with ``us`` to move: (children (m, 5), the index
-    of each child's parent, int64 (m,)). The extension's host batch kernels."""
-    n = len(boards)
-    flat = np.ascontiguousarray(boards).reshape(-1)
-    counts = np.empty(n, dtype=np.uint32)
-    _core.batch_count(flat, n, us, ci, counts)
-    offsets = np.zeros(n + 1, dtype=np.uint64)
-    np.cumsum(counts, dtype=np.uint64, out=offsets[1:])
-    total = int(offsets[n])
-    moves = np.empty(total, dtype=np.uint16)
-    parents = np.empty(total, dtype=np.uint32)
-    _core.batch_gen(flat, n, us, ci, offsets, moves, parents)
-    children = np.empty((total, WORDS), dtype=np.uint64)
-    _core.batch_make(flat, parents, moves, total, us, ci, children)
-    return children, parents.astype(np.int64)
+    of each child's parent, int64 (m,)). The extension's host batch kernels (gpu.driver.expand_host)."""
+    return expand_host(boards, us, ci)
 
 
 def _normal_form(boards: np.ndarray, us: int) -> np.ndarray:

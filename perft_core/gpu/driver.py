@@ -177,20 +177,7 @@ class BfsDriver:
 
     def _expand_host(self, boards: np.ndarray, us: int) -> np.ndarray:
         """All children of host ``boards`` (CPU, the host batch kernels): shape (m, 5)."""
-        n = len(boards)
-        flat = np.ascontiguousarray(boards).reshape(-1)
-        counts = np.empty(n, dtype=np.uint32)
-        ci = self._ci_bytes
-        _core.batch_count(flat, n, us, ci, counts)
-        offsets = np.zeros(n + 1, dtype=np.uint64)
-        np.cumsum(counts, dtype=np.uint64, out=offsets[1:])
-        total = int(offsets[n])
-        moves = np.empty(total, dtype=np.uint16)
-        parents = np.empty(total, dtype=np.uint32)
-        _core.batch_gen(flat, n, us, ci, offsets, moves, parents)
-        children = np.empty((total, WORDS), dtype=np.uint64)
-        _core.batch_make(flat, parents, moves, total, us, ci, children)
-        return children
+        return expand_host(boards, us, self._ci_bytes)[0]
 
     def _start_call(self, roots: np.ndarray):
         """Begin a BFS call: reset the arena, count the call, upload the root boards.
@@ -272,3 +259,22 @@ class BfsDriver:
         if self.max_gpu_depth is not None:
             g = min(g, self.max_gpu_depth)
         return max(1, g)
+
+
+def expand_host(boards: np.ndarray, us: int, ci: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """All children of ``boards`` (uint64 (n, 5)) with side ``us`` to move under castling geometry
+    ``ci`` (CastleInfo bytes), on the CPU through the extension's host batch kernels: (children,
+    uint64 (m, 5); the index of each child's parent, int64 (m,))."""
+    n = len(boards)
+    flat = np.ascontiguousarray(boards).reshape(-1)
+    counts = np.empty(n, dtype=np.uint32)
+    _core.batch_count(flat, n, us, ci, counts)
+    offsets = np.zeros(n + 1, dtype=np.uint64)
+    np.cumsum(counts, dtype=np.uint64, out=offsets[1:])
+    total = int(offsets[n])
+    moves = np.empty(total, dtype=np.uint16)
+    parents = np.empty(total, dtype=np.uint32)
+    _core.batch_gen(flat, n, us, ci, offsets, moves, parents)
+    children = np.empty((total, WORDS), dtype=np.uint64)
+    _core.batch_make(flat, parents, moves, total, us, ci, children)
+    return children, parents.astype(np.int64)
