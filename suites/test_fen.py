@@ -48,8 +48,10 @@ def _table_positions() -> list:
                 if "fen" not in row or row["fen"] in seen:
                     continue
                 seen.add(row["fen"])
-                # python-chess reads tricky.perft and the Chess960 file with chess960=True.
-                reference_960 = "tricky" in path.stem or "960" in path.stem
+                # python-chess reads tricky.perft and the Chess960 file with chess960=True; the deep
+                # table's rows are positions of those files (ids "tricky-..." / "chess960-...").
+                source = row["id"] if path.stem == "deep_counts" else path.stem
+                reference_960 = "tricky" in source or "960" in source
                 params.append(pytest.param(row["fen"], reference_960, id=f"{path.stem}:{row['id']}"))
     return params or [pytest.param("", False, marks=pytest.mark.skip(reason="no perft tables found"))]
 
