@@ -8,6 +8,7 @@ so its process start is excluded. Prints a table with the median of the runs and
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import json
 import platform
@@ -18,7 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import perft_core  # noqa: E402
 

@@ -23,6 +23,7 @@ whether it equals A048987; the device TT hit rate over the units counted so far 
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import json
 import os
@@ -34,7 +35,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(ROOT))
 
 STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 

@@ -10,6 +10,7 @@ The workloads, the timing loop and the kernel variants are the timing gate's (ci
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import json
 import statistics
@@ -18,7 +19,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]  # perft_core from the checkout, perfgate from ci/
+sys.path.insert(0, str(HERE))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(HERE.parent))
 
 import perft_core  # noqa: E402
 from perfgate.table import markdown  # noqa: E402

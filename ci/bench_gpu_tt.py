@@ -13,13 +13,15 @@ and hit rate, merged roots, GPU calls, and the ratio peer/ours (> 1: faster than
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import statistics
 import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import perft_core  # noqa: E402
 

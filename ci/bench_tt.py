@@ -13,6 +13,7 @@ or if the speedup is below --min-speedup (default 0: report only; the issue's ta
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import json
 import platform
@@ -35,7 +36,8 @@ def _rss_kib() -> int:
 
 
 def _child(mode: str, fen: str, depth: int, tt_mb: float, threads: int) -> dict:
-    sys.path.insert(0, str(ROOT))
+    if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+        sys.path.insert(0, str(ROOT))
     import perft_core
     from perft_core import zobrist
 

@@ -21,6 +21,7 @@ tables, 1.0x with). Exit 1 on a wrong count of ours, 0 otherwise. About 3 minute
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import json
 import os
@@ -33,7 +34,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(ROOT), str(HERE)]
+sys.path.insert(0, str(HERE))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+        sys.path.insert(0, str(ROOT))
 
 from perfgate.table import markdown  # noqa: E402
 from perfgate.workloads import KIWIPETE, STARTPOS, published  # noqa: E402

@@ -20,6 +20,7 @@ Counts are checked against the CPW table (oracle/data/cpw_perft_results.csv).
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import json
 import os
@@ -30,7 +31,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]
+sys.path.insert(0, str(HERE))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(HERE.parent))
 
 from perfgate.table import markdown  # noqa: E402
 from perfgate.workloads import KIWIPETE, published  # noqa: E402

@@ -30,6 +30,7 @@ counts (or a published count) disagree, 2 bad arguments.
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import csv
 import datetime
@@ -38,7 +39,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import perft_core  # noqa: E402
 from perft_core import provenance  # noqa: E402

@@ -12,6 +12,7 @@ run's seconds, the median, G nodes/s, the node count and the number of GPU calls
 """
 from __future__ import annotations
 
+import importlib.util
 import argparse
 import statistics
 import sys
@@ -19,7 +20,9 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE)]
+sys.path.insert(0, str(HERE))
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(HERE.parent))
 
 import perft_core  # noqa: E402
 from perfgate.workloads import KIWIPETE, STARTPOS, Variant, build_driver  # noqa: E402

@@ -127,7 +127,7 @@ def test_client_killed_then_resumed_is_exact_and_counts_no_unit_twice(cluster, t
     client resumes the store. Finished units are never counted again (their rows, attempts
     included, are unchanged), unfinished ones are, every unit is written once, the total is exact."""
     path = tmp_path / "killed.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "perft_cli", "deep", STARTPOS, "7", "--split-ply", "2",
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "deep", STARTPOS, "7", "--split-ply", "2",
                              "--scheduler", cluster.scheduler_address, "--store", str(path), "--json"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     try:
@@ -227,7 +227,7 @@ def test_store_of_other_options_is_refused(capsys, small_store):
 def test_a_second_client_is_refused(small_store):
     """A store held by one client (its flock) is refused to a second client process."""
     with Store.open(small_store):
-        proc = subprocess.run([sys.executable, "-m", "perft_cli", "deep", "--resume", str(small_store)],
+        proc = subprocess.run([sys.executable, "-P", "-m", "perft_cli", "deep", "--resume", str(small_store)],
                               capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.startswith("perft: error: ") and proc.stderr.count("\n") == 1

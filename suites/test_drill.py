@@ -177,7 +177,7 @@ def test_round_trip_through_a_dict():
 
 
 def perft_diff(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "oracle.cli", "diff", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-P", "-m", "oracle.cli", "diff", *args], capture_output=True, text=True,
                           timeout=300)
 
 

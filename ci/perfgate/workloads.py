@@ -13,6 +13,7 @@ run's seconds per count.
 """
 from __future__ import annotations
 
+import importlib.util
 import csv
 import math
 import statistics
@@ -24,7 +25,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run from a source checkout (ci/ is not a package)
-    sys.path.insert(0, str(ROOT))
+    if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+        sys.path.insert(0, str(ROOT))
 
 STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
