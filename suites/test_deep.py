@@ -279,3 +279,16 @@ def test_gpus_one_worker_per_gpu_is_exact(tmp_path):
                      store=tmp_path / "gpu.sqlite")
     assert res.nodes == expected(8) and res.verified == res.units == 400 and not res.mismatches
     assert all(r["device"] != "unknown" for r in rows(tmp_path / "gpu.sqlite"))
+
+
+def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch, tmp_path):
+    """A scheduler whose workers never come up (say they cannot import perft_core): the run says so
+    after WORKER_START_SECONDS instead of waiting for ever; nothing is stored."""
+    from perft_core.deep import run as run_mod
+
+    monkeypatch.setattr(run_mod, "WORKER_START_SECONDS", 1.0)
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:
+        t = time.monotonic()
+        with pytest.raises(run_mod.DeepError, match="no Dask worker"):
+            deep_perft(STARTPOS, 4, scheduler=empty.scheduler_address, store=tmp_path / "none.sqlite")
+        assert time.monotonic() - t < 30

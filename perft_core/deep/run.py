@@ -123,7 +123,7 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
         raise DeepError("deep perft needs Dask: pip install 'perft-oracle[dist]'") from None
     if scheduler is not None:
         with Client(scheduler) as client:
-            client.wait_for_workers(1)
+            _wait_for_workers(client, 1, f"scheduler {scheduler}")
             yield client, f"scheduler {scheduler}"
         return
     if gpus is not None:
@@ -138,9 +138,24 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
         desc = f"LocalCluster of {workers} processes"
     try:
         with Client(cluster) as client:
+            _wait_for_workers(client, 1, desc)
             yield client, desc
     finally:
         cluster.close()
+
+
+WORKER_START_SECONDS = 120.0
+"""How long a run waits for its first worker before it gives up (a worker that cannot import
+perft_core, say, is restarted by its nanny for ever: the run must say so, not hang)."""
+
+
+def _wait_for_workers(client, n: int, desc: str) -> None:
+    """Wait up to WORKER_START_SECONDS for ``n`` workers; raise DeepError naming the cluster if not."""
+    try:
+        client.wait_for_workers(n, timeout=WORKER_START_SECONDS)
+    except TimeoutError:
+        raise DeepError(f"no Dask worker of the {desc} came up within {WORKER_START_SECONDS:g} s "
+                        f"(can the workers import perft_core? see their logs)") from None
 
 
 def _sampled(key_hex: str, fraction: float) -> bool:
