@@ -35,7 +35,8 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
             driver's memory on the GPU backends (fixed when the process's driver is made).
         verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
             HashVerificationError if the two counts differ.
-        max_seconds: stop the count after this many wall seconds (checked after each root move and,
+        max_seconds: stop the count after this many wall seconds (checked between CPU calls of
+            about CALL_SECONDS each, a root move split into its descendants' calls when needed, and,
             on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
         max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
             longer than this many seconds; default one day; None: never refuse. Counts through
@@ -195,7 +196,8 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
         try:
             if backend == "cpu":
                 passes.append({})
-                _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, passes[0])
+                split = _split_plies(pos, depth, est, moves) if max_seconds is not None and not tt else 0
+                _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, passes[0], split)
             else:
                 _gpu_count(backend, tt, tt_mb, verify_seed, gpu_pass)
         except watch.Deadline:
@@ -203,9 +205,39 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
     return passes[0]
 
 
-def _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, parts) -> None:
-    """Count each root move's subtree with the CPU extension, one call per move, into ``parts``."""
+CALL_SECONDS = 0.25
+"""With a time limit, a CPU call should take about this long at most, so the limit is kept to
+about this much (a root move of startpos perft 9 is one 100 s call otherwise)."""
+
+
+def _split_plies(pos, depth: int, est, moves) -> int:
+    """Plies (0-3) below each root move at which a time-limited CPU count is split into separate
+    calls, so that one call is estimated at most CALL_SECONDS (from the estimate ``est``)."""
     from . import _core
+
+    if est is None:
+        return 0
+    calls, s = len(moves), 0
+    while s < min(3, depth - 2) and est.seconds / max(calls, 1) > CALL_SECONDS:
+        s += 1
+        calls = int(_core.perft(pos._core_args(), s + 1, 1))
+    return s
+
+
+def _subtree(position, depth: int, split: int, threads: int, w) -> int:
+    """perft(position, depth) as the sum of its descendants' counts ``split`` plies down, one
+    extension call each, checking the deadline before every call."""
+    from . import _core
+
+    if split == 0 or depth <= 1:
+        w.check()
+        return int(_core.perft(position._core_args(), depth, threads))
+    return sum(_subtree(position.push(m), depth - 1, split - 1, threads, w) for m in position.legal_moves())
+
+
+def _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, parts, split: int = 0) -> None:
+    """Count each root move's subtree with the CPU extension into ``parts``: one call per move, or
+    per descendant ``split`` plies below it (a time limit then stops within about CALL_SECONDS)."""
 
     if tt:
         from . import zobrist
@@ -217,7 +249,7 @@ def _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, parts) -> 
     for i, move in enumerate(moves, 1):
         child = pos.push(move)
         if not tt:
-            n = int(_core.perft(child._core_args(), depth - 1, threads))
+            n = _subtree(child, depth - 1, split, threads, w)
         else:
             n = zobrist.perft_tt(child, depth - 1, threads=threads, table=table)
             if check is not None:
