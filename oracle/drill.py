@@ -96,13 +96,8 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
         return max_seconds is not None and time.monotonic() - start > max_seconds
 
     def finish(kind: str) -> Localization:
-        result.kind = kind
-        result.path = list(path)
-        result.fen = fen_of(board)
-        result.depth_left = d
-        result.seconds = time.monotonic() - start
         result.engine_calls = sum(level.engine_calls for level in result.levels)
-        return result
+        return result.ended(kind, path, fen_of(board), d, start)
 
     def ref_divide(node_fen: str, plies: int) -> dict[str, int]:
         counts, _ = canonical_divide(board, reference.divide(node_fen, plies))

@@ -116,6 +116,13 @@ class Localization:
         """True when the engine and the reference agree at the root."""
         return self.kind == "agree"
 
+    def ended(self, kind: str, path: list[str], fen: str, depth_left: int, start: float) -> "Localization":
+        """Record where a walk ended: its verdict ``kind``, the path and standalone FEN of the last
+        node, the plies left there, and the wall seconds since ``start`` (time.monotonic)."""
+        self.kind, self.path, self.fen, self.depth_left = kind, list(path), fen, depth_left
+        self.seconds = time.monotonic() - start
+        return self
+
     def to_dict(self) -> dict:
         """A JSON-ready dict (every field, levels included)."""
         return asdict(self)
@@ -228,12 +235,7 @@ def localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
         return max_seconds is not None and time.monotonic() - start > max_seconds
 
     def finish(kind: str) -> Localization:
-        result.kind = kind
-        result.path = list(path)
-        result.fen = fen_of(board)
-        result.depth_left = d
-        result.seconds = time.monotonic() - start
-        return result
+        return result.ended(kind, path, fen_of(board), d, start)
 
     while d > 0:
         if out_of_time():

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _core
 from .arena import Arena, DeviceOutOfMemory
-from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver
+from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, expand_host
 
 ENTRY_BYTES = 16
 # TT mode's extra bytes per board of a level: its key (16), value (8), and its merge group (8).
@@ -304,8 +304,7 @@ class TTBfsDriver(BfsDriver):
         self.tt_stats["roots"] += int(len(inverse))
         self.tt_stats["unique_roots"] += int(len(uniq))
         if depth > g:
-            children = self._expand_host(boards, us)
-            parents = self._parents(boards, us)
+            children, parents = expand_host(boards, us, self._ci_bytes)
             return self._count_tt(children, self._host_keys(children, us ^ 1), mult[parents], us ^ 1, depth - 1, g)
         total = 0
         todo = []
@@ -325,8 +324,8 @@ class TTBfsDriver(BfsDriver):
             self._pending_tts = None
         for part, values in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth):
             if values is None:  # the rest of this level one ply down, GPU one ply shallower
-                sub = self._expand_host(boards[part], us)
-                total += self._count_tt(sub, self._host_keys(sub, us ^ 1), mult[part][self._parents(boards[part], us)],
+                sub, sub_parents = expand_host(boards[part], us, self._ci_bytes)
+                total += self._count_tt(sub, self._host_keys(sub, us ^ 1), mult[part][sub_parents],
                                         us ^ 1, depth - 1, depth - 1)
                 continue
             before = total
@@ -394,13 +393,6 @@ class TTBfsDriver(BfsDriver):
             else:
                 hi = mid - 1
         return lo
-
-    def _parents(self, boards: np.ndarray, us: int) -> np.ndarray:
-        """For _expand_host's children: the index of each child's parent board."""
-        n = len(boards)
-        counts = np.empty(n, dtype=np.uint32)
-        _core.batch_count(np.ascontiguousarray(boards).reshape(-1), n, us, self._ci_bytes, counts)
-        return np.repeat(np.arange(n), counts.astype(np.int64))
 
     def _bfs_tt(self, roots: np.ndarray, root_keys: np.ndarray, us: int, depth: int) -> np.ndarray:
         """One BFS call in TT mode: perft of each root at ``depth`` (host uint64 array)."""
