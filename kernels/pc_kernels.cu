@@ -329,6 +329,17 @@ __global__ void count_hits_kernel(const u32* __restrict__ counts, const u64* __r
     block_add(i < n && counts[i] == 0 && values[i] > 0 ? 1 : 0, hits);
 }
 
+// A level split by key (TTBfsDriver parts): boards of another part are not expanded and count 0
+// (their zero value is never stored, bfs_store).
+__global__ void part_filter_kernel(const Key128* __restrict__ keys, u64 n, u32 parts, u32 part,
+                                   u32* __restrict__ counts, u64* __restrict__ values) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && key_part(keys[i], parts) != part) {
+        counts[i] = 0;
+        values[i] = 0;
+    }
+}
+
 // Merge of equal keys, step 1: each board claims a slot of an open-addressing table (owner: board
 // index + 1, 0 = empty; slots a power of two, at least 2n). The board that claims a free slot heads
 // its key's group (head = 1); a board whose key equals the owner's joins that group (head = 0).

@@ -34,3 +34,8 @@ PC_HD bool tt16_match(u64 check, u64 data, const Key128& k) { return data != 0 &
 
 // The check word to store next to `count` (count must be non-zero).
 PC_HD u64 tt16_check(u64 count, const Key128& k) { return k.hi ^ count; }
+
+// The part of key k among `parts` (0 .. parts-1) when a deep count is split by key at one BFS level
+// (perft_core/gpu/ttdriver.py, "parts"): fastrange on the top 32 bits of k.hi, independent of the
+// slot (k.lo) and of the merge table's bits, so each part uses every slot of its tables.
+PC_HD u32 key_part(const Key128& k, u32 parts) { return (u32)(((k.hi >> 32) * (u64)parts) >> 32); }

@@ -239,3 +239,66 @@ def test_device_zobrist_tables_positions(kernels, fen):
 
     for seed in (_core.ZOBRIST_DEFAULT_SEED, 99):
         assert _device_keys_property(kernels, fen, seed) > 0
+
+
+# ----- counts split into parts by key (deep runs: one part per GPU) -----------------------------------
+@pytest.mark.parametrize("fen,depth,expected", CASES[:3])
+def test_parts_add_up_hit_tables_and_audit_clean(kernels, fen, depth, expected):
+    """Each part of a count split by key at remaining depth 3 is exact for its part: the parts add up
+    to the count, none is empty, the device tables hit where there are any (small chunks: later
+    calls see earlier stores), and every entry the audit recomputes as that part's count is right."""
+    pos = perft_core.Position.from_fen(fen)
+    drv = make_driver(kernels)
+    for parts in (2, 3):
+        got = []
+        for c in range(parts):
+            drv.set_part(c, parts)
+            got.append(drv.perft(pos, depth))
+            assert assert_clean(drv) > 0
+        assert sum(got) == expected and min(got) > 0, got
+    if drv.tts:  # GPU depth >= 4 (CPW 3 at depth 6): device tables exist and hit
+        assert drv.tt_stats["hits"] > 0
+
+
+def test_part_change_resets_tables(kernels):
+    """Table entries hold one part's counts: a driver that changes part must not reuse them (here:
+    kept tables of one run, part 0 then part 1; without the reset part 1 hits part 0's entries)."""
+    pos = perft_core.Position.from_fen(POS3)
+    drv = make_driver(kernels)
+    drv.keep_tables("run", 6)
+    drv.set_part(0, 2)
+    a = drv.perft(pos, 6)
+    drv.set_part(1, 2)
+    b = drv.perft(pos, 6)
+    assert a + b == 11030083 and a != b
+    assert_clean(drv)
+
+
+def test_count_roots_merges_roots_and_matches_single_counts(kernels):
+    """count_roots: per-root counts of a deep run's batch (castling rights lost in some roots, the
+    game's geometry for all), whole and in parts, with and without tables."""
+    game = perft_core.Position.from_fen(KIWIPETE)
+    roots = [game.push(m) for m in sorted(game.legal_moves())]
+    roots = [c.push(m) for c in roots[:12] for m in sorted(c.legal_moves())[:4]]
+    want = [perft_core.perft(p, 3) for p in roots]
+    drv = make_driver(kernels)
+    assert drv.count_roots(roots, 3, game) == want
+    halves = []
+    for c in range(2):
+        drv.set_part(c, 2)
+        halves.append(drv.count_roots(roots, 3, game))
+        assert_clean(drv)
+    assert [a + b for a, b in zip(*halves)] == want
+    drv.tables = False
+    assert drv.count_roots(roots, 3, game) == halves[1]
+    assert drv.tts == {}
+
+
+def test_count_roots_rejects_roots_of_another_geometry():
+    drv = make_driver(_emulated())
+    game = perft_core.Position.from_fen(STARTPOS)
+    other = perft_core.Position.from_fen(CHESS960)
+    with pytest.raises(ValueError, match="rook"):
+        drv.count_roots([other], 2, game)
+    with pytest.raises(ValueError):
+        drv.set_part(2, 2)

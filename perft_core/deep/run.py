@@ -37,10 +37,12 @@ class DeepResult:
     """The outcome of :func:`deep_perft`.
 
     nodes: perft(fen, depth) (Python int); seconds: this call's wall time; store: the store's path;
-    fen, depth, split_ply, backend, tt: the run; units: unit count; counted_now: units counted by
-    this call (the rest came from the store); verified: units counted again with the verify seed
-    (0 without one); verify: how the run was verified, in words; mismatches: units whose two
-    counts differed, as dicts (idx, fen, count, verify_count, recount); count_seconds: wall time
+    fen, depth, split_ply, backend, tt: the run; units: unit count; parts: the parts each unit is
+    counted in (one per GPU worker with tables, else 1; ``TTBfsDriver.set_part``); counted_now:
+    unit parts (store rows) counted by this call (the rest came from the store); verified: units
+    whose every part was counted again with the verify seed (0 without one); verify: how the run
+    was verified, in words; mismatches: unit parts whose two counts differed, as dicts (idx,
+    unit, part, fen, count, verify_count, recount); count_seconds: wall time
     of this call's counting phase (first submission to last result, after a small warm-up count
     on every worker; 0 if nothing was left);
     unit_seconds: the workers' seconds over all units of the run, every session (first counts);
@@ -56,6 +58,7 @@ class DeepResult:
     backend: str
     tt: bool
     units: int
+    parts: int
     counted_now: int
     verified: int
     verify: str
@@ -131,7 +134,12 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
             from dask_cuda import LocalCUDACluster
         except ImportError:
             raise DeepError("--gpus needs dask-cuda: pip install 'perft-oracle[dist,gpu]'") from None
-        cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, dashboard_address=None)
+        import dask
+
+        # Each GPU counts its own part of every unit with that part's tables: a task stolen by
+        # another GPU would be counted right but with cold tables (reset for the other part).
+        with dask.config.set({"distributed.scheduler.work-stealing": False}):
+            cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, dashboard_address=None)
         desc = f"LocalCUDACluster of {gpus} GPU workers"
     else:
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
@@ -156,6 +164,18 @@ def _wait_for_workers(client, n: int, desc: str) -> None:
     except TimeoutError:
         raise DeepError(f"no Dask worker of the {desc} came up within {WORKER_START_SECONDS:g} s "
                         f"(can the workers import perft_core? see their logs)") from None
+
+
+def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int) -> int:
+    """Parts each unit is counted in: one per worker on the GPU backends with tables (each GPU counts
+    its part of every unit, ``TTBfsDriver.set_part``: the levels above remaining depth 3 are the
+    same work on every GPU, the leaf level is split, and no GPU's tables miss what another GPU's
+    hold, which units dealt out whole would: two H200s split startpos perft 11 at ply 2 into whole
+    units did 1.71x the work of one), else 1 (whole units: the CPU backend, counts without
+    tables, units under 3 plies)."""
+    if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= 3:
+        return max(1, workers)
+    return 1
 
 
 def _sampled(key_hex: str, fraction: float) -> bool:
@@ -183,13 +203,13 @@ class _Progress:
         return self.bar.add_task(name, total=sum(r["estimate"] for r in rows) or 1,
                                  units=f"0/{len(rows)} units", rate="")
 
-    def advance(self, task, row: dict, nodes: int) -> None:
+    def advance(self, task, rows: list[dict], nodes: int) -> None:
         if self.bar is None:
             return
-        self.done += 1
+        self.done += len(rows)
         self.nodes += nodes
         rate = self.nodes / max(time.perf_counter() - self.t0, 1e-9)
-        self.bar.update(task, advance=row["estimate"], units=f"{self.done}/{self.total} units",
+        self.bar.update(task, advance=sum(r["estimate"] for r in rows), units=f"{self.done}/{self.total} units",
                         rate=f"{rate / 1e6:,.0f} M nodes/s")
 
     def __enter__(self):
@@ -202,43 +222,100 @@ class _Progress:
             self.bar.stop()
 
 
-def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: int, progress: _Progress,
+TASKS_PER_WORKER = 16
+"""A phase sends each worker at least this many tasks (batches of units): small enough to bound
+what a lost worker or client costs and to spread the work, large enough that one GPU call merges
+many units' positions and Dask's few milliseconds a task vanish."""
+MAX_UNITS_PER_TASK = 256
+
+
+def batches(rows: list[dict], workers: int) -> list[list[dict]]:
+    """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
+    that part's tables), in row order (largest units first), each part in
+    ``max(TASKS_PER_WORKER * workers / parts, ceil(rows / MAX_UNITS_PER_TASK))`` batches of
+    about equal estimated nodes (never more batches than rows). Tasks are returned part by part
+    interleaved (batch 0 of every part, then batch 1, ...), so every worker starts at once."""
+    by_part: dict[int, list[dict]] = {}
+    for r in rows:
+        by_part.setdefault(r["part"], []).append(r)
+    parts = max(len(by_part), 1)
+    per_part = []
+    for part_rows in by_part.values():
+        n = min(len(part_rows), max(-(-TASKS_PER_WORKER * workers // parts), -(-len(part_rows) // MAX_UNITS_PER_TASK)))
+        total = sum(max(r["estimate"], 1.0) for r in part_rows)
+        out, cur, acc = [], [], 0.0
+        for r in part_rows:
+            cur.append(r)
+            acc += max(r["estimate"], 1.0)
+            if acc >= total * (len(out) + 1) / n and len(out) < n - 1:
+                out.append(cur)
+                cur = []
+        if cur:
+            out.append(cur)
+        per_part.append(out)
+    tasks = []
+    for i in range(max(len(p) for p in per_part) if per_part else 0):
+        tasks += [p[i] for p in per_part if i < len(p)]
+    return tasks
+
+
+def _share(total, rows: list[dict]) -> list:
+    """``total`` (seconds, or an int count) shared over a task's rows in proportion to their
+    estimates (ints: exact sum, the remainder on the last row); None stays None."""
+    if total is None:
+        return [None] * len(rows)
+    w = [max(r["estimate"], 1.0) for r in rows]
+    s = sum(w)
+    if isinstance(total, float):
+        return [total * x / s for x in w]
+    out = [int(total * x // s) for x in w]
+    out[-1] += total - sum(out)
+    return out
+
+
+def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: _Progress,
                name: str) -> list[str]:
-    """Submit ``task(row)`` (args for worker.count_unit) for ``rows`` in order, at most a few per
-    worker in flight; ``on_result(row, result)`` for each result as it completes. Returns the
-    failures as lines (a unit whose task raised on every try)."""
+    """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
+    worker in flight, each preferring the worker of its part (``workers``: addresses, part p ->
+    workers[p % len]; another worker takes it if that one is gone); ``on_result(batch, result)``
+    for each result as it completes. Returns the failures as lines (a task that raised on every try)."""
     from distributed import as_completed
 
     if not rows:
         return []
     bar = progress.phase(name, rows)
-    pending = iter(rows)
+    parts = len({r["part"] for r in rows})
+    tasks = iter(batches(rows, max(len(workers), 1)))
     futures: dict = {}
     ac = as_completed()
     run_tag = uuid.uuid4().hex[:8]
 
     def submit_next() -> None:
-        row = next(pending, None)
-        if row is None:
+        batch = next(tasks, None)
+        if batch is None:
             return
-        st.submitted(row["idx"])
-        fut = client.submit(worker.count_unit, *task(row), key=f"perft-{name}-{row['idx']}-{run_tag}",
-                            retries=_RETRIES, pure=False, priority=-row["idx"])
-        futures[fut.key] = row
+        st.submitted(r["idx"] for r in batch)
+        # A part's tasks prefer one worker (its tables hold that part's entries); whole units go anywhere.
+        where = [workers[batch[0]["part"] % len(workers)]] if workers and parts > 1 else None
+        fut = client.submit(worker.run_task, *task(batch), key=f"perft-{name}-{batch[0]['idx']}-{run_tag}",
+                            retries=_RETRIES, pure=False, priority=-batch[0]["idx"], workers=where,
+                            allow_other_workers=where is not None)
+        futures[fut.key] = batch
         ac.add(fut)
 
-    for _ in range(max(4 * workers, 16)):
+    for _ in range(max(4 * len(workers), 16)):
         submit_next()
     failures = []
     for fut in ac:
-        row = futures.pop(fut.key)
+        batch = futures.pop(fut.key)
         try:
             result = fut.result()
         except Exception as exc:  # the task raised on every try, or its workers kept dying
-            failures.append(f"unit {row['idx']} ({row['fen']}): {type(exc).__name__}: {exc}")
+            failures.append(f"units {batch[0]['unit']}.. ({len(batch)} rows, first {batch[0]['fen']}): "
+                            f"{type(exc).__name__}: {exc}")
         else:
-            nodes = on_result(row, result)
-            progress.advance(bar, row, nodes)
+            nodes = on_result(batch, result, fut.key)
+            progress.advance(bar, batch, nodes)
         fut.release()
         submit_next()
     return failures
@@ -323,78 +400,83 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     store = f"perft-deep-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.sqlite"
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
-                                          "verify_sample": verify_sample}, units)
-            return _work(client, st, cluster_desc, n_workers, progress, t0)
+                                          "verify_sample": verify_sample}, units,
+                                  choose_parts(backend, tt, depth - split_ply, n_workers))
+            return _work(client, st, cluster_desc, progress, t0)
     finally:
         if st is not None:
             st.end_session()
             st.close()
 
 
-def _work(client, st: Store, cluster_desc: str, n_workers: int, progress: bool, t0: float) -> DeepResult:
+def _work(client, st: Store, cluster_desc: str, progress: bool, t0: float) -> DeepResult:
     """Phases 1-3 on ``client``; the result from the store."""
     run = st.run
     st.begin_session(cluster_desc)
     run_key = f"{st.path.resolve()}:{run['started']}"
-    backend, tt, seed = run["backend"], run["tt"], run["seed"]
+    backend, tt, seed, parts = run["backend"], run["tt"], run["seed"], run["parts"]
     counted_now = 0
 
-    def counted(row, res):
+    def args(batch, tt_, seed_, tables=True):
+        return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
+                batch[0]["part"], parts, tables)
+
+    def counted(batch, res, task):
         nonlocal counted_now
-        if st.finish(row["idx"], res["count"], res["seconds"], res["worker"], res["device"], res["probes"],
-                     res["hits"]):
-            counted_now += 1
-        return int(row["multiplicity"]) * res["count"]
+        counted_now += st.finish(batch, res["counts"], _share(res["seconds"], batch), res["worker"], res["device"],
+                                 task, _share(res["probes"], batch), _share(res["hits"], batch))
+        return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
-    def verified(row, res):
-        st.verified(row["idx"], res["count"], res["seconds"])
-        return int(row["multiplicity"]) * res["count"]
+    def verified(batch, res, task):
+        st.verified(batch, res["counts"], _share(res["seconds"], batch))
+        return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
-    def recounted(row, res):
-        st.recounted(row["idx"], res["count"], res["seconds"])
-        return int(row["multiplicity"]) * res["count"]
+    def recounted(batch, res, task):
+        st.recounted(batch, res["counts"], _share(res["seconds"], batch))
+        return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     failures = []
+    workers = sorted(client.nthreads())
     with _Progress(progress) as bar:
         rows = [r for r in st.units() if r["status"] == "pending"]
-        if rows:  # every worker makes its driver before the clock starts (workers that join later: in their first unit)
+        if rows:  # every worker makes its driver before the clock starts (workers that join later: in their first task)
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
-                                         workers=[addr], allow_other_workers=False) for addr in client.nthreads()])
+                                         workers=[addr], allow_other_workers=False) for addr in workers])
         t_count = time.perf_counter()
-        failures += _run_phase(
-            client, st, rows, lambda r: (r["fen"], r["depth"], backend, tt, seed, run_key, run["depth"]),
-            counted, n_workers, bar, "count")
+        failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count")
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
-            rows = [r for r in st.units() if r["status"] == "counted" and _sampled(r["key"], run["verify_sample"])]
-            failures += _run_phase(
-                client, st, rows,
-                lambda r: (r["fen"], r["depth"], backend, True, run["verify_seed"], run_key, run["depth"]),
-                verified, n_workers, bar, "verify")
+            rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
+                    and _sampled(r["key"], run["verify_sample"])]
+            failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
+                                   bar, "verify")
         rows = [r for r in st.units() if r["status"] == "mismatch"]
-        failures += _run_phase(client, st, rows, lambda r: (r["fen"], r["depth"], backend, False, seed, run_key),
-                               recounted, n_workers, bar, "recount")
+        failures += _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted, workers,
+                               bar, "recount")
     if failures:
-        raise DeepError(f"{len(failures)} units failed on every try (finished units are stored; resume "
+        raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
     rows = st.units()
     nodes = 0
     for r in rows:
         if r["count"] is None:
-            raise DeepError(f"unit {r['idx']} of store {st.path} has no count after the run")
+            raise DeepError(f"unit {r['unit']} part {r['part']} of store {st.path} has no count after the run")
         nodes += int(r["multiplicity"]) * int(r["recount"] if r["recount"] is not None else r["count"])
-    verified_rows = [r for r in rows if r["verify_count"] is not None]
-    mismatches = [{k: r[k] for k in ("idx", "fen", "count", "verify_count", "recount")}
+    units_verified = {r["unit"] for r in rows if r["verify_count"] is not None}
+    units_verified -= {r["unit"] for r in rows if r["verify_count"] is None}  # every part counted again
+    mismatches = [{k: r[k] for k in ("idx", "unit", "part", "fen", "count", "verify_count", "recount")}
                   for r in rows if r["status"] in ("mismatch", "recounted")]
+    n_units = run["units"]
     if run["verify_seed"] is None:
         verify = "not verified (no verify seed)"
     else:
         sample = "all units" if run["verify_sample"] >= 1 else f"a {run['verify_sample']:g} sample of units by key"
-        verify = (f"{len(verified_rows)} of {len(rows)} units ({sample}) counted again with tables keyed by seed "
+        verify = (f"{len(units_verified)} of {n_units} units ({sample}) counted again with tables keyed by seed "
                   f"{run['verify_seed']:#x}: {len(mismatches)} differed"
                   + (" and were counted again without tables" if mismatches else ""))
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
-                      depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=len(rows),
-                      counted_now=counted_now, verified=len(verified_rows), verify=verify, mismatches=mismatches,
-                      count_seconds=count_seconds, unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
+                      depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=n_units,
+                      parts=parts, counted_now=counted_now, verified=len(units_verified), verify=verify,
+                      mismatches=mismatches, count_seconds=count_seconds,
+                      unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows))

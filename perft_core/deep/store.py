@@ -2,14 +2,18 @@
 
 Tables:
   ``run``      one row: the options that define the run (FEN, depth, split ply, backend, TT, key
-               seed, verify seed / sample), package version and commit (perft_core.provenance),
-               start time (UTC, ISO 8601), number of units, schema version.
-  ``units``    one row per unit: idx (submission order, largest first), key (128-bit Zobrist key,
-               32 hex digits), fen, multiplicity, estimate (nodes), status, count, seconds, worker,
-               device, attempts (submissions by any client), finishes (times a count was written:
-               1 at most, by construction), probes / hits (device TT probes and hits of the count,
-               GPU backends with TTs), verify_count / verify_seconds (second key seed),
-               recount (without tables, after a verify mismatch).
+               seed, verify seed / sample), the parts each unit is counted in (1, or one per GPU
+               worker with tables: ``TTBfsDriver.set_part``), package version and commit
+               (perft_core.provenance), start time (UTC, ISO 8601), number of units, schema version.
+  ``units``    one row per unit and part: idx (row; submission order, largest unit first), unit
+               (the unit's number), part (0 .. parts-1), key (128-bit Zobrist key, 32 hex digits),
+               fen, multiplicity, estimate (nodes), status, count (the part's count), seconds,
+               worker, device, task (the Dask task that counted it: units are counted in batches,
+               and a batch's seconds, probes and hits are shared out over its rows by estimate),
+               attempts (submissions by any client), finishes (times a count was written: 1 at
+               most, by construction), probes / hits (device TT probes and hits of the count, GPU
+               backends with TTs), verify_count / verify_seconds (second key seed), recount
+               (without tables, after a verify mismatch).
   ``sessions`` one row per client that worked on the run: start, end, host, pid, units counted.
 
 Counts are decimal TEXT (Python ints of any size). Every finished unit is committed at once; a
@@ -21,7 +25,8 @@ may lose the last commits, which are then simply counted again).
 The file is locked with ``fcntl.flock`` (exclusive, non-blocking) for as long as a client holds
 it: a second client gets StoreError. Unit statuses: ``pending`` (no count), ``counted``,
 ``verified`` (second seed agrees), ``mismatch`` (second seed disagrees, recount pending),
-``recounted`` (counted again without tables; that count is the unit's).
+``recounted`` (counted again without tables; that count is the unit's). Verification judges a unit
+by its total over its parts.
 """
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 1
+SCHEMA = 2
 # The options that define a run: a resumed run must agree on every one of them.
 RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample")
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
@@ -42,13 +47,14 @@ CREATE TABLE run (
     id INTEGER PRIMARY KEY CHECK (id = 1), schema INTEGER NOT NULL, fen TEXT NOT NULL, depth INTEGER NOT NULL,
     split_ply INTEGER NOT NULL, backend TEXT NOT NULL, tt INTEGER NOT NULL, seed TEXT NOT NULL,
     verify_seed TEXT, verify_sample REAL, version TEXT NOT NULL, git_commit TEXT NOT NULL, started TEXT NOT NULL,
-    units INTEGER NOT NULL);
+    units INTEGER NOT NULL, parts INTEGER NOT NULL);
 CREATE TABLE units (
-    idx INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, fen TEXT NOT NULL, depth INTEGER NOT NULL,
-    multiplicity TEXT NOT NULL, estimate REAL NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
-    count TEXT, seconds REAL, worker TEXT, device TEXT, attempts INTEGER NOT NULL DEFAULT 0,
-    finishes INTEGER NOT NULL DEFAULT 0, verify_count TEXT, verify_seconds REAL, recount TEXT,
-    recount_seconds REAL, finished TEXT, probes INTEGER, hits INTEGER);
+    idx INTEGER PRIMARY KEY, unit INTEGER NOT NULL, part INTEGER NOT NULL, key TEXT NOT NULL, fen TEXT NOT NULL,
+    depth INTEGER NOT NULL, multiplicity TEXT NOT NULL, estimate REAL NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending', count TEXT, seconds REAL, worker TEXT, device TEXT, task TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0, finishes INTEGER NOT NULL DEFAULT 0, verify_count TEXT,
+    verify_seconds REAL, recount TEXT, recount_seconds REAL, finished TEXT, probes INTEGER, hits INTEGER,
+    UNIQUE (key, part), UNIQUE (unit, part));
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL,
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
@@ -101,9 +107,10 @@ class Store:
         return conn
 
     @classmethod
-    def create(cls, path: str | os.PathLike, run: dict, units) -> Store:
+    def create(cls, path: str | os.PathLike, run: dict, units, parts: int = 1) -> Store:
         """A new store at ``path`` for ``run`` (RUN_OPTIONS keys, seeds as ints) and ``units``
-        (perft_core.deep.units.Unit, in submission order), written in one transaction.
+        (perft_core.deep.units.Unit, in submission order), each counted in ``parts`` parts (one
+        row per unit and part), written in one transaction.
 
         Raises StoreError if ``path`` already holds data (resume it instead) or is in use.
         """
@@ -122,13 +129,15 @@ class Store:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(
-                "INSERT INTO run VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO run VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (SCHEMA, run["fen"], run["depth"], run["split_ply"], run["backend"], int(run["tt"]),
                  _seed_text(run["seed"]), _seed_text(run["verify_seed"]), run["verify_sample"],
-                 provenance.package_version(), provenance.package_commit(), _now(), len(units)))
+                 provenance.package_version(), provenance.package_commit(), _now(), len(units), parts))
             conn.executemany(
-                "INSERT INTO units (idx, key, fen, depth, multiplicity, estimate) VALUES (?, ?, ?, ?, ?, ?)",
-                ((i, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity), u.estimate) for i, u in enumerate(units)))
+                "INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                ((i * parts + c, i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity), u.estimate)
+                 for i, u in enumerate(units) for c in range(parts)))
             conn.execute("COMMIT")
             return cls(path, fd, conn)
         except BaseException:
@@ -181,9 +190,10 @@ class Store:
             "SELECT COUNT(*), SUM(status NOT IN ('pending','counted','verified','mismatch','recounted') "
             "OR (status = 'pending') != (count IS NULL) OR (status = 'recounted') != (recount IS NOT NULL)), "
             "SUM(finishes > 1) FROM units").fetchone()
-        if n != self.run["units"] or bad or twice:
-            raise StoreError(f"store {self.path} is corrupt: {n} unit rows for {self.run['units']} units, "
-                             f"{bad or 0} inconsistent, {twice or 0} counted twice")
+        want = self.run["units"] * self.run["parts"]
+        if n != want or bad or twice:
+            raise StoreError(f"store {self.path} is corrupt: {n} unit rows for {self.run['units']} units of "
+                             f"{self.run['parts']} parts, {bad or 0} inconsistent, {twice or 0} counted twice")
 
     def check_options(self, asked: dict) -> None:
         """Raise StoreError if any option in ``asked`` (RUN_OPTIONS keys; None = not asked) differs
@@ -210,39 +220,77 @@ class Store:
         if self.session is not None:
             self.conn.execute("UPDATE sessions SET ended = ? WHERE id = ?", (_now(), self.session))
 
-    def submitted(self, idx: int) -> None:
-        """Count a submission of unit ``idx`` (committed)."""
-        self.conn.execute("UPDATE units SET attempts = attempts + 1 WHERE idx = ?", (idx,))
+    def submitted(self, idxs) -> None:
+        """Count a submission of the rows ``idxs`` (an iterable of idx; committed)."""
+        self.conn.executemany("UPDATE units SET attempts = attempts + 1 WHERE idx = ?", ((i,) for i in idxs))
 
-    def finish(self, idx: int, count: int, seconds: float, worker: str, device: str, probes: int | None = None,
-               hits: int | None = None) -> bool:
-        """Write unit ``idx``'s count (committed at once); False if it already had one (a duplicate
+    def finish(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str, device: str, task: str,
+               probes: list | None = None, hits: list | None = None) -> int:
+        """Write the counts of the rows of one task (dicts with ``idx``), all in one transaction;
+        returns how many were written (a row that already has a count keeps it: a duplicate
         result, ignored)."""
-        cur = self.conn.execute(
-            "UPDATE units SET count = ?, seconds = ?, worker = ?, device = ?, status = 'counted', "
-            "finishes = finishes + 1, finished = ?, probes = ?, hits = ? WHERE idx = ? AND count IS NULL",
-            (str(count), seconds, worker, device, _now(), probes, hits, idx))
-        if cur.rowcount and self.session is not None:
-            self.conn.execute("UPDATE sessions SET counted = counted + 1 WHERE id = ?", (self.session,))
-        return bool(cur.rowcount)
+        probes = probes or [None] * len(rows)
+        hits = hits or [None] * len(rows)
+        written = 0
+        now = _now()
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for r, c, sec, p, h in zip(rows, counts, seconds, probes, hits):
+                cur = self.conn.execute(
+                    "UPDATE units SET count = ?, seconds = ?, worker = ?, device = ?, task = ?, status = 'counted', "
+                    "finishes = finishes + 1, finished = ?, probes = ?, hits = ? WHERE idx = ? AND count IS NULL",
+                    (str(c), sec, worker, device, task, now, p, h, r["idx"]))
+                written += cur.rowcount
+            if written and self.session is not None:
+                self.conn.execute("UPDATE sessions SET counted = counted + ? WHERE id = ?", (written, self.session))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return written
 
-    def verified(self, idx: int, count: int, seconds: float) -> str:
-        """Write the second-seed count of unit ``idx``; returns the new status (``verified`` or
-        ``mismatch``), or ``""`` if it was already verified."""
-        cur = self.conn.execute(
-            "UPDATE units SET verify_count = ?, verify_seconds = ?, "
-            "status = CASE WHEN count = ? THEN 'verified' ELSE 'mismatch' END "
-            "WHERE idx = ? AND status = 'counted' AND verify_count IS NULL", (str(count), seconds, str(count), idx))
-        if not cur.rowcount:
-            return ""
-        return self.conn.execute("SELECT status FROM units WHERE idx = ?", (idx,)).fetchone()[0]
+    def verified(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
+        """Write the second-seed counts of one task's rows (one transaction). A unit is judged once
+        every part has its second count: the parts are cut by key, so a second seed cuts them
+        differently and only the unit's totals compare; its rows become ``verified`` (the totals
+        agree) or ``mismatch``. Returns the rows written (rows already verified are skipped)."""
+        written = 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for r, c, sec in zip(rows, counts, seconds):
+                cur = self.conn.execute(
+                    "UPDATE units SET verify_count = ?, verify_seconds = ? "
+                    "WHERE idx = ? AND status = 'counted' AND verify_count IS NULL", (str(c), sec, r["idx"]))
+                written += cur.rowcount
+            for unit in {r["unit"] for r in rows}:
+                got = self.conn.execute("SELECT count, verify_count FROM units WHERE unit = ? AND status = 'counted'",
+                                        (unit,)).fetchall()
+                if len(got) < self.run["parts"] or any(v is None for _, v in got):
+                    continue  # judged when its last part's second count arrives
+                same = sum(int(c) for c, _ in got) == sum(int(v) for _, v in got)
+                self.conn.execute("UPDATE units SET status = ? WHERE unit = ? AND status = 'counted'",
+                                  ("verified" if same else "mismatch", unit))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return written
 
-    def recounted(self, idx: int, count: int, seconds: float) -> bool:
-        """Write the count without tables of a mismatched unit ``idx`` (its count from now on)."""
-        cur = self.conn.execute(
-            "UPDATE units SET recount = ?, recount_seconds = ?, status = 'recounted' "
-            "WHERE idx = ? AND status = 'mismatch'", (str(count), seconds, idx))
-        return bool(cur.rowcount)
+    def recounted(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
+        """Write the counts without tables of mismatched rows (their counts from now on; one transaction)."""
+        written = 0
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for r, c, sec in zip(rows, counts, seconds):
+                cur = self.conn.execute(
+                    "UPDATE units SET recount = ?, recount_seconds = ?, status = 'recounted' "
+                    "WHERE idx = ? AND status = 'mismatch'", (str(c), sec, r["idx"]))
+                written += cur.rowcount
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        return written
 
     def close(self) -> None:
         """Close the database and release the lock."""

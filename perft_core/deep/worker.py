@@ -33,16 +33,24 @@ def _where(backend: str) -> tuple[str, str]:
     return worker, device
 
 
-def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str, run_depth: int | None = None,
-          probes: dict | None = None) -> int:
-    """perft(fen, depth) on this process's ``backend``: ``tt`` through tables keyed by ``seed``
-    kept warm across the counts of ``run_key`` (a run of depth ``run_depth`` from its root, which
-    sizes the GPU tables); without tt, the plain count (nodes, int). ``probes``, if given, receives
-    the count's device TT probes and hits (GPU backends with tt; else left empty)."""
-    pos = Position.from_fen(fen)
+def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
+                run_depth: int, part: int = 0, parts: int = 1, tables: bool = True) -> list[int]:
+    """perft(fen, depth) of each of ``fens`` (units of the run of ``run_fen`` at ``run_depth``) on
+    this process's ``backend``; nodes per unit (Python ints).
+
+    ``tt``: through tables keyed by ``seed``, kept warm across the counts of ``run_key``; on the
+    GPU backends the batch is one ``TTBfsDriver.count_roots`` (equal positions below different
+    units merged, the run's castling geometry and distinct positions per ply sizing the tables).
+    ``part`` of ``parts``: that part of each count (``TTBfsDriver.set_part``; GPU backends only).
+    ``tables`` False: a part counted without any table (a recount after a verify mismatch).
+    Without tt and with one part: each unit's plain count.
+    """
+    positions = [Position.from_fen(f) for f in fens]
     if backend == "cpu":
+        if parts != 1:
+            raise ValueError("the cpu backend counts whole units (parts = 1)")
         if not tt:
-            return int(_core.perft(pos._core_args(), depth, 1))
+            return [int(_core.perft(p._core_args(), depth, 1)) for p in positions]
         from .. import zobrist
 
         table = _CPU_TABLES.get((run_key, seed, depth))
@@ -50,44 +58,68 @@ def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str,
             _CPU_TABLES.clear()
             # Sized for 8 subtrees like this one (zobrist's estimate), at most the default budget:
             # a table far larger than a run's small units costs page faults, not hits.
-            mb = min(zobrist.DEFAULT_TT_MB, 8 * zobrist._fitted_mb(pos._core_args(), depth, zobrist.DEFAULT_TT_MB))
+            mb = min(zobrist.DEFAULT_TT_MB, 8 * zobrist._fitted_mb(positions[0]._core_args(), depth, zobrist.DEFAULT_TT_MB))
             table = _CPU_TABLES[(run_key, seed, depth)] = zobrist.TranspositionTable(max(depth, 2), mb, seed=seed)
-        return zobrist.perft_tt(pos, depth, table=table)
+        return [zobrist.perft_tt(p, depth, table=table) for p in positions]
     from ..gpu.registry import get_driver
 
     drv = get_driver(backend)
-    drv.tt_enabled = tt
-    if tt:
-        if drv.seed != seed:
-            drv.reseed(seed)
-        drv.keep_tables(run_key, run_depth)
-    before = (drv.tt_stats["probes"], drv.tt_stats["hits"])
-    nodes = drv.perft(pos, depth)
-    if tt and probes is not None:
-        probes["probes"] = drv.tt_stats["probes"] - before[0]
-        probes["hits"] = drv.tt_stats["hits"] - before[1]
-    return nodes
+    if not tt and parts == 1:  # the plain BFS, no tables at all
+        drv.tt_enabled = False
+        if hasattr(drv, "set_part"):
+            drv.set_part(0, 1)
+        return [drv.perft(p, depth) for p in positions]
+    drv.tt_enabled = True
+    if drv.seed != seed:
+        drv.reseed(seed)
+    drv.set_part(part, parts)
+    drv.keep_tables(run_key, run_depth, Position.from_fen(run_fen))
+    drv.tables = tt and tables
+    try:
+        return drv.count_roots(positions, depth, Position.from_fen(run_fen))
+    finally:
+        drv.tables = True
 
 
-def count_unit(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str,
-               run_depth: int | None = None) -> dict:
-    """Count one unit: ``{"count": nodes (int), "seconds": wall seconds (float), "worker": address,
-    "device": name, "probes": device TT probes, "hits": device TT hits}`` (probes and hits None on
-    the CPU or without tt). Arguments as for :func:`count`."""
+def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
+             run_depth: int, part: int = 0, parts: int = 1, tables: bool = True) -> dict:
+    """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
+    [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
+    name, "probes": device TT probes of the batch, "hits": its device TT hits}`` (probes and hits
+    None on the CPU or without tables)."""
     t = time.perf_counter()
-    tt_counts: dict = {}
-    nodes = count(fen, depth, backend, tt, seed, run_key, run_depth, tt_counts)
+    before = _tt_counts(backend)
+    counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)
     seconds = time.perf_counter() - t
+    after = _tt_counts(backend)
     worker, device = _where(backend)
-    return {"count": nodes, "seconds": seconds, "worker": worker, "device": device,
-            "probes": tt_counts.get("probes"), "hits": tt_counts.get("hits")}
+    probes = hits = None
+    if tt and tables and before is not None:
+        probes, hits = after[0] - before[0], after[1] - before[1]
+    return {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits}
+
+
+def _tt_counts(backend: str) -> tuple[int, int] | None:
+    """(device TT probes, hits) of this process's driver so far (GPU backends), else None."""
+    if backend == "cpu":
+        return None
+    from ..gpu.registry import get_driver
+
+    drv = get_driver(backend)
+    stats = getattr(drv, "tt_stats", None)
+    return None if stats is None else (stats["probes"], stats["hits"])
+
+
+def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str) -> int:
+    """perft(fen, depth) as a one-unit run of its own (calibration and warm-up counts)."""
+    return count_batch([fen], depth, backend, tt, seed, run_key, fen, depth)[0]
 
 
 def warm_up(fen: str, depth: int, backend: str, tt: bool, seed: int) -> str:
     """Make this process's driver and run one small count (perft(fen, min(depth, 3))): kernel
     compilation, CuPy's own kernels and the arena happen here, not in the first unit. Returns
     this worker's address."""
-    count(fen, min(depth, 3), backend, tt, seed, "warm-up")
+    count(fen, min(depth, 3), backend, tt, seed, f"warm-up-{time.time()}")
     return _where(backend)[0]
 
 

@@ -23,6 +23,13 @@ SIDES = prebuilt.SIDES
 SCAN_TILE = 256 * 8  # elements per block of the scan kernels (PC_SCAN_TILE)
 
 
+def key_part(keys: np.ndarray, parts: int) -> np.ndarray:
+    """The part (0 .. parts-1) of each 128-bit key among ``parts`` (keys: uint64 (n, 2) as lo, hi;
+    returns uint64 (n,)): ``((hi >> 32) * parts) >> 32``, kernels/pc_tt.h ``key_part``."""
+    hi = np.asarray(keys, dtype=np.uint64).reshape(-1, 2)[:, 1]
+    return ((hi >> np.uint64(32)) * np.uint64(parts)) >> np.uint64(32)
+
+
 class EmulatedKernels:
     """The emulated device: NumPy arrays and the extension's host batch kernels (one thread)."""
 
@@ -109,6 +116,11 @@ class EmulatedKernels:
 
     def count_hits(self, counts, values, n, hits):
         hits[0] += np.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
+
+    def part_filter(self, keys, n, parts, part, counts, values):
+        other = key_part(keys[:2 * n].reshape(n, 2), parts) != part
+        counts[:n][other] = 0
+        values[:n][other] = 0
 
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self.upsweep(parents, np.ascontiguousarray(group_values[group_of[:n]]), n, parent_values)
@@ -199,6 +211,17 @@ class CupyKernels:
 
     def set_castle(self, ci: bytes) -> None:
         self.ci = self.xp.asarray(np.frombuffer(ci, dtype=np.uint8))
+
+    def _temp(self, count: int, dtype, site: str):
+        """A temporary device array outside the arena (CuPy's pool): out of memory here is a
+        DeviceOutOfMemory like the arena's, so the driver halves the chunk instead of failing."""
+        try:
+            return self.xp.empty(int(count), dtype=dtype)
+        except self.xp.cuda.memory.OutOfMemoryError:
+            from .arena import DeviceOutOfMemory
+
+            nbytes = int(count) * self.xp.dtype(dtype).itemsize
+            raise DeviceOutOfMemory(site, nbytes, 0, self.free_bytes()) from None
 
     def free_bytes(self) -> int:
         free, _total = self.xp.cuda.runtime.memGetInfo()
@@ -318,6 +341,9 @@ class CupyKernels:
     def count_hits(self, counts, values, n, hits):
         self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
 
+    def part_filter(self, keys, n, parts, part, counts, values):
+        self._launch("part_filter_kernel", n, 256, (keys, np.uint64(n), np.uint32(parts), np.uint32(part), counts, values))
+
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
 
@@ -327,13 +353,13 @@ class CupyKernels:
         of each group that claimed its hash slot)."""
         cp = self.xp
         bits = max(10, (2 * int(n) - 1).bit_length())
-        owner = cp.empty(1 << bits, dtype=cp.uint32)
+        owner = self._temp(1 << bits, cp.uint32, "merge_owner")
         self.zero(owner)
-        slot_of = cp.empty(n, dtype=cp.uint32)
-        head = cp.empty(n, dtype=cp.uint32)
+        slot_of = self._temp(n, cp.uint32, "merge_slot_of")
+        head = self._temp(n, cp.uint32, "merge_head")
         self._launch("merge_insert_kernel", n, 256,
                      (keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), slot_of, head))
-        rank = cp.empty(n + 1, dtype=cp.uint64)
+        rank = self._temp(n + 1, cp.uint64, "merge_rank")
         groups = self.scan(head, n, rank)
         return groups, (owner, slot_of, head, rank)
 
@@ -341,7 +367,7 @@ class CupyKernels:
         """The first board and key of every group into ``merged_*``; returns each board's group (uint32, n)."""
         cp = self.xp
         owner, slot_of, head, rank = plan
-        group_of = cp.empty(n, dtype=cp.uint32)
+        group_of = self._temp(n, cp.uint32, "merge_group_of")
         self._launch("merge_heads_kernel", n, 256, (boards, keys, head, rank, slot_of, np.uint32(n), owner,
                                                     merged_boards, merged_keys))
         self._launch("merge_group_kernel", n, 256, (slot_of, owner, np.uint32(n), group_of))

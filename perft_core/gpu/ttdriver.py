@@ -23,13 +23,22 @@ import numpy as np
 
 from .. import _core
 from .arena import Arena, DeviceOutOfMemory
-from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, expand_host
+from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, GpuStats, expand_host
+from .kernels import key_part
 
 ENTRY_BYTES = 16
 # TT mode's extra bytes per board of a level: its key (16), value (8), and its merge group (8).
 TT_BYTES_PER_BOARD = 32
 AUDIT_BYTES = 64
+# The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
+# hash table of 2-4 slots a board (uint32), slot, head and group (uint32) and rank (uint64) a board.
+MERGE_TEMP_BYTES_PER_BOARD = 36
 
+
+PART_DEPTH = 3
+"""The remaining depth at which a count split into parts (``TTBfsDriver.set_part``) is split: the
+level whose positions the fused leaf expands, by far the most expensive one, so a part costs the
+whole count's upper levels (the same on every part) plus 1/parts of the leaf work."""
 
 DISTINCT_MEASURE_BOARDS = 20_000
 """Boards the host may make to measure distinct positions past ply 3 (a few ms on one core)."""
@@ -111,6 +120,8 @@ class TTBfsDriver(BfsDriver):
             total -= tt_bytes
         super().__init__(kernels, total, fault_plan, max_gpu_depth)
         self.tt_arena = Arena(kernels.xp, tt_bytes, fault_plan, name="tt")
+        # Memory left beside the arenas for the merge's temporaries (with a margin for the rest).
+        self.temp_bytes = int(kernels.free_bytes() * 0.8)
         self.tt_enabled = True
         self.audit_mode = audit
         self.host_cache: dict[tuple[int, int, int], int] = {}
@@ -127,9 +138,13 @@ class TTBfsDriver(BfsDriver):
         self._pending_tts = None  # device TTs to plan once a level needs several BFS calls
         self._keep = None  # keep_tables: the run whose counts share the tables
         self._keep_depth = None  # keep_tables: the run's whole depth, which sizes the tables
+        self._keep_game = None  # keep_tables: the run's root Position (its plies size tables and chunks)
+        self._kept_shape = None  # (run depth, distinct positions per ply of the run's root) of kept tables
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
         self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
+        self.parts, self.part = 1, 0  # set_part: this driver counts one part of a count split by key
+        self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0}
 
@@ -144,27 +159,49 @@ class TTBfsDriver(BfsDriver):
     # ----- the count ----------------------------------------------------------------------------
     def _perft(self, pos, depth: int) -> int:
         if not self.tt_enabled:
+            if self.parts > 1:
+                raise ValueError("a count split into parts needs the TT driver's BFS (tt_enabled; tables may be off)")
             return super()._perft(pos, depth)
         if depth == 0:
             return 1
         root, us = self._set_root(pos)
+        g = self._prepare(pos, root, us, depth)
+        boards = np.array([root], dtype=np.uint64)
+        keys = self._host_keys(boards, us)
+        return int(self._values_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)[0])
+
+    def _prepare(self, pos, root, us: int, depth: int) -> int:
+        """Plan a count of ``depth`` below ``pos`` (root board ``root``, side ``us``): its GPU depth
+        (returned) and its tables (kept, reset, or planned lazily; see keep_tables)."""
         g = self._plan_call(pos, depth)
+        if not self.tables:  # no device TT, no host cache: chunks of roots as the plain BFS sizes them
+            self.tts, self._kept, self._level_bound, self._pending_tts = {}, None, None, None
+            self.tt_arena.reset()
+            return g
         self._level_bound = None  # (count depth, distinct positions per ply): sizes chunks of roots
         self._pending_tts = None  # device TTs to plan once a level needs several BFS calls
         if self._warm:  # perft_iterative planned the tables for its deepest count
             pass
         elif self._keep is not None:
             planned = self._table_plan(depth)
-            shape = self._distinct(root, us, depth) if g < depth or planned != self._kept else None
-            if g < depth:
-                self._level_bound = (depth, shape)
             if planned != self._kept:  # a new run, castling geometry, key seed or depth: start afresh
                 self._reset_tables()
-                # A run's units share the tables: their relative sizes follow this unit's distinct
-                # positions per ply, their total the budget (the run holds many units' positions).
+                # A run's units share the tables, sized as one count of the whole run would size
+                # them: by the distinct positions at each ply of the run's root (without the
+                # root: this unit's, below plies of 1), the whole budget for the run's many units.
                 plan = self._keep_depth or depth
-                self._plan_tts(plan, max(g, 4), [1.0] * (plan - depth) + shape, cap=False)
-                self._kept = planned
+                if self._keep_game is not None:
+                    game_root, game_us, _ = _core.gpu_root(self._keep_game._core_args())
+                    shape, bound = self._distinct(game_root, game_us, plan), True
+                else:
+                    shape, bound = [1.0] * (plan - depth) + self._distinct(root, us, depth), False
+                self._plan_tts(plan, max(g, 4), shape, cap=False)
+                self._kept, self._kept_shape = planned, ((plan, shape) if bound else None)
+            # The run's distinct positions per ply bound every level of a call of its units, however
+            # many roots the call has (a single unit's would not bound a call of several).
+            self._level_bound = self._kept_shape
+            if self._level_bound is None and g < depth:
+                self._level_bound = (depth, self._distinct(root, us, depth))
         else:
             self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
             self.tt_arena.reset()
@@ -176,9 +213,73 @@ class TTBfsDriver(BfsDriver):
                 distinct = self._distinct(root, us, depth)
                 self._pending_tts = (depth, g, distinct)
                 self._level_bound = (depth, distinct)
-        boards = np.array([root], dtype=np.uint64)
-        keys = self._host_keys(boards, us)
-        return self._count_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
+        return g
+
+    def set_part(self, part: int, parts: int) -> None:
+        """Count only part ``part`` (0 .. parts-1) of every count from now on (``parts`` = 1: whole
+        counts, the default).
+
+        A count split into parts is split by key at remaining depth ``PART_DEPTH`` (3): part c of
+        perft(pos, d) counts the paths whose position at remaining depth 3 has
+        ``key_part(key, parts) == c`` (kernels/pc_tt.h: the top bits of the key's high word); with
+        d < 3 a path has no such position and every part counts it. The parts of a count with
+        d >= 3 add up to the count. The levels above are the same work in every part, the leaf
+        level (most of the work) is split, and so are its table entries: a deep run gives each
+        GPU one part, and each GPU's tables hold only its own part's positions at that level.
+        Every table entry then holds a part's count, so changing the part resets the tables.
+
+        Raises ValueError unless 0 <= part < parts.
+        """
+        if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1 or not 0 <= part < parts:
+            raise ValueError(f"part must be in 0..parts-1 with parts >= 1, got part {part!r} of {parts!r}")
+        if (part, parts) != (self.part, self.parts):
+            self.part, self.parts = part, parts
+            self._reset_tables()
+            self._kept = None
+
+    def count_roots(self, positions, depth: int, game=None) -> list[int]:
+        """perft(p, depth) of each of ``positions`` (Positions with one side to move, e.g. a deep
+        run's units) through one sequence of BFS calls, so that equal positions below different
+        roots are merged and counted once, as inside a single count. With ``set_part``, each value
+        is that part's. ``game``: the Position the positions were played from (a deep run's root):
+        its castling geometry serves them all, as it serves every descendant inside a count, so
+        positions that lost some castling rights share tables with the rest (default: the first
+        position's geometry). Returns nodes per position (Python ints).
+
+        Raises ValueError if the positions differ in side to move, or one has a castling right
+        whose rook is not the geometry's.
+        """
+        if not positions:
+            return []
+        if not self.tt_enabled:
+            return [self.perft(p, depth) for p in positions]
+        game = positions[0] if game is None else game
+        rooks = game._core_args()[5]
+        self.stats = GpuStats()
+        t0, k0 = time.perf_counter(), self.k.kernel_seconds
+        try:
+            roots, sides = [], set()
+            for p in positions:
+                args = p._core_args()
+                if any(r >= 0 and r != g for r, g in zip(args[5], rooks)):
+                    raise ValueError(f"count_roots: {p.fen()} castles with a rook the geometry of {game.fen()} lacks")
+                root, us, _ = _core.gpu_root(args)
+                roots.append(root)
+                sides.add(us)
+            if len(sides) > 1:
+                raise ValueError("count_roots needs positions with one side to move")
+            if depth == 0:
+                return [1] * len(positions)
+            self._set_root(game)
+            us = sides.pop()
+            g = self._prepare(positions[0], roots[0], us, depth)
+            boards = np.array(roots, dtype=np.uint64)
+            values = self._values_tt(boards, self._host_keys(boards, us), np.ones(len(boards), dtype=np.uint64),
+                                     us, depth, g)
+            return [int(v) for v in values]
+        finally:
+            self.stats.wall_seconds = time.perf_counter() - t0
+            self.stats.kernel_seconds = self.k.kernel_seconds - k0
 
     def _plan_call(self, pos, depth: int) -> int:
         """GPU subtree depth g of a count (launch depth = depth - g), recorded in the stats."""
@@ -197,12 +298,15 @@ class TTBfsDriver(BfsDriver):
         self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
         return g
 
-    def keep_tables(self, run_key, plan_depth: int | None = None) -> None:
+    def keep_tables(self, run_key, plan_depth: int | None = None, game=None) -> None:
         """Keep the device TTs and the host cache warm across the counts of one run (``run_key``:
         any hashable naming the run, e.g. a deep run's store path; None: back to tables rebuilt
         for every count). ``plan_depth``: the depth of the whole count the run's units belong to
         (plies from its root); the tables are sized by the distinct positions at each ply from
         that root, as a monolithic count of it would size them (default: each count's own depth).
+        ``game``: the run's root Position; its distinct positions per ply then size the tables and
+        bound the levels of every BFS call (the chunks of roots), as in the monolithic count
+        (default: each count's own distinct positions).
 
         While a run key is set, a count reuses the tables the previous count left when the run
         key, the castling geometry (CastleInfo bytes), the key seed and the depth are those the
@@ -214,10 +318,13 @@ class TTBfsDriver(BfsDriver):
         """
         self._keep = run_key
         self._keep_depth = plan_depth
+        self._keep_game = game
 
     def _table_plan(self, depth: int) -> tuple:
-        """What kept tables are valid for: (run key, castle info bytes, key seed, depth)."""
-        return (self._keep, self._ci_bytes, self.seed, depth)
+        """What kept tables are valid for: (run key, castle info bytes, key seed, depth, run depth,
+        run root)."""
+        game = None if self._keep_game is None else self._keep_game.fen()
+        return (self._keep, self._ci_bytes, self.seed, depth, self._keep_depth, game)
 
     def _reset_tables(self) -> None:
         """Forget every device TT and host cache entry."""
@@ -259,13 +366,16 @@ class TTBfsDriver(BfsDriver):
     def _plan_tts(self, depth: int, g: int, distinct: list[float], cap: bool = True) -> None:
         """Allocate device TTs for remaining depths 3 .. g-1: the TT of remaining depth r serves ply
         ``depth - r``, and gets a share of the budget in proportion to ``distinct[depth - r]`` (distinct
-        positions per ply, plies 0..depth), at most 4x that number when ``cap`` (a load factor of
+        positions per ply, plies 0..depth; divided by the parts at the split level PART_DEPTH, where
+        a part stores only its own positions), at most 4x that number when ``cap`` (a load factor of
         1/4 keeps overwrites rare; more slots only cost zeroing)."""
         rs = list(range(3, g))
         if not rs:
             return
         per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
         weights = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
+        if PART_DEPTH in weights:  # a part stores only its own share of the split level's positions
+            weights[PART_DEPTH] = max(weights[PART_DEPTH] / self.parts, 1.0)
         total_w = sum(weights.values())
         budget = self.tt_arena.capacity * 0.95
         for r in sorted(rs, key=lambda r: weights[r]):
@@ -292,54 +402,65 @@ class TTBfsDriver(BfsDriver):
                              self.z_host, keys)
         return keys
 
-    def _count_tt(self, boards, keys, mult, us: int, depth: int, g: int) -> int:
-        """Sum of mult[i] * perft(boards[i], depth); GPU calls of depth <= g."""
+    def _values_tt(self, boards, keys, mult, us: int, depth: int, g: int) -> np.ndarray:
+        """perft(boards[i], depth) for each host board (uint64 (n, 5), keys uint64 (n, 2)): uint64
+        (n,), this driver's part of each (set_part); GPU calls of depth <= g. ``mult`` (uint64 (n,))
+        weighs each board for the progress hook (paths from the count's root that reach it)."""
+        out = np.zeros(len(boards), dtype=np.uint64)
         if len(boards) == 0:
-            return 0
+            return out
         # Merge equal positions: same key, same subtree (the key covers everything that decides it).
         uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
         m = np.zeros(len(uniq), dtype=np.uint64)
-        np.add.at(m, inverse.reshape(-1), mult)
+        np.add.at(m, inverse, mult)
         boards, keys, mult = boards[first], uniq, m
         self.tt_stats["roots"] += int(len(inverse))
         self.tt_stats["unique_roots"] += int(len(uniq))
+        values = np.zeros(len(boards), dtype=np.uint64)
+        live = np.arange(len(boards))
+        if self.parts > 1 and depth == PART_DEPTH:  # the split level: other parts' positions count 0 here
+            live = live[key_part(keys, self.parts) == self.part]
         if depth > g:
-            children, parents = expand_host(boards, us, self._ci_bytes)
-            return self._count_tt(children, self._host_keys(children, us ^ 1), mult[parents], us ^ 1, depth - 1, g)
-        total = 0
+            children, parents = expand_host(boards[live], us, self._ci_bytes)
+            below = self._values_tt(children, self._host_keys(children, us ^ 1), mult[live][parents], us ^ 1,
+                                    depth - 1, g)
+            np.add.at(values, live[parents], below)
+            return values[inverse]
         todo = []
-        for i in range(len(boards)):
-            hit = self.host_cache.get((int(keys[i, 0]), int(keys[i, 1]), depth))
+        for i in live:
+            hit = self.host_cache.get((int(keys[i, 0]), int(keys[i, 1]), depth)) if self.tables else None
             if hit is None:
                 todo.append(i)
             else:
                 self.tt_stats["host_hits"] += 1
-                total += hit * int(mult[i])
+                values[i] = hit
         if not todo:
-            return total
+            return values[inverse]
         idx = np.array(todo)
         chunk = self._chunk_tt(len(idx), depth)
         if self._pending_tts is not None and chunk < len(idx):
             self._plan_tts(*self._pending_tts)
             self._pending_tts = None
-        for part, values in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth):
-            if values is None:  # the rest of this level one ply down, GPU one ply shallower
-                sub, sub_parents = expand_host(boards[part], us, self._ci_bytes)
-                total += self._count_tt(sub, self._host_keys(sub, us ^ 1), mult[part][sub_parents],
-                                        us ^ 1, depth - 1, depth - 1)
+        for sel, got in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth):
+            if got is None:  # the rest of this level one ply down, GPU one ply shallower
+                sub, sub_parents = expand_host(boards[sel], us, self._ci_bytes)
+                below = self._values_tt(sub, self._host_keys(sub, us ^ 1), mult[sel][sub_parents], us ^ 1,
+                                        depth - 1, depth - 1)
+                np.add.at(values, sel[sub_parents], below)
                 continue
-            before = total
-            for j, i in enumerate(part):
-                v = int(values[j])
-                total += v * int(mult[i])
-                if len(self.host_cache) < self.host_cache_entries:  # lossless: when full, stop storing
+            values[sel] = got
+            if self.tables:
+                for j, i in enumerate(sel):
+                    if len(self.host_cache) >= self.host_cache_entries:  # lossless: when full, stop storing
+                        break
                     entry = (int(keys[i, 0]), int(keys[i, 1]), depth)
-                    self.host_cache[entry] = v
+                    self.host_cache[entry] = int(got[j])
                     if self.audit_mode:
                         self.host_audit[entry] = (boards[i].copy(), us, self._ci_bytes)
             if self.progress is not None:
-                self.progress(total - before)
-        return total
+                self.progress(sum(int(v) * int(w) for v, w in zip(got, mult[sel])))
+        return values[inverse]
 
     def _chunk_tt(self, n: int, depth: int) -> int:
         """Roots (of ``n`` at this level, ``depth`` plies left) to send in one BFS call.
@@ -347,8 +468,9 @@ class TTBfsDriver(BfsDriver):
         With merging, a level of a call never holds more boards than the distinct positions of its
         ply, however many roots the call has, so a chunk is sized by the call's bytes with each
         level bounded by ``min(roots x growth, distinct positions of the ply)`` (the count's own
-        estimate, :func:`distinct_per_ply`): the most roots that fit 90 % of the arena, and at
-        most ``chunk_leaf_moves`` leaf moves when that is set. More roots per call means more
+        estimate, :func:`distinct_per_ply`): the most roots that fit 90 % of the arena, whose
+        largest merged level's temporaries fit the memory beside the arenas, and with at most
+        ``chunk_leaf_moves`` leaf moves when that is set. More roots per call means more
         transpositions merged exactly inside the call and fewer launches: a sparse tree (CPW
         position 3) was 14 latency-bound calls of one root. An estimate that is too low costs an
         out-of-memory retry with half the chunk (``_chunks``), never a count. Without a bound
@@ -364,26 +486,27 @@ class TTBfsDriver(BfsDriver):
         ply0 = count_depth - depth
         growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
 
-        def need(c: int) -> tuple[float, float]:
-            """(bytes, leaf moves) of a call of c roots."""
-            boards, total = float(c), 0.0
+        def need(c: int) -> tuple[float, float, float]:
+            """(arena bytes, leaf moves, boards of the largest merged level) of a call of c roots."""
+            boards, total, merged = float(c), 0.0, 0.0
             for p in range(depth):
                 left = depth - p
                 total += boards * (BYTES_PER_BOARD + TT_BYTES_PER_BOARD)
                 if left == 1:
-                    return total, 0.0
+                    return total, 0.0, merged
                 made = boards * growth[min(ply0 + p, len(growth) - 1)]
                 total += made * BYTES_PER_MOVE
                 if left <= 3:
-                    return total, made
+                    return total, made, merged
                 total += made * (BYTES_PER_BOARD + TT_BYTES_PER_BOARD)
+                merged = max(merged, made)
                 boards = min(made, distinct[ply0 + p + 1])
-            return total, 0.0
+            return total, 0.0, merged
 
         def fits(c: int) -> bool:
-            nbytes, leaf_moves = need(c)
-            return nbytes <= self.arena.capacity * 0.9 and (
-                self.chunk_leaf_moves is None or leaf_moves <= self.chunk_leaf_moves)
+            nbytes, leaf_moves, merged = need(c)
+            return (nbytes <= self.arena.capacity * 0.9 and merged * MERGE_TEMP_BYTES_PER_BOARD <= self.temp_bytes
+                    and (self.chunk_leaf_moves is None or leaf_moves <= self.chunk_leaf_moves))
 
         lo, hi = 1, n  # the largest c that fits (need grows with c)
         while lo < hi:
@@ -422,6 +545,8 @@ class TTBfsDriver(BfsDriver):
                 break
             tt = level["tt"]
             k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
+            if left == PART_DEPTH and self.parts > 1:
+                k.part_filter(keys, n, self.parts, self.part, counts, values)
             if tt is not None:  # hits counted on the device; read once at the end of the call
                 self.tt_stats["probes"] += n
                 if self._hits_dev is None:
@@ -509,6 +634,25 @@ class TTBfsDriver(BfsDriver):
             words, side, ci = self.host_audit[(lo, hi, r)]
             yield r, (hi << 64) | lo, words, side, count, ci
 
+    def _part_counts(self, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.ndarray:
+        """This driver's part (set_part) of perft(b, r) for host boards (uint64 (n, 5)), on the CPU:
+        uint64 (n,). The whole count when parts is 1 or r < PART_DEPTH."""
+        n = len(boards)
+        if self.parts == 1 or r < PART_DEPTH:
+            return np.asarray(_core.batch_perft(np.ascontiguousarray(boards).reshape(-1), n, side, ci, r),
+                              dtype=np.uint64)
+        out = np.zeros(n, dtype=np.uint64)
+        if r == PART_DEPTH:
+            keys = np.empty((n, 2), dtype=np.uint64)
+            _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), n, side, ci, self.z_host, keys)
+            mine = np.nonzero(key_part(keys, self.parts) == self.part)[0]
+            if len(mine):
+                out[mine] = _core.batch_perft(np.ascontiguousarray(boards[mine]).reshape(-1), len(mine), side, ci, r)
+            return out
+        children, parents = expand_host(boards, side, ci)
+        np.add.at(out, parents, self._part_counts(children, side ^ 1, ci, r - 1))
+        return out
+
     def audit(self) -> tuple[int, list[tuple]]:
         """Recompute every stored entry, device TTs and host cache, on the CPU.
 
@@ -523,7 +667,7 @@ class TTBfsDriver(BfsDriver):
             k = np.empty((1, 2), dtype=np.uint64)
             _core.batch_keys(flat, 1, side, ci, self.z_host, k)
             real_key = (int(k[0, 1]) << 64) | int(k[0, 0])
-            real = int(_core.batch_perft(flat, 1, side, ci, r)[0])
+            real = int(self._part_counts(flat.reshape(1, -1), side, ci, r)[0])
             checked += 1
             if real_key != key or real != count:
                 wrong.append((r, key, count, real, real_key == key))

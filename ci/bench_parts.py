@@ -1,0 +1,98 @@
+"""What a deep run's split by key costs and saves, on one GPU: the prediction of multi-GPU scaling
+with transposition tables, measured without a second GPU.
+
+    python ci/bench_parts.py --depth 11 [--split-ply 2] [--parts 1 2] [--batches 16] [--json FILE]
+
+In one process on one GPU (the gpu backend's driver):
+  1. the plain ``perft_core.perft(startpos, depth, backend="gpu", tt=True)`` (after a warm-up);
+  2. the run's units (``perft_core.deep.units.split`` at the split ply) counted as a deep run's
+     worker counts them: ``TTBfsDriver.count_roots`` over ``--batches`` batches in turn with the
+     tables kept warm (``keep_tables``), once per part ``c`` of ``P`` (``set_part(c, P)``: a fresh
+     set of tables per part, as each GPU of a P-GPU run has its own).
+Per P: each part's seconds, the slowest part, and the predicted scaling = (P = 1 seconds) /
+(slowest part's seconds); the total of every P must equal OEIS A048987 (the script fails if not).
+With P GPUs the parts run at once, one per GPU, so the slowest part is the run's count time.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
+    sys.path.insert(0, str(ROOT))
+
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--depth", type=int, default=11)
+    ap.add_argument("--split-ply", type=int, default=2)
+    ap.add_argument("--parts", type=int, nargs="+", default=[1, 2])
+    ap.add_argument("--batches", type=int, default=16)
+    ap.add_argument("--backend", default="gpu")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+
+    import perft_core
+    from perft_core import _core
+    from perft_core.deep import units as units_mod
+    from perft_core.gpu.registry import get_driver
+    from perft_core.position import Position
+    from oracle import tables
+
+    want = {r.depth: r.nodes for r in tables.load("startpos")}.get(args.depth)
+    root = Position.from_fen(STARTPOS)
+    perft_core.perft(STARTPOS, 3, backend=args.backend, tt=True)  # warm-up: kernels loaded, arena made
+    t = time.perf_counter()
+    plain = perft_core.perft(STARTPOS, args.depth, backend=args.backend, tt=True)
+    plain_s = time.perf_counter() - t
+    units = units_mod.split(root, args.depth, args.split_ply, _core.ZOBRIST_DEFAULT_SEED)
+    positions = [Position.from_fen(u.fen) for u in units]
+    rest = args.depth - args.split_ply
+    drv = get_driver(args.backend)
+    drv.tt_enabled = True
+    out = {"depth": args.depth, "split_ply": args.split_ply, "units": len(units), "batches": args.batches,
+           "plain_seconds": plain_s, "plain_ok": plain == want, "runs": []}
+    print(f"plain perft {args.depth}: {plain} in {plain_s:.3f} s ({'ok' if plain == want else 'WRONG'}); "
+          f"{len(units)} units at ply {args.split_ply}", flush=True)
+    ok = plain == want
+    base = None
+    for parts in args.parts:
+        secs, total, probes, hits = [], 0, 0, 0
+        for c in range(parts):
+            drv.set_part(c, parts)
+            drv.keep_tables(f"bench-parts-{parts}-{c}-{time.time()}", args.depth, root)
+            p0, h0 = drv.tt_stats["probes"], drv.tt_stats["hits"]
+            t = time.perf_counter()
+            step = -(-len(positions) // args.batches)
+            for i in range(0, len(positions), step):
+                vals = drv.count_roots(positions[i:i + step], rest, root)
+                total += sum(u.multiplicity * v for u, v in zip(units[i:i + step], vals))
+            secs.append(time.perf_counter() - t)
+            probes += drv.tt_stats["probes"] - p0
+            hits += drv.tt_stats["hits"] - h0
+        drv.set_part(0, 1)
+        drv.keep_tables(None)
+        slowest = max(secs)
+        base = slowest if parts == 1 else base
+        run = {"parts": parts, "part_seconds": secs, "slowest": slowest, "sum": sum(secs), "nodes": total,
+               "ok": total == want, "probes": probes, "hits": hits,
+               "vs_plain": slowest / plain_s, "predicted_scaling": (base / slowest) if base else None}
+        out["runs"].append(run)
+        ok &= total == want
+        print(f"parts {parts}: " + ", ".join(f"{s:.3f}" for s in secs) + f" s; slowest {slowest:.3f} s "
+              f"({slowest / plain_s:.3f}x plain), scaling {run['predicted_scaling'] or 0:.2f}, "
+              f"hits {hits / max(probes, 1):.1%}, {'ok' if total == want else 'WRONG ' + str(total)}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
