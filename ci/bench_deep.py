@@ -1,7 +1,7 @@
 """Deep perft on GPUs (``perft deep``): scaling over 1 and 2 GPUs beside the plain count, and a
 perft 12 that resumes its store across commands. For a host with two GPUs (2x H200).
 
-    python ci/bench_deep.py --out DIR scaling [--depth 11] [--split-ply 2]
+    python ci/bench_deep.py --out DIR scaling [--depth 11] [--split-ply 2] [--gpus 1 2]
     python ci/bench_deep.py --out DIR resume  [--depth 12] [--gpus 2] [--split-ply 2] [--limit 540]
 
 ``scaling`` runs, each in its own process (one GPU driver per GPU and process):
@@ -102,7 +102,7 @@ def scaling(args, out: Path) -> dict:
     plain = json.loads(stdout.strip().splitlines()[-1]) if rc == 0 else {}
     report["runs"]["plain"] = {"rc": rc, "wall_seconds": wall, "count_seconds": plain.get("seconds"),
                                "nodes": plain.get("nodes"), "exact": plain.get("nodes") == want}
-    for gpus in (1, 2):
+    for gpus in args.gpus:
         store = out / f"scaling_d{args.depth}_g{gpus}.sqlite"
         for f in out.glob(store.name + "*"):
             f.unlink()
@@ -117,10 +117,10 @@ def scaling(args, out: Path) -> dict:
                                          "store": str(store)}
         print(f"gpus {gpus}: {report['runs'][f'gpus{gpus}']}", flush=True)
     r = report["runs"]
-    if r["gpus1"]["count_seconds"] and r["gpus2"]["count_seconds"]:
+    if r.get("gpus1", {}).get("count_seconds") and r.get("gpus2", {}).get("count_seconds"):
         report["scaling_count_phase"] = r["gpus1"]["count_seconds"] / r["gpus2"]["count_seconds"]
         report["scaling_whole_command"] = r["gpus1"]["wall_seconds"] / r["gpus2"]["wall_seconds"]
-    if r["plain"]["count_seconds"] and r["gpus1"]["count_seconds"]:
+    if r["plain"]["count_seconds"] and r.get("gpus1", {}).get("count_seconds"):
         report["deep1_over_plain_count_phase"] = r["gpus1"]["count_seconds"] / r["plain"]["count_seconds"]
     (out / "bench_deep_scaling.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
@@ -163,6 +163,7 @@ def main() -> int:
     sub = ap.add_subparsers(dest="mode", required=True)
     s = sub.add_parser("scaling")
     s.add_argument("--depth", type=int, default=11)
+    s.add_argument("--gpus", type=int, nargs="+", default=[1, 2], help="worker counts to run (default 1 2)")
     s.add_argument("--split-ply", type=int, default=2, help="the same units for 1 and 2 GPUs (default 2: "
                    "the 400 depth-9 subtrees the plain perft 11 sends to the GPU one call each)")
     r = sub.add_parser("resume")

@@ -302,3 +302,19 @@ def test_count_roots_rejects_roots_of_another_geometry():
         drv.count_roots([other], 2, game)
     with pytest.raises(ValueError):
         drv.set_part(2, 2)
+
+
+def test_units_of_a_deep_run_go_many_roots_a_call():
+    """The chunks of a deep run's units are sized by the run's plies (its distinct positions and
+    growth per ply, indexed alike): with the memory of an H200, startpos perft 12's depth-10 units
+    (a ply-4 level below them in depth-8 calls) go out several roots a call. Sized with the unit's own
+    growth indexed by the run's plies they went one root a call (1,768 calls in 148 s on an H200)."""
+    drv = make_driver(_emulated(), chunk_leaf_moves=None)
+    game = perft_core.Position.from_fen(STARTPOS)
+    unit = game.push("e2e4").push("e7e5")
+    drv.keep_tables("run", 12, game)
+    root, us = drv._set_root(game)
+    drv.max_gpu_depth = 8
+    drv._prepare(unit, root, us, 10)
+    drv.arena.capacity, drv.temp_bytes = 89 << 30, 18 << 30  # an H200's arena and what is left beside it
+    assert drv._chunk_tt(900, 8) >= 4
