@@ -143,9 +143,11 @@ class BfsDriver:
                 total += self._count(self._expand_host(boards[part], us), us ^ 1, depth - 1, depth - 1)
         return total
 
-    def _chunks(self, indices: np.ndarray, chunk: int, run, depth: int):
+    def _chunks(self, indices: np.ndarray, chunk: int, run, depth: int, adapt=None):
         """Run ``run(part)`` over chunks of root ``indices``; yield ``(part, result)``.
 
+        ``adapt(roots, chunk) -> chunk``, if given, is called after each finished call of ``roots``
+        roots and sizes the chunks after it (from what the call really used).
         Out of memory (a real shortage or an injected fault; the failed call's work is discarded):
         a chunk of several roots is halved and retried at the same depth. When a single root does
         not fit, that root and every root not yet run are yielded once as ``(rest, None)``: the
@@ -153,9 +155,13 @@ class BfsDriver:
         effective launch depth is lowered for the rest of this level (``stats.launch_lowered``).
         Raises DeviceOutOfMemory when even depth 1 does not fit.
         """
-        pending = [indices[i:i + chunk] for i in range(0, len(indices), chunk)][::-1]
-        while pending:
-            part = pending.pop()
+        retry: list[np.ndarray] = []  # halves of a chunk that ran out of memory, next one last
+        rest = indices  # roots not yet put into a chunk
+        while retry or len(rest):
+            if retry:
+                part = retry.pop()
+            else:
+                part, rest = rest[:chunk], rest[chunk:]
             try:
                 result = run(part)
             except DeviceOutOfMemory as exc:
@@ -163,16 +169,16 @@ class BfsDriver:
                 if len(part) > 1:
                     self.stats.chunk_splits += 1
                     half = len(part) // 2
-                    pending += [part[half:], part[:half]]
+                    retry += [part[half:], part[:half]]
                     continue
                 if depth - 1 < 1:
                     raise
                 self.stats.oom_fallbacks += 1
                 self.stats.launch_lowered += 1
-                rest = np.concatenate([part] + pending[::-1])
-                pending.clear()
-                yield rest, None
-                continue
+                yield np.concatenate([part] + retry[::-1] + [rest]), None
+                return
+            if adapt is not None:
+                chunk = max(1, adapt(len(part), chunk))
             yield part, result
 
     def _expand_host(self, boards: np.ndarray, us: int) -> np.ndarray:
