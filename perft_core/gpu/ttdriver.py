@@ -145,6 +145,10 @@ class TTBfsDriver(BfsDriver):
         self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
         self.adaptive = True  # size each level's later chunks from what its calls really used
+        # Roots go out in the order the host made them (children of one parent side by side), so
+        # a chunk's roots share ancestors and their transpositions merge inside the call; sorted by
+        # key (np.unique's order) a chunk was a random sample of the level with almost none.
+        self.locality = True
         self._last_call = (0, 0)  # (arena bytes, boards of its largest merged level) of the last BFS call
         self.parts, self.part = 1, 0  # set_part: this driver counts one part of a count split by key
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
@@ -421,6 +425,11 @@ class TTBfsDriver(BfsDriver):
         # Merge equal positions: same key, same subtree (the key covers everything that decides it).
         uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
+        if self.locality:  # keep the boards' own order (siblings together), not the keys' order
+            order = np.argsort(first, kind="stable")
+            rank = np.empty_like(order)
+            rank[order] = np.arange(len(order))
+            uniq, first, inverse = uniq[order], first[order], rank[inverse]
         m = np.zeros(len(uniq), dtype=np.uint64)
         np.add.at(m, inverse, mult)
         boards, keys, mult = boards[first], uniq, m
