@@ -161,3 +161,31 @@ def test_kept_tables_reset_when_the_run_changes(change, monkeypatch):
     assert not fresh  # the planted bug: old entries survive the change
     if change == "seed":
         assert wrong  # and the audit sees keys of the old seed
+
+
+def test_batches_keep_parts_apart_cover_every_row_once_and_interleave():
+    from perft_core.deep.run import MAX_UNITS_PER_TASK, TASKS_PER_WORKER, batches
+
+    rows = [{"idx": u * 2 + p, "unit": u, "part": p, "estimate": float(1000 - u)} for u in range(400) for p in range(2)]
+    tasks = batches(rows, 2)
+    assert all(len({r["part"] for r in t}) == 1 for t in tasks)
+    assert sorted(r["idx"] for t in tasks for r in t) == list(range(800))
+    per_part = [[t for t in tasks if t[0]["part"] == p] for p in range(2)]
+    assert [len(p) for p in per_part] == [TASKS_PER_WORKER, TASKS_PER_WORKER]
+    assert [t[0]["part"] for t in tasks[:4]] == [0, 1, 0, 1]  # every worker starts at once
+    sums = [sum(r["estimate"] for r in t) for t in per_part[0]]
+    assert max(sums) < 1.5 * min(sums)  # about equal estimated work, largest units first
+    many = [{"idx": i, "unit": i, "part": 0, "estimate": 1.0} for i in range(10_000)]
+    assert len(batches(many, 1)) == -(-10_000 // MAX_UNITS_PER_TASK)
+    assert len(batches(many[:5], 4)) == 5  # never more batches than rows
+
+
+def test_parts_only_where_tables_split_by_key_pay():
+    from perft_core.deep.run import MAX_PARTS, choose_parts
+
+    assert choose_parts("gpu", True, 9, 2) == 2
+    assert choose_parts("gpu-emulated", True, 3, 3) == 3
+    assert choose_parts("gpu", True, 9, 64) == MAX_PARTS
+    assert choose_parts("gpu", False, 9, 2) == 1  # no tables: whole units balance as well
+    assert choose_parts("cpu", True, 9, 2) == 1
+    assert choose_parts("gpu", True, 2, 2) == 1  # no position 3 plies from the end to split by

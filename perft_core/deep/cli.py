@@ -47,10 +47,11 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.as_dict()))
         return 0
-    print(f"units: {result.units} at split ply {result.split_ply} ({result.counted_now} counted now); "
+    parts = f", each in {result.parts} parts (one per worker)" if result.parts > 1 else ""
+    print(f"units: {result.units} at split ply {result.split_ply}{parts} ({result.counted_now} unit counts made now); "
           f"verification: {result.verify}")
     for m in result.mismatches:
-        print(f"mismatch: unit {m['idx']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
+        print(f"mismatch: unit {m['unit']} part {m['part']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
               f"without tables {m['recount']}")
     print(result.summary())
     return 0

@@ -166,15 +166,21 @@ def _wait_for_workers(client, n: int, desc: str) -> None:
                         f"(can the workers import perft_core? see their logs)") from None
 
 
+MAX_PARTS = 8
+"""At most this many parts a unit: every part repeats the levels above the split (measured: nothing
+extra at two parts of startpos perft 11, 17 % in total at four parts of perft 10, a 3-s count), so
+beyond a host's GPUs the workers share parts: part p goes to workers p, p + MAX_PARTS, ..."""
+
+
 def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int) -> int:
-    """Parts each unit is counted in: one per worker on the GPU backends with tables (each GPU counts
+    """Parts each unit is counted in: one per worker, at most MAX_PARTS, on the GPU backends with tables (each GPU counts
     its part of every unit, ``TTBfsDriver.set_part``: the levels above remaining depth 3 are the
     same work on every GPU, the leaf level is split, and no GPU's tables miss what another GPU's
     hold, which units dealt out whole would: two H200s split startpos perft 11 at ply 2 into whole
     units did 1.71x the work of one), else 1 (whole units: the CPU backend, counts without
     tables, units under 3 plies)."""
     if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= 3:
-        return max(1, workers)
+        return max(1, min(workers, MAX_PARTS))
     return 1
 
 
@@ -274,17 +280,16 @@ def _share(total, rows: list[dict]) -> list:
 
 
 def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: _Progress,
-               name: str) -> list[str]:
+               name: str, parts: int = 1) -> list[str]:
     """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
-    worker in flight, each preferring the worker of its part (``workers``: addresses, part p ->
-    workers[p % len]; another worker takes it if that one is gone); ``on_result(batch, result)``
+    worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
+    -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
     for each result as it completes. Returns the failures as lines (a task that raised on every try)."""
     from distributed import as_completed
 
     if not rows:
         return []
     bar = progress.phase(name, rows)
-    parts = len({r["part"] for r in rows})
     tasks = iter(batches(rows, max(len(workers), 1)))
     futures: dict = {}
     ac = as_completed()
@@ -295,8 +300,9 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
         if batch is None:
             return
         st.submitted(r["idx"] for r in batch)
-        # A part's tasks prefer one worker (its tables hold that part's entries); whole units go anywhere.
-        where = [workers[batch[0]["part"] % len(workers)]] if workers and parts > 1 else None
+        # A part's tasks prefer its workers (their tables hold that part's entries); whole units go anywhere.
+        where = [w for i, w in enumerate(workers) if i % parts == batch[0]["part"] % parts] if parts > 1 else None
+        where = where or None
         fut = client.submit(worker.run_task, *task(batch), key=f"perft-{name}-{batch[0]['idx']}-{run_tag}",
                             retries=_RETRIES, pure=False, priority=-batch[0]["idx"], workers=where,
                             allow_other_workers=where is not None)
@@ -443,16 +449,16 @@ def _work(client, st: Store, cluster_desc: str, progress: bool, t0: float) -> De
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
                                          workers=[addr], allow_other_workers=False) for addr in workers])
         t_count = time.perf_counter()
-        failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count")
+        failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts)
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
                     and _sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
-                                   bar, "verify")
+                                   bar, "verify", parts)
         rows = [r for r in st.units() if r["status"] == "mismatch"]
         failures += _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted, workers,
-                               bar, "recount")
+                               bar, "recount", parts)
     if failures:
         raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
