@@ -128,6 +128,7 @@ def _gpu_count(backend: str, tt: bool, tt_mb: float | None, verify_seed: int | N
     from .gpu import get_driver
 
     drv = get_driver(backend, tt_mb)
+    drv.whole_counts()
     drv.tt_enabled = tt
     try:
         result = count(drv)

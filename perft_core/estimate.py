@@ -171,6 +171,7 @@ def _driver_speed(pos: Position, backend: str, tt_mb: float | None, depth: int, 
     from .gpu import get_driver
 
     drv = get_driver(backend, tt_mb)
+    drv.whole_counts()
     was = drv.tt_enabled
     drv.tt_enabled = False
     try:

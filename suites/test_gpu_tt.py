@@ -318,3 +318,17 @@ def test_units_of_a_deep_run_go_many_roots_a_call():
     drv._prepare(unit, root, us, 10)
     drv.arena.capacity, drv.temp_bytes = 89 << 30, 18 << 30  # an H200's arena and what is left beside it
     assert drv._chunk_tt(900, 8) >= 4
+
+
+def test_a_deep_workers_part_does_not_leak_into_plain_counts():
+    """A deep run's worker leaves its process's driver counting part 1 of 2 with kept tables; a
+    plain count through the API on that process is still the whole count."""
+    from perft_core.gpu.registry import get_driver
+
+    drv = get_driver("gpu-emulated")
+    drv.tt_enabled = True
+    drv.set_part(1, 2)
+    drv.keep_tables("some run", 6, perft_core.Position.from_fen(STARTPOS))
+    assert perft_core.perft(POS3, 6, backend="gpu-emulated", tt=True) == 11030083
+    assert perft_core.perft(POS3, 5, backend="gpu-emulated") == 674624
+    assert (drv.part, drv.parts, drv._keep) == (0, 1, None)

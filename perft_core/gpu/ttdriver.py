@@ -250,6 +250,13 @@ class TTBfsDriver(BfsDriver):
             self._reset_tables()
             self._kept = None
 
+    def whole_counts(self) -> None:
+        """Back to whole counts with tables of their own: part 0 of 1, no kept tables, tables on
+        (what a deep run's worker set on this process's driver must not leak into a plain count)."""
+        self.set_part(0, 1)
+        self.keep_tables(None)
+        self.tables = True
+
     def count_roots(self, positions, depth: int, game=None) -> list[int]:
         """perft(p, depth) of each of ``positions`` (Positions with one side to move, e.g. a deep
         run's units) through one sequence of BFS calls, so that equal positions below different
