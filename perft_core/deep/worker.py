@@ -65,9 +65,8 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
 
     drv = get_driver(backend)
     if not tt and parts == 1:  # the plain BFS, no tables at all
+        drv.whole_counts()
         drv.tt_enabled = False
-        if hasattr(drv, "set_part"):
-            drv.set_part(0, 1)
         return [drv.perft(p, depth) for p in positions]
     drv.tt_enabled = True
     if drv.seed != seed:
