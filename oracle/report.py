@@ -117,6 +117,8 @@ def _machine(run: RunResult) -> str:
         text += f", Python {m['python']}"
     if m.get("gpu"):
         text += f", GPU {m['gpu']}"
+    elif m.get("gpu_present"):
+        text += f", GPU present: {m['gpu_present']}"
     return text or "unknown"
 
 
@@ -396,6 +398,8 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
         link = f"[{path.stem}]({path.stem}.md)"
         machine = run.environment.get("machine", {})
         where = machine.get("gpu") or machine.get("cpu") or "-"
+        if machine.get("gpu_present") and not machine.get("gpu"):  # another program on a GPU machine
+            where = f"{where}; GPU present: {machine['gpu_present']}"
         rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-"]
                     + [_index_cell(per.get(name)) for name in suites])
     lines += _md_table(["report", "engine", "verdict", "machine", "date"] + suites, rows)

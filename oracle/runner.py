@@ -312,7 +312,8 @@ def _localize_failures(engine: Engine, reference: Engine, results: list[RowResul
 def environment(engine: Engine | None = None) -> dict:
     """Where a run happened: ``version`` (package), ``commit`` (git, ``+dirty`` if modified, or
     ``"unknown"``), ``backend`` and ``threads`` (for our engine), ``machine`` (cpu, cores, os,
-    python, and the GPU's name for a gpu backend)."""
+    python; ``gpu``: the GPU our gpu backend counted on; ``gpu_present``: for another program, the
+    GPU this machine shows, which the program may or may not use)."""
     backend = getattr(engine, "backend", None)
     env = {
         "version": provenance.package_version(),
@@ -323,4 +324,6 @@ def environment(engine: Engine | None = None) -> dict:
     }
     if backend and str(backend).startswith("gpu"):
         env["machine"]["gpu"] = provenance.gpu_name()
+    elif backend is None and (gpu := provenance.gpu_name()) != "unknown":
+        env["machine"]["gpu_present"] = gpu
     return env

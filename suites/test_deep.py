@@ -299,3 +299,33 @@ def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch, tmp_path)
         with pytest.raises(run_mod.DeepError, match="no Dask worker"):
             deep_perft(STARTPOS, 4, scheduler=empty.scheduler_address, store=tmp_path / "none.sqlite")
         assert time.monotonic() - t < 30
+
+
+def test_parts_survive_a_killed_worker(cluster, tmp_path):
+    """gpu-emulated with tables on two workers: every unit in two parts, each part's tasks placed on
+    its worker. One worker is killed mid-run: its part's tasks go to the other worker (whose tables
+    reset for that part) or to the restarted one; the total is exact, every row counted once."""
+    path = tmp_path / "parts.sqlite"
+    client = distributed.Client(cluster.scheduler_address)
+    try:
+        client.wait_for_workers(2, timeout=60)
+        pids = client.run(os.getpid)
+        out: dict = {}
+        t = threading.Thread(target=lambda: out.update(res=deep_perft(
+            STARTPOS, 7, backend="gpu-emulated", tt=True, split_ply=3, scheduler=cluster.scheduler_address,
+            store=path)))
+        t.start()
+        wait_for(lambda: counted(path) >= 300 or not t.is_alive(), 120)
+        done_at_kill = counted(path)
+        os.kill(sorted(pids.items())[1][1], signal.SIGKILL)
+        t.join(300)
+        assert not t.is_alive()
+        assert done_at_kill < 2 * 5362, "the run finished before the worker was killed"
+        res = out["res"]
+        assert res.nodes == expected(7) and res.parts == 2 and res.units == 5362
+        assert_counted_once(path, 2 * 5362)
+        rs = rows(path)
+        assert {r["part"] for r in rs} == {0, 1} and len({r["task"] for r in rs}) > 2
+        client.wait_for_workers(2, timeout=60)
+    finally:
+        client.close()

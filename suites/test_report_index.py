@@ -76,3 +76,19 @@ def test_localize_seconds_bounds_each_localization(capsys):
     data = json.loads(capsys.readouterr().out)
     kinds = {row["localization"]["kind"] for row in data["rows"] if "localization" in row}
     assert status == 1 and kinds == {"gave_up"}
+
+
+def test_another_programs_report_names_the_gpu_of_its_machine(tmp_path, capsys, monkeypatch):
+    """A total-only program run on a GPU machine (perft_gpu_2026 on an H200): the index's machine
+    cell and the report say which GPU the machine has (the program may use it), not only the CPU."""
+    from perft_core import provenance
+
+    monkeypatch.setattr(provenance, "gpu_name", lambda: "NVIDIA H200")
+    engine = f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}}"
+    assert cli.main(["report", "--engine", engine, "--protocol", "cli", "--out", str(tmp_path),
+                     "--suites", "tricky", "--max-nodes", "800", "--json"]) == 0, capsys.readouterr()
+    capsys.readouterr()
+    assert cli.main(["report", "--index", str(tmp_path)]) == 0
+    row = next(line for line in (tmp_path / "index.md").read_text().splitlines() if line.startswith("| [python]"))
+    assert "GPU present: NVIDIA H200" in row
+    assert "GPU present: NVIDIA H200" in (tmp_path / "python.md").read_text()
