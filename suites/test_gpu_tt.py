@@ -332,3 +332,19 @@ def test_a_deep_workers_part_does_not_leak_into_plain_counts():
     assert perft_core.perft(POS3, 6, backend="gpu-emulated", tt=True) == 11030083
     assert perft_core.perft(POS3, 5, backend="gpu-emulated") == 674624
     assert (drv.part, drv.parts, drv._keep) == (0, 1, None)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fen=random_walk_fens(chess960=None, max_plies=30), parts=st.sampled_from([2, 3, 5]),
+       depth=st.integers(min_value=3, max_value=4))
+def test_parts_add_up_on_random_positions(kernels, fen, parts, depth):
+    """On positions no test was tuned on (random walks, Chess960 included): the parts of a count add
+    up to the CPU count, and every stored entry is its part's count."""
+    pos = perft_core.Position.from_fen(fen)
+    drv = make_driver(kernels, min_roots=8)
+    got = []
+    for c in range(parts):
+        drv.set_part(c, parts)
+        got.append(drv.perft(pos, depth))
+        assert_clean(drv)
+    assert sum(got) == perft_core.perft(pos, depth)
