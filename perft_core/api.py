@@ -40,7 +40,8 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
             on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
         max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
             longer than this many seconds; default one day; None: never refuse. Counts through
-            tables (tt) are not refused: their estimate is only an upper bound.
+            tables (tt) are refused only when even a count through perfect tables would be longer
+            (``Estimate.tt_seconds``).
         force: count even when the estimate exceeds max_estimate_seconds (no estimate is made
             then, unless a progress bar is shown).
         progress: draw a progress bar on stderr (counts estimated over 2 s): True, False, or None
@@ -176,10 +177,11 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
     _check_limits(max_seconds, max_estimate_seconds, force, progress)
     bar = watch.wants_bar(progress)
     # A TT count's estimate is the plain count's time, an upper bound that can be wildly high (a
-    # walled position counts 2**64 nodes in a second through its tables): TT counts are never refused.
-    refusing = not force and max_estimate_seconds is not None and not tt
+    # walled position counts 2**64 nodes in a second through its tables): a TT count is refused only
+    # when even the count through perfect tables (Estimate.tt_seconds) is over the limit.
+    refusing = not force and max_estimate_seconds is not None
     est = estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb) if refusing or bar else None
-    if refusing and est.seconds > max_estimate_seconds:
+    if refusing and est.seconds > max_estimate_seconds and est.tt_seconds > max_estimate_seconds:
         raise CountRefused(est, max_estimate_seconds,
                            f"{est.describe()}: over the limit of {format_seconds(max_estimate_seconds)}")
     bar = bar and est is not None and est.seconds > watch.BAR_SECONDS

@@ -21,8 +21,13 @@ deepest ply measured (after a warm-up count that pays the kernels' compile): a s
 is dominated by launch overhead, so the figure is a lower bound of the speed and the time an upper
 bound. With transposition tables (``tt=True``) the count is faster than the plain estimate by
 a factor that depends on the position's transpositions; the time is then an upper bound
-(``Estimate.upper_bound``), and says so; the API does not refuse such counts on it (a walled
-position's 2**64-node count takes a second through its tables).
+(``Estimate.upper_bound``), and says so. It also comes with ``tt_fraction``: the share of the plain
+count's work that a count through perfect tables would still do, the position's own distinct
+positions at ply ``depth - 2`` (each must have its perft 2 counted once; ``gpu.ttdriver.distinct_per_ply``:
+measured on the host for the first plies, extrapolated) over the paths to that ply. The API refuses
+a TT count only when even that ideal count (``tt_seconds``) is over its limit: a walled position's
+2**64-node count, which takes a second through its tables, is never refused; startpos perft 14
+through tables is (a day at the very least on one core, in fact far more: real tables are finite).
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ DEFAULT_MAX_ESTIMATE_SECONDS = 86_400.0
 _PROBE_SECONDS = 0.020       # a probe count this long gives the speed
 _PROBE_MAX_NEXT = 0.25       # never start a probe predicted to take longer than this (seconds)
 _GROWTH = (1.0, 1.1)         # clamp of the per-ply growth of the branching factor
+_TT_MODEL_SECONDS = 1.0      # model the tables' share (tt_fraction) only for counts estimated longer
 
 
 @dataclass(frozen=True)
@@ -50,7 +56,9 @@ class Estimate:
     ``seconds``: wall seconds at ``nodes_per_second``; ``measured``: the exact counts ``p(1..k)``
     of the first plies, a tuple of ints; ``backend``, ``threads``, ``tt`` as asked;
     ``upper_bound``: True when ``seconds`` is an upper bound (transposition tables, GPU speed from a
-    small count).
+    small count); ``tt_fraction``: with tables, the share of the plain work a count through perfect
+    tables still does (0..1; 1.0 without tables, and for counts estimated under a second, where it is
+    not modelled), so ``tt_seconds`` is the ideal TT count's time.
     """
 
     depth: int
@@ -62,6 +70,12 @@ class Estimate:
     threads: int
     tt: bool
     upper_bound: bool
+    tt_fraction: float = 1.0
+
+    @property
+    def tt_seconds(self) -> float:
+        """Wall seconds of the count through perfect tables (``seconds`` without tables)."""
+        return self.seconds * self.tt_fraction
 
     @property
     def exact(self) -> bool:
@@ -73,7 +87,10 @@ class Estimate:
         nodes = f"{int(self.nodes):,}" if self.exact else f"about {self.nodes:.2g}"
         when = ("at most " if self.upper_bound else "about ") + format_seconds(self.seconds)
         how = f"{self.backend}, {self.threads} thread{'s' if self.threads != 1 else ''}" + (", tt" if self.tt else "")
-        extra = "; transposition tables make it faster" if self.tt else ""
+        extra = ""
+        if self.tt:
+            extra = (f"; transposition tables make it faster, at best {format_seconds(self.tt_seconds)}"
+                     if self.tt_fraction < 1.0 else "; transposition tables make it faster")
         return (f"perft {self.depth}: {nodes} nodes, {when} at {self.nodes_per_second / 1e6:,.0f} M nodes/s "
                 f"({how}){extra}")
 
@@ -161,8 +178,44 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
         upper = True
     if speed <= 0:  # nothing measurable: a count of at most a few hundred nodes
         speed = 1e6
+    # The tables' share is worth its host expansion (up to ~0.2 s) only for counts that take a while.
+    fraction = tt_fraction(pos, depth, measured) if tt and nodes / max(speed, 1e6) > _TT_MODEL_SECONDS else 1.0
     return Estimate(depth=depth, nodes=nodes, seconds=nodes / speed, nodes_per_second=speed,
-                    measured=tuple(measured), backend=backend, threads=threads, tt=bool(tt), upper_bound=upper)
+                    measured=tuple(measured), backend=backend, threads=threads, tt=bool(tt), upper_bound=upper,
+                    tt_fraction=fraction)
+
+
+def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]) -> float:
+    """The share (0..1, float) of ``perft(pos, depth)``'s plain work that a count through perfect
+    transposition tables still does: with perfect tables every distinct position is expanded once
+    (when its first path reaches it), so each distinct position at ply ``depth - 2`` has its perft 2
+    counted once: distinct(depth - 2) / paths(depth - 2) of the leaf work. Distinct positions from
+    the position's own first plies (``gpu.ttdriver.distinct_per_ply``: host expansion within 250,000
+    boards, then extrapolated), paths from ``measured`` (:func:`extrapolate`). 1.0 below depth 5
+    (transpositions start at ply 3). A model of the ideal, not a prediction: real tables are finite
+    and hit less, and the GPU's leaf counts three plies below its last table.
+    """
+    k = depth - 2
+    if k < 3 or not measured:
+        return 1.0
+    import numpy as np
+
+    from . import _core
+    from .gpu.driver import expand_host
+    from .gpu.ttdriver import distinct_per_ply
+
+    root, us, ci = _core.gpu_root(pos._core_args())
+    z = np.frombuffer(_core.zobrist_keys_blob(_core.ZOBRIST_DEFAULT_SEED), dtype=np.uint64).copy()
+
+    def keys_of(boards: np.ndarray, side: int) -> np.ndarray:
+        keys = np.empty((len(boards), 2), dtype=np.uint64)
+        _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), side, ci, z, keys)
+        return keys
+
+    distinct = distinct_per_ply(np.array([root], dtype=np.uint64), us, k,
+                                lambda boards, side: expand_host(boards, side, ci)[0], keys_of)
+    paths = extrapolate(list(measured), k)
+    return min(1.0, distinct[k] / max(paths, 1.0))
 
 
 def _driver_speed(pos: Position, backend: str, tt_mb: float | None, depth: int, nodes: int) -> float:

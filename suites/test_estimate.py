@@ -10,6 +10,7 @@ import chess
 import pytest
 
 import perft_core
+from perft_core.errors import CountRefused
 from oracle import tables
 from oracle.engines import PythonChessEngine
 from oracle.runner import run_suite
@@ -211,6 +212,24 @@ def test_runner_does_not_start_a_row_estimated_past_the_budget():
     assert huge.status == "skipped" and "estimated" in huge.error and "time budget" in huge.error
 
 
-def test_tt_counts_are_not_refused_on_their_upper_bound():
+WALLED = "2b1k3/8/8/1p1p1p1p/pPpPpPpP/P1P1P1P1/8/2B1K3 w - - 0 1"  # suites/test_tt.py: 2**64 nodes in a second
+
+
+def test_tt_counts_are_refused_only_when_perfect_tables_would_be_too_slow():
+    """A TT count is refused on the time of a count through perfect tables (each distinct position
+    at ply depth-2 counted once): the walled position's perft 22 (2**64 nodes, about a second
+    through tables) is years of plain counting but seconds of ideal TT counting; startpos perft 14
+    is more than a day even so. Through the API: startpos perft 8 with a limit under its ideal TT
+    time is refused (were it not, its max_seconds would end it within seconds), and the walled
+    count with a limit far under its plain time but over its ideal one is counted."""
+    walled = estimate(WALLED, 22, tt=True)
+    assert walled.seconds > 86_400 and walled.tt_seconds < 600 and "at best" in walled.describe()
+    start = estimate(START, 14, tt=True)
+    assert start.tt_seconds > 86_400 and 0 < start.tt_fraction < 0.01
+    eight = estimate(START, 8, tt=True)
+    assert eight.tt_fraction < 0.2
+    with pytest.raises(CountRefused, match="at best"):
+        perft_core.perft(START, 8, tt=True, max_estimate_seconds=eight.tt_seconds / 3, max_seconds=10)
+    assert perft_core.perft(WALLED, 22, tt=True, tt_mb=64, max_estimate_seconds=600) > 2**64
     fen, counts = _table("cpw", "pos3")
-    assert perft_core.perft(fen, 5, tt=True, max_estimate_seconds=1e-9) == counts[5]
+    assert perft_core.perft(fen, 5, tt=True, max_estimate_seconds=1e-9, force=True) == counts[5]
