@@ -201,19 +201,14 @@ def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]
     import numpy as np
 
     from . import _core
-    from .gpu.driver import expand_host
+    from .gpu.driver import expand_host, host_keys
     from .gpu.ttdriver import distinct_per_ply
 
     root, us, ci = _core.gpu_root(pos._core_args())
     z = np.frombuffer(_core.zobrist_keys_blob(_core.ZOBRIST_DEFAULT_SEED), dtype=np.uint64).copy()
-
-    def keys_of(boards: np.ndarray, side: int) -> np.ndarray:
-        keys = np.empty((len(boards), 2), dtype=np.uint64)
-        _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), side, ci, z, keys)
-        return keys
-
     distinct = distinct_per_ply(np.array([root], dtype=np.uint64), us, k,
-                                lambda boards, side: expand_host(boards, side, ci)[0], keys_of)
+                                lambda boards, side: expand_host(boards, side, ci)[0],
+                                lambda boards, side: host_keys(boards, side, ci, z))
     paths = extrapolate(list(measured), k)
     return min(1.0, distinct[k] / max(paths, 1.0))
 

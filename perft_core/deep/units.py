@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core
-from ..gpu.driver import expand_host
+from ..gpu.driver import expand_host, host_keys
 from ..position import Position
 
 WORDS = _core.BOARD_BYTES // 8  # a board is five uint64 words: pbq, nbk, rqk, black, state
@@ -47,15 +47,6 @@ class Unit:
     depth: int
     multiplicity: int
     estimate: float
-
-
-def host_keys(boards: np.ndarray, us: int, ci: bytes, z: np.ndarray) -> np.ndarray:
-    """128-bit keys of host ``boards`` (uint64 (n, 5)), side ``us`` (0 white, 1 black), castle
-    info ``ci``, key table ``z``: uint64 (n, 2) as (lo, hi) (the extension's ``batch_keys``)."""
-    keys = np.empty((len(boards), 2), dtype=np.uint64)
-    if len(boards):
-        _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, z, keys)
-    return keys
 
 
 def expand(boards: np.ndarray, us: int, ci: bytes) -> tuple[np.ndarray, np.ndarray]:

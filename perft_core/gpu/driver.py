@@ -284,3 +284,13 @@ def expand_host(boards: np.ndarray, us: int, ci: bytes) -> tuple[np.ndarray, np.
     children = np.empty((total, WORDS), dtype=np.uint64)
     _core.batch_make(flat, parents, moves, total, us, ci, children)
     return children, parents.astype(np.int64)
+
+
+def host_keys(boards: np.ndarray, us: int, ci: bytes, z: np.ndarray) -> np.ndarray:
+    """128-bit Zobrist keys of host ``boards`` (uint64 (n, 5)), side ``us`` (0 white, 1 black), castle
+    info ``ci``, key table ``z`` (uint64, ``_core.zobrist_keys_blob``): uint64 (n, 2) as (lo, hi)
+    (the extension's ``batch_keys``)."""
+    keys = np.empty((len(boards), 2), dtype=np.uint64)
+    if len(boards):
+        _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, z, keys)
+    return keys

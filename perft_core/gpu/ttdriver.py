@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _core
 from .arena import Arena, DeviceOutOfMemory
-from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, GpuStats, expand_host
+from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, GpuStats, expand_host, host_keys
 from .kernels import key_part
 
 ENTRY_BYTES = 16
@@ -416,11 +416,7 @@ class TTBfsDriver(BfsDriver):
             self.tts[r] = DeviceTT(r, slots, entries, audit)
 
     def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
-        keys = np.empty((len(boards), 2), dtype=np.uint64)
-        if len(boards):
-            _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), us, self._ci_bytes,
-                             self.z_host, keys)
-        return keys
+        return host_keys(boards, us, self._ci_bytes, self.z_host)
 
     def _values_tt(self, boards, keys, mult, us: int, depth: int, g: int) -> np.ndarray:
         """perft(boards[i], depth) for each host board (uint64 (n, 5), keys uint64 (n, 2)): uint64
