@@ -144,7 +144,7 @@ class TTBfsDriver(BfsDriver):
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
         self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
-        self.adaptive = True  # size each level's later chunks from what its calls really used
+        self.adaptive = True  # size a level's later chunks from what its calls used (not with chunk_leaf_moves: a cap)
         # Roots go out in the order the host made them (children of one parent side by side), so
         # a chunk's roots share ancestors and their transpositions merge inside the call; sorted by
         # key (np.unique's order) a chunk was a random sample of the level with almost none.
@@ -464,7 +464,7 @@ class TTBfsDriver(BfsDriver):
             self._plan_tts(*self._pending_tts)
             self._pending_tts = None
         for sel, got in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth,
-                                     self._adapt_chunk if self.adaptive else None):
+                                     self._adapt_chunk if self.adaptive and self.chunk_leaf_moves is None else None):
             if got is None:  # the rest of this level one ply down, GPU one ply shallower
                 sub, sub_parents = expand_host(boards[sel], us, self._ci_bytes)
                 below = self._values_tt(sub, self._host_keys(sub, us ^ 1), mult[sel][sub_parents], us ^ 1,
