@@ -173,12 +173,12 @@ beyond a host's GPUs the workers share parts: part p goes to workers p, p + MAX_
 
 
 def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int) -> int:
-    """Parts each unit is counted in: one per worker, at most MAX_PARTS, on the GPU backends with tables (each GPU counts
-    its part of every unit, ``TTBfsDriver.set_part``: the levels above remaining depth 3 are the
-    same work on every GPU, the leaf level is split, and no GPU's tables miss what another GPU's
-    hold, which units dealt out whole would: two H200s split startpos perft 11 at ply 2 into whole
-    units did 1.71x the work of one), else 1 (whole units: the CPU backend, counts without
-    tables, units under 3 plies)."""
+    """Parts each unit is counted in: one per worker, at most MAX_PARTS, on the GPU backends with
+    tables (each GPU counts its part of every unit, ``TTBfsDriver.set_part``: the levels above
+    remaining depth 3 are the same work on every GPU, the leaf level is split, and no GPU's tables
+    miss what another GPU's hold, which units dealt out whole would: two H200s split startpos
+    perft 11 at ply 2 into whole units did 1.71x the work of one), else 1 (whole units: the CPU
+    backend, counts without tables, units under 3 plies)."""
     if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= 3:
         return max(1, min(workers, MAX_PARTS))
     return 1

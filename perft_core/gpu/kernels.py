@@ -342,7 +342,8 @@ class CupyKernels:
         self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
 
     def part_filter(self, keys, n, parts, part, counts, values):
-        self._launch("part_filter_kernel", n, 256, (keys, np.uint64(n), np.uint32(parts), np.uint32(part), counts, values))
+        self._launch("part_filter_kernel", n, 256,
+                     (keys, np.uint64(n), np.uint32(parts), np.uint32(part), counts, values))
 
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
