@@ -34,6 +34,7 @@ import fcntl
 import os
 import socket
 import sqlite3
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -224,6 +225,17 @@ class Store:
         """Count a submission of the rows ``idxs`` (an iterable of idx; committed)."""
         self.conn.executemany("UPDATE units SET attempts = attempts + 1 WHERE idx = ?", ((i,) for i in idxs))
 
+    @contextmanager
+    def _transaction(self):
+        """One write transaction: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on any exception."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
     def finish(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str, device: str, task: str,
                probes: list | None = None, hits: list | None = None) -> int:
         """Write the counts of the rows of one task (dicts with ``idx``), all in one transaction;
@@ -233,8 +245,7 @@ class Store:
         hits = hits or [None] * len(rows)
         written = 0
         now = _now()
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             for r, c, sec, p, h in zip(rows, counts, seconds, probes, hits):
                 cur = self.conn.execute(
                     "UPDATE units SET count = ?, seconds = ?, worker = ?, device = ?, task = ?, status = 'counted', "
@@ -243,10 +254,6 @@ class Store:
                 written += cur.rowcount
             if written and self.session is not None:
                 self.conn.execute("UPDATE sessions SET counted = counted + ? WHERE id = ?", (written, self.session))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
         return written
 
     def verified(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
@@ -255,8 +262,7 @@ class Store:
         differently and only the unit's totals compare; its rows become ``verified`` (the totals
         agree) or ``mismatch``. Returns the rows written (rows already verified are skipped)."""
         written = 0
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             for r, c, sec in zip(rows, counts, seconds):
                 cur = self.conn.execute(
                     "UPDATE units SET verify_count = ?, verify_seconds = ? "
@@ -270,26 +276,17 @@ class Store:
                 same = sum(int(c) for c, _ in got) == sum(int(v) for _, v in got)
                 self.conn.execute("UPDATE units SET status = ? WHERE unit = ? AND status = 'counted'",
                                   ("verified" if same else "mismatch", unit))
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
         return written
 
     def recounted(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
         """Write the counts without tables of mismatched rows (their counts from now on; one transaction)."""
         written = 0
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self._transaction():
             for r, c, sec in zip(rows, counts, seconds):
                 cur = self.conn.execute(
                     "UPDATE units SET recount = ?, recount_seconds = ?, status = 'recounted' "
                     "WHERE idx = ? AND status = 'mismatch'", (str(c), sec, r["idx"]))
                 written += cur.rowcount
-            self.conn.execute("COMMIT")
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
         return written
 
     def close(self) -> None:

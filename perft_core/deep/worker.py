@@ -72,11 +72,12 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
     drv.tt_enabled = True
     if drv.seed != seed:
         drv.reseed(seed)
+    game = Position.from_fen(run_fen)
     drv.set_part(part, parts)
-    drv.keep_tables(run_key, run_depth, Position.from_fen(run_fen))
+    drv.keep_tables(run_key, run_depth, game)
     drv.tables = tt and tables
     try:
-        return drv.count_roots(positions, depth, Position.from_fen(run_fen))
+        return drv.count_roots(positions, depth, game)
     finally:
         drv.tables = True
 

@@ -87,12 +87,16 @@ class BfsDriver:
     # ----- public API -------------------------------------------------------------------------
     def perft(self, pos, depth: int) -> int:
         """Perft of ``pos`` (a Position) at ``depth`` plies; returns nodes as a Python int."""
+        return self._measured(lambda: self._perft(pos, depth))
+
+    def _measured(self, count):
+        """``count()`` with fresh ``stats``: its wall and kernel seconds and the arena's peak bytes."""
         self.stats = GpuStats()
         t0 = time.perf_counter()
         k0 = self.k.kernel_seconds
         self.arena.peak = 0
         try:
-            return self._perft(pos, depth)
+            return count()
         finally:
             self.stats.wall_seconds = time.perf_counter() - t0
             self.stats.kernel_seconds = self.k.kernel_seconds - k0

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import _core
 from .arena import Arena, DeviceOutOfMemory
-from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, GpuStats, expand_host, host_keys
+from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
 from .kernels import key_part
 
 ENTRY_BYTES = 16
@@ -275,31 +275,29 @@ class TTBfsDriver(BfsDriver):
             return [self.perft(p, depth) for p in positions]
         game = positions[0] if game is None else game
         rooks = game._core_args()[5]
-        self.stats = GpuStats()
-        t0, k0 = time.perf_counter(), self.k.kernel_seconds
-        try:
-            roots, sides = [], set()
-            for p in positions:
-                args = p._core_args()
-                if any(r >= 0 and r != g for r, g in zip(args[5], rooks)):
-                    raise ValueError(f"count_roots: {p.fen()} castles with a rook the geometry of {game.fen()} lacks")
-                root, us, _ = _core.gpu_root(args)
-                roots.append(root)
-                sides.add(us)
-            if len(sides) > 1:
-                raise ValueError("count_roots needs positions with one side to move")
-            if depth == 0:
-                return [1] * len(positions)
+        roots, sides = [], set()
+        for p in positions:
+            args = p._core_args()
+            if any(r >= 0 and r != g for r, g in zip(args[5], rooks)):
+                raise ValueError(f"count_roots: {p.fen()} castles with a rook the geometry of {game.fen()} lacks")
+            root, us, _ = _core.gpu_root(args)
+            roots.append(root)
+            sides.add(us)
+        if len(sides) > 1:
+            raise ValueError("count_roots needs positions with one side to move")
+        if depth == 0:
+            return [1] * len(positions)
+        us = sides.pop()
+
+        def count() -> list[int]:
             self._set_root(game)
-            us = sides.pop()
             g = self._prepare(positions[0], roots[0], us, depth)
             boards = np.array(roots, dtype=np.uint64)
             values = self._values_tt(boards, self._host_keys(boards, us), np.ones(len(boards), dtype=np.uint64),
                                      us, depth, g)
             return [int(v) for v in values]
-        finally:
-            self.stats.wall_seconds = time.perf_counter() - t0
-            self.stats.kernel_seconds = self.k.kernel_seconds - k0
+
+        return self._measured(count)
 
     def _plan_call(self, pos, depth: int) -> int:
         """GPU subtree depth g of a count (launch depth = depth - g), recorded in the stats."""
@@ -422,9 +420,8 @@ class TTBfsDriver(BfsDriver):
         """perft(boards[i], depth) for each host board (uint64 (n, 5), keys uint64 (n, 2)): uint64
         (n,), this driver's part of each (set_part); GPU calls of depth <= g. ``mult`` (uint64 (n,))
         weighs each board for the progress hook (paths from the count's root that reach it)."""
-        out = np.zeros(len(boards), dtype=np.uint64)
         if len(boards) == 0:
-            return out
+            return np.zeros(0, dtype=np.uint64)
         # Merge equal positions: same key, same subtree (the key covers everything that decides it).
         uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
