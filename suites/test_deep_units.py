@@ -55,6 +55,53 @@ def test_split_total_is_the_table_count(suite, prefix, depth, ply):
     assert total == row.nodes
 
 
+def _log_error_spread(estimates: np.ndarray, exact: np.ndarray) -> float:
+    """Standard deviation of log(exact / estimate) over the units with moves: how far apart the
+    estimates put units that are really alike (a common scale factor does not count)."""
+    live = exact > 0
+    return float(np.log(exact[live] / np.maximum(estimates[live], 1.0)).std())
+
+
+@pytest.mark.parametrize("suite,prefix,depth", [
+    ("startpos", "rnbqkbnr", 6),
+    ("cpw", "8/2p5/3p4/KP5r", 7),        # position 3: a sparse endgame, two more plies to grow
+    ("cpw", "r3k2r/Pppp1ppp", 6),        # position 4: checks and promotions
+    ("chess960", "bqnb1rkr", 6),
+])
+def test_unit_estimates_follow_each_units_own_branching(monkeypatch, suite, prefix, depth):
+    """Units at split ply 2, sampled 3 plies deep (the cap lowered from 4 so that the estimate
+    still extrapolates): the estimates with each unit's own branching are closer to the exact
+    counts than the root's growth alone (share 0), on every position. The batches of a deep run
+    hold about equal estimated nodes and its progress bar's ETA is in estimated nodes, so this
+    spread is how far off both are."""
+    row = table(suite, prefix, depth)
+    pos = Position.from_fen(row.fen, chess960=True if row.chess960 else None)
+    monkeypatch.setattr(units, "_SAMPLE_MAX_PLIES", 3)
+    for p, boards, keys, mult, us, ci in units._levels(pos, SEED):
+        if p == 2:
+            break
+    rem = depth - 2
+    counts = units.root_growth(pos, depth)
+    exact = np.asarray(_core.batch_perft(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, rem),
+                       dtype=np.float64)
+    assert int((exact * mult).sum()) == row.nodes
+    own = _log_error_spread(units.unit_estimates(boards, us, ci, rem, counts, 2), exact)
+    monkeypatch.setattr(units, "_OWN_GROWTH_SHARE", 0.0)
+    root_only = _log_error_spread(units.unit_estimates(boards, us, ci, rem, counts, 2), exact)
+    assert own < 0.85 * root_only, (own, root_only)
+    assert own < 0.1
+
+
+def test_unit_estimates_are_exact_when_the_sample_reaches_the_depth():
+    pos = Position.from_fen(STARTPOS)
+    for p, boards, keys, mult, us, ci in units._levels(pos, SEED):
+        if p == 2:
+            break
+    est = units.unit_estimates(boards, us, ci, 3, units.root_growth(pos, 5), 2)
+    exact = _core.batch_perft(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, 3)
+    assert est.tolist() == [float(x) for x in exact]
+
+
 @pytest.mark.parametrize("fen", [STARTPOS, "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
                                  "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"])
 def test_unit_fens_read_back_to_the_same_key(fen):
