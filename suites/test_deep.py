@@ -88,6 +88,32 @@ def test_cpu_on_a_two_worker_local_cluster_is_exact(tmp_path):
     assert len({r["worker"] for r in rows(tmp_path / "cpu.sqlite")}) == 2  # both workers counted units
 
 
+def test_tasks_are_cut_to_the_task_time_on_a_new_run_and_on_a_resumed_one(cluster, tmp_path, monkeypatch):
+    """With MAX_TASK_SECONDS below one unit's time every task is one unit: on a new run (explicit
+    split ply, so the pace comes from a calibration on a worker) and on a resumed one (the pace
+    measured on the store's counted rows). Without the bound the 400 units go in 32 tasks."""
+    from perft_core.deep import run as run_mod
+
+    store = tmp_path / "paced.sqlite"
+    monkeypatch.setattr(run_mod, "MAX_TASK_SECONDS", 1e-9)
+    res = deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=store)
+    assert res.nodes == expected(4)
+    assert len({r["task"] for r in rows(store)}) == 400
+    conn = sqlite3.connect(store)
+    with conn:  # half the units back to pending, as after a killed client
+        conn.execute("UPDATE units SET status = 'pending', count = NULL, seconds = NULL, task = NULL WHERE idx >= 200")
+    conn.close()
+    # the store's counted rows give the pace: no calibration (it would raise on the worker)
+    monkeypatch.setattr(run_mod.worker, "calibrate", lambda *a: (_ for _ in ()).throw(AssertionError("calibrated")))
+    res = deep_perft(resume=store, scheduler=cluster.scheduler_address)
+    assert res.nodes == expected(4) and res.counted_now == 200
+    assert len({r["task"] for r in rows(store)[200:]}) == 200
+    monkeypatch.undo()
+    monkeypatch.setattr(run_mod, "MAX_TASK_SECONDS", 1e9)
+    res = deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=tmp_path / "long.sqlite")
+    assert len({r["task"] for r in rows(tmp_path / "long.sqlite")}) == 2 * run_mod.TASKS_PER_WORKER
+
+
 def test_gpu_emulated_with_tables_and_a_verify_seed_is_exact(cluster, tmp_path):
     res = deep_perft(STARTPOS, 6, backend="gpu-emulated", tt=True, verify_seed=0xBADC0FFEE, verify_sample=0.25,
                      scheduler=cluster.scheduler_address, store=tmp_path / "emu.sqlite")

@@ -5,6 +5,8 @@ Counts are checked against the bundled tables (OEIS A048987 / A083276, CPW, Ches
 """
 from __future__ import annotations
 
+import types
+
 import numpy as np
 import pytest
 
@@ -225,6 +227,52 @@ def test_batches_keep_parts_apart_cover_every_row_once_and_interleave():
     many = [{"idx": i, "unit": i, "part": 0, "estimate": 1.0} for i in range(10_000)]
     assert len(batches(many, 1)) == -(-10_000 // MAX_UNITS_PER_TASK)
     assert len(batches(many[:5], 4)) == 5  # never more batches than rows
+
+
+def test_batches_are_cut_to_the_task_time_once_the_speed_is_known():
+    """A perft 13-sized run on one worker: without a speed, 16 tasks of over an hour each; with the
+    measured seconds per estimated node, no task is much over MAX_TASK_SECONDS (a killed client
+    loses minutes), and a short run keeps its 16 tasks (the bound never merges)."""
+    from perft_core.deep.run import MAX_TASK_SECONDS, TASKS_PER_WORKER, batches, seconds_per_estimate
+
+    rows = [{"idx": u, "unit": u, "part": 0, "estimate": 1e17 / (u + 50), "count": None, "seconds": None}
+            for u in range(400)]
+    pace = 1 / 5e13  # seconds per estimated node
+    longest = max(r["estimate"] for r in rows) * pace
+    assert len(batches(rows, 1)) == TASKS_PER_WORKER
+    tasks = batches(rows, 1, pace)
+    assert sorted(r["idx"] for t in tasks for r in t) == list(range(400))
+    seconds = [sum(r["estimate"] for r in t) * pace for t in tasks]
+    assert max(seconds) <= MAX_TASK_SECONDS + longest
+    assert sum(seconds) / len(tasks) > 0.5 * MAX_TASK_SECONDS  # not cut finer than asked
+    assert len(batches(rows, 1, pace / 1e4)) == TASKS_PER_WORKER
+    # the pace: measured on counted rows (their estimates' scale cancels), else the calibration
+    assert seconds_per_estimate(rows, None) is None
+    assert seconds_per_estimate(rows, 2e9) == 1 / 2e9
+    done = [dict(r, count=1, seconds=3.0) for r in rows[:10]]
+    assert seconds_per_estimate(done + rows[10:], 2e9) == pytest.approx(30.0 / sum(r["estimate"] for r in done))
+
+
+def test_calibration_stops_before_a_count_that_would_take_far_longer(monkeypatch):
+    """A backend of 1e9 nodes/s on the start position: perft 6 takes 0.12 s (under the 0.5 s asked)
+    and predicts 2.9 s for perft 7, so the calibration stops at perft 6 with its speed instead of
+    spending the 3.2 s of perft 7."""
+    from perft_core.deep import worker
+
+    clock = [0.0]
+    asked = []
+
+    def fake_count(fen, depth, *args):
+        asked.append(depth)
+        nodes = table("startpos", "rnbqkbnr", depth).nodes
+        clock[0] += nodes / 1e9
+        return nodes
+
+    monkeypatch.setattr(worker, "count", fake_count)
+    monkeypatch.setattr(worker, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    assert worker.calibrate(STARTPOS, 12, "cpu", False, SEED) == pytest.approx(1e9)
+    assert max(asked) == 6
+    assert clock[0] < 0.2
 
 
 def test_parts_only_where_tables_split_by_key_pay():

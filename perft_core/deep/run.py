@@ -9,6 +9,7 @@ store as it arrives. Dask reruns the task of a lost worker elsewhere (its schedu
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 import uuid
@@ -233,13 +234,19 @@ TASKS_PER_WORKER = 16
 what a lost worker or client costs and to spread the work, large enough that one GPU call merges
 many units' positions and Dask's few milliseconds a task vanish."""
 MAX_UNITS_PER_TASK = 256
+MAX_TASK_SECONDS = 300.0
+"""Once the run's speed is known, a task holds at most about this many seconds of work: a killed
+client or worker loses the tasks it was counting, so a run of many hours loses minutes, not a
+sixteenth of a worker's share (startpos perft 13 on one H200 would otherwise run 55-min tasks)."""
 
 
-def batches(rows: list[dict], workers: int) -> list[list[dict]]:
+def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None) -> list[list[dict]]:
     """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
     that part's tables), in row order (largest units first), each part in
-    ``max(TASKS_PER_WORKER * workers / parts, ceil(rows / MAX_UNITS_PER_TASK))`` batches of
-    about equal estimated nodes (never more batches than rows). Tasks are returned part by part
+    ``max(TASKS_PER_WORKER * workers / parts, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds /
+    MAX_TASK_SECONDS))`` batches of about equal estimated nodes (never more batches than rows),
+    where seconds = the part's estimated nodes x ``seconds_per_estimate`` (seconds per estimated
+    node, :func:`seconds_per_estimate`; None: no time bound). Tasks are returned part by part
     interleaved (batch 0 of every part, then batch 1, ...), so every worker starts at once."""
     by_part: dict[int, list[dict]] = {}
     for r in rows:
@@ -247,8 +254,10 @@ def batches(rows: list[dict], workers: int) -> list[list[dict]]:
     parts = max(len(by_part), 1)
     per_part = []
     for part_rows in by_part.values():
-        n = min(len(part_rows), max(-(-TASKS_PER_WORKER * workers // parts), -(-len(part_rows) // MAX_UNITS_PER_TASK)))
         total = sum(max(r["estimate"], 1.0) for r in part_rows)
+        by_time = math.ceil(total * seconds_per_estimate / MAX_TASK_SECONDS) if seconds_per_estimate else 1
+        n = min(len(part_rows), max(-(-TASKS_PER_WORKER * workers // parts), -(-len(part_rows) // MAX_UNITS_PER_TASK),
+                                    by_time))
         out, cur, acc = [], [], 0.0
         for r in part_rows:
             cur.append(r)
@@ -263,6 +272,18 @@ def batches(rows: list[dict], workers: int) -> list[list[dict]]:
     for i in range(max(len(p) for p in per_part) if per_part else 0):
         tasks += [p[i] for p in per_part if i < len(p)]
     return tasks
+
+
+def seconds_per_estimate(rows: list[dict], nodes_per_second: float | None) -> float | None:
+    """Seconds a task takes per estimated node: measured on this run's counted rows (their seconds
+    over their estimates, so the estimates' own scale error cancels) when any has seconds, else
+    1 / ``nodes_per_second`` (a calibration on a worker; estimates are then taken as nodes), else
+    None (unknown)."""
+    done = [(r["seconds"], r["estimate"]) for r in rows if r.get("seconds") and r["count"] is not None]
+    est = sum(max(e, 1.0) for _, e in done)
+    if done and est > 0:
+        return sum(t for t, _ in done) / est
+    return 1.0 / nodes_per_second if nodes_per_second else None
 
 
 def _share(total, rows: list[dict]) -> list:
@@ -280,17 +301,18 @@ def _share(total, rows: list[dict]) -> list:
 
 
 def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: _Progress,
-               name: str, parts: int = 1) -> list[str]:
+               name: str, parts: int = 1, pace: float | None = None) -> list[str]:
     """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
     worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
     -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
-    for each result as it completes. Returns the failures as lines (a task that raised on every try)."""
+    for each result as it completes; ``pace``: seconds per estimated node (bounds the tasks, see
+    :func:`batches`). Returns the failures as lines (a task that raised on every try)."""
     from distributed import as_completed
 
     if not rows:
         return []
     bar = progress.phase(name, rows)
-    tasks = iter(batches(rows, max(len(workers), 1)))
+    tasks = iter(batches(rows, max(len(workers), 1), pace))
     futures: dict = {}
     ac = as_completed()
     run_tag = uuid.uuid4().hex[:8]
@@ -396,6 +418,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
     try:
         with _client(backend, workers, gpus, scheduler) as (client, cluster_desc):
             n_workers = max(len(client.nthreads()), 1)  # every worker (some scheduler_info versions list 5)
+            speed = None
             if st is None:
                 seed = _core.ZOBRIST_DEFAULT_SEED
                 if split_ply is None:
@@ -408,15 +431,17 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
                                           "verify_sample": verify_sample}, units,
                                   choose_parts(backend, tt, depth - split_ply, n_workers))
-            return _work(client, st, cluster_desc, progress, t0)
+            return _work(client, st, cluster_desc, progress, t0, speed)
     finally:
         if st is not None:
             st.end_session()
             st.close()
 
 
-def _work(client, st: Store, cluster_desc: str, progress: bool, t0: float) -> DeepResult:
-    """Phases 1-3 on ``client``; the result from the store."""
+def _work(client, st: Store, cluster_desc: str, progress: bool, t0: float, speed: float | None = None) -> DeepResult:
+    """Phases 1-3 on ``client``; the result from the store. ``speed``: nodes per second measured on a
+    worker (``worker.calibrate``), if any; the tasks' length is bounded by the store's measured
+    speed, else by this one, else by one measured now (:func:`batches`)."""
     run = st.run
     st.begin_session(cluster_desc)
     run_key = f"{st.path.resolve()}:{run['started']}"
@@ -448,17 +473,23 @@ def _work(client, st: Store, cluster_desc: str, progress: bool, t0: float) -> De
         if rows:  # every worker makes its driver before the clock starts (workers that join later: in their first task)
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
                                          workers=[addr], allow_other_workers=False) for addr in workers])
+        pace = seconds_per_estimate(st.units(), speed)
+        if rows and pace is None:
+            speed = client.submit(worker.calibrate, run["fen"], run["depth"], backend, tt, seed, pure=False).result()
+            pace = seconds_per_estimate([], speed)
         t_count = time.perf_counter()
-        failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts)
+        failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts,
+                               pace)
+        pace = seconds_per_estimate(st.units(), speed)
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
                     and _sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
-                                   bar, "verify", parts)
+                                   bar, "verify", parts, pace)
         rows = [r for r in st.units() if r["status"] == "mismatch"]
         failures += _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted, workers,
-                               bar, "recount", parts)
+                               bar, "recount", parts, pace)
     if failures:
         raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
