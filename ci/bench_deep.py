@@ -1,18 +1,23 @@
 """Deep perft on GPUs (``perft deep``): scaling over 1 and 2 GPUs beside the plain count, and a
 perft 12 that resumes its store across commands. For a host with two GPUs (2x H200).
 
-    python ci/bench_deep.py --out DIR scaling [--depth 11] [--split-ply 2] [--gpus 1 2]
+    python ci/bench_deep.py --out DIR scaling [--depth 11] [--split-ply 2] [--gpus 1 2] [--peer .peer/perft_gpu]
     python ci/bench_deep.py --out DIR resume  [--depth 12] [--gpus 2] [--split-ply 2] [--limit 540]
 
 ``scaling`` runs, each in its own process (one GPU driver per GPU and process):
+  0. perft_gpu_2026 (``--peer``, default .peer/perft_gpu when it is there; a copy of
+     /work/shared/peers/perft_gpu_2026/perft_gpu, never part of the project):
+     ``perft_gpu FEN DEPTH -htt 16384``, its own time for DEPTH (ci/bench_vs_peer.py's rule; its
+     count is shown, not trusted), before ours so that no process of ours holds the GPU's memory;
   1. the plain ``perft_core.perft(startpos, depth, backend="gpu", tt=True)``, after an untimed
      depth-2 warm-up (kernels compiled and cached on disk, so the deep runs find them cached);
   2. ``perft deep startpos depth --backend gpu --tt --gpus 1`` with a new store;
   3. the same with ``--gpus 2``;
 and writes DIR/bench_deep_scaling.json: per run the command, wall seconds of the whole command,
 the count phase's seconds (first unit submitted to last unit back: what the units and the store
-cost beside the plain count), nodes, whether they equal OEIS A048987 (oracle/data), and the
-scaling (gpus 1 / gpus 2, count phase and whole command). Logs: DIR/<run>.log.
+cost beside the plain count), nodes, whether they equal OEIS A048987 (oracle/data), the scaling
+(gpus 1 / gpus 2, count phase and whole command) and the peer's seconds over ours (> 1: we are
+faster; plain and ``--gpus 1``). Logs: DIR/<run>.log.
 
 ``resume`` runs ``perft deep startpos depth --backend gpu --tt --gpus N --store DIR/perft<depth>.sqlite``,
 or ``--resume`` that store when it exists, and stops its client after ``--limit`` seconds (SIGKILL to
@@ -35,6 +40,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "ci"))  # bench_vs_peer: the peer's command and its line for a depth
 if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
     sys.path.insert(0, str(ROOT))
 
@@ -98,6 +104,14 @@ def scaling(args, out: Path) -> dict:
     want = expected(args.depth)
     report = {"date": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "depth": args.depth,
               "expected": want, "split_ply": args.split_ply, "runs": {}}
+    if args.peer is not None and args.peer.exists():
+        from bench_vs_peer import peer
+
+        got = peer(args.peer, STARTPOS, args.depth, True, timeout=600)
+        report["peer"] = {"program": "perft_gpu_2026", "binary": str(args.peer), **got}
+        print(f"peer: {report['peer']}", flush=True)
+    else:
+        report["peer"] = {"program": "perft_gpu_2026", "binary": str(args.peer), "skipped": "no binary there"}
     rc, stdout, wall = run_logged("plain", [sys.executable, "-c", PLAIN, STARTPOS, str(args.depth), args.backend], out)
     plain = json.loads(stdout.strip().splitlines()[-1]) if rc == 0 else {}
     report["runs"]["plain"] = {"rc": rc, "wall_seconds": wall, "count_seconds": plain.get("seconds"),
@@ -122,6 +136,11 @@ def scaling(args, out: Path) -> dict:
         report["scaling_whole_command"] = r["gpus1"]["wall_seconds"] / r["gpus2"]["wall_seconds"]
     if r["plain"]["count_seconds"] and r.get("gpus1", {}).get("count_seconds"):
         report["deep1_over_plain_count_phase"] = r["gpus1"]["count_seconds"] / r["plain"]["count_seconds"]
+    peer_s = report["peer"].get("seconds")
+    if peer_s:
+        for run in ("plain", "gpus1"):
+            if r.get(run, {}).get("count_seconds"):
+                report[f"peer_over_{run}"] = peer_s / r[run]["count_seconds"]
     (out / "bench_deep_scaling.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
 
@@ -166,6 +185,8 @@ def main() -> int:
     s.add_argument("--gpus", type=int, nargs="+", default=[1, 2], help="worker counts to run (default 1 2)")
     s.add_argument("--split-ply", type=int, default=2, help="the same units for 1 and 2 GPUs (default 2: "
                    "the 400 depth-9 subtrees the plain perft 11 sends to the GPU one call each)")
+    s.add_argument("--peer", type=Path, default=ROOT / ".peer" / "perft_gpu",
+                   help="perft_gpu_2026's binary, run first in its own process (skipped when missing)")
     r = sub.add_parser("resume")
     r.add_argument("--depth", type=int, default=12)
     r.add_argument("--gpus", type=int, default=2)

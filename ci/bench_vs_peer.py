@@ -36,8 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
-    if importlib.util.find_spec("perft_core") is None:  # a source checkout: its tree (an installed package wins)
-        sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT))
 
 from perfgate.table import markdown  # noqa: E402
 from perfgate.workloads import KIWIPETE, STARTPOS, published  # noqa: E402

@@ -11,6 +11,7 @@ import configparser
 import functools
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -807,6 +808,35 @@ def test_bench_vs_peer_reads_the_peers_line_for_the_depth(tmp_path):
     assert (got["nodes"], got["seconds"]) == (2_439_530_234_167, 0.337)
     missing = bench_vs_peer.peer(fake, "8/8/8/8/8/8/8/K6k w - - 0 1", 10, False, timeout=30)
     assert missing["seconds"] is None and "-nott" in missing["output"] and "0 1" in missing["output"]
+
+
+def test_bench_deep_scaling_runs_the_peer_first_and_compares(tmp_path):
+    """ci/bench_deep.py scaling on the cpu backend (the script's smoke path) with a fake peer: the
+    peer's own line for the depth is read and set against our plain and one-worker counts; the
+    peer ran before ours (its marker file is older than our first log's last write)."""
+    pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
+    fake = tmp_path / "perft_gpu"
+    fake.write_text(f"#!/bin/sh\necho \"$*\" > {tmp_path}/peer.args\n"
+                    "echo 'Perft(04): 197281, time: 0.500 seconds'\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(CI / "bench_deep.py"), "--out", str(out), "scaling",
+                           "--depth", "4", "--gpus", "1", "--backend", "cpu", "--peer", str(fake)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    report = json.loads((out / "bench_deep_scaling.json").read_text())
+    assert (report["peer"]["nodes"], report["peer"]["seconds"]) == (197_281, 0.5)
+    assert "-htt" in (tmp_path / "peer.args").read_text()
+    assert report["runs"]["plain"]["exact"] and report["runs"]["gpus1"]["exact"]
+    assert report["peer_over_plain"] == pytest.approx(0.5 / report["runs"]["plain"]["count_seconds"])
+    assert report["peer_over_gpus1"] == pytest.approx(0.5 / report["runs"]["gpus1"]["count_seconds"])
+    assert (tmp_path / "peer.args").stat().st_mtime <= (out / "plain.log").stat().st_mtime
+    missing = tmp_path / "none"
+    proc = subprocess.run([sys.executable, str(CI / "bench_deep.py"), "--out", str(out), "scaling",
+                           "--depth", "3", "--gpus", "1", "--backend", "cpu", "--peer", str(missing)],
+                          capture_output=True, text=True, timeout=300)
+    report = json.loads((out / "bench_deep_scaling.json").read_text())
+    assert report["peer"]["skipped"] == "no binary there" and "peer_over_plain" not in report
 
 
 def test_bench_vs_peer_rows_and_their_published_counts():
