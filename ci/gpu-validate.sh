@@ -10,7 +10,14 @@
 #             baseline"), timing --update (writes ci/baselines/<gpu>.json, copied to $OUT), timing
 #             twice (must PASS), timing --slow 5 (a planted 5 % kernel slowdown: must FAIL)
 #   peer      ci/bench_vs_peer.py (needs .peer/perft_gpu; about 3 min: run it in a call of its own)
-# Usage: bash ci/gpu-validate.sh [build] [tests] [cold] [gate] [peer]   (default: build tests cold gate)
+#   runner    bash ci/gpu-runner.sh -q (what a GPU CI runner does: GPU suites, static and timing gates
+#             against the committed baseline; must PASS); name it several times for reruns on one
+#             machine (issue 12: five in a row, on two machines at least)
+#   deep      ci/bench_deep.py scaling --depth 11 --gpus 1: perft_gpu_2026 (.peer/perft_gpu), the
+#             plain TT count and `perft deep --gpus 1`, each in its own process (issue 14; ~2.5 min)
+# Usage: bash ci/gpu-validate.sh [build] [tests] [cold] [gate] [peer] [runner ...] [deep]
+#        (default: build tests cold gate). Under $OUT the logs end up in gpu-validate/logs.tgz (the
+#        device tool returns at most 8 files); summary.md and the baselines stay beside it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . ci/gpu-env.sh
@@ -21,6 +28,7 @@ steps=("$@")
 summary="$out/summary.md"
 printf '| step | exit | expected | seconds | verdict |\n|---|---:|---:|---:|---|\n' > "$summary"
 failed=0
+runs=0
 
 run() {  # run NAME EXPECTED(0|1|any) COMMAND...
     local name=$1 want=$2 t0 rc verdict
@@ -55,12 +63,18 @@ print("precompiled kernels:", found[0] if isinstance(found, tuple) else "none: "
         run gate-slow-5 1 python3 ci/perf_gate.py timing --slow 5
         ;;
     peer) run bench-vs-peer 0 python3 ci/bench_vs_peer.py --json "$out/bench_vs_peer.json" ;;
-    *) echo "gpu-validate: unknown step $step (build tests cold gate peer)"; exit 2 ;;
+    runner) runs=$((runs + 1)); run "runner-$runs" 0 bash ci/gpu-runner.sh -q ;;
+    deep) run bench-deep 0 python3 ci/bench_deep.py --out "$out/deep" scaling --depth 11 --gpus 1
+          cp "$out/deep/bench_deep_scaling.json" "$out/" 2>/dev/null; rm -rf "$out/deep" ;;
+    *) echo "gpu-validate: unknown step $step (build tests cold gate peer runner deep)"; exit 2 ;;
     esac
 done
 echo
 cat "$summary"
-for f in cold_start gate-update gate-rerun-1 gate-rerun-2 gate-slow-5 bench-vs-peer; do
+for f in cold_start gate-update gate-rerun-1 gate-rerun-2 gate-slow-5 bench-vs-peer $(seq -f 'runner-%g' 1 "$runs"); do
     [ -f "$out/$f.log" ] && { echo; echo "### $f"; grep -E '^\|' "$out/$f.log"; grep -E '^(FAIL|timing gate|cold start|bench_vs_peer)' "$out/$f.log"; }
 done
+if [ -n "${OUT:-}" ] && compgen -G "$out/*.log" > /dev/null; then  # one file back instead of one per step
+    tar czf "$out/logs.tgz" -C "$out" $(cd "$out" && ls *.log) && rm -f "$out"/*.log
+fi
 exit $failed
