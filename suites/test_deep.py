@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -281,11 +282,38 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     path = tmp_path / "cli.sqlite"
     argv = ["deep", STARTPOS, "4", "--split-ply", "1", "--scheduler", cluster.scheduler_address]
     assert main(argv + ["--store", str(path)]) == 0
-    last = capsys.readouterr().out.strip().splitlines()[-1]
+    got = capsys.readouterr()
+    last = got.out.strip().splitlines()[-1]
     assert last.startswith(f"perft 4: {expected(4)} nodes in ") and last.endswith(f" s (store {path})")
+    # no terminal: progress as lines on stderr (here the phase's end; a line a minute before it)
+    assert got.err.startswith(f"perft deep: count 20/20 units (100.0 % of the estimated nodes), "
+                              f"{expected(4):,} nodes in ")
     assert main(["deep", "--resume", str(path), "--json", "--scheduler", cluster.scheduler_address]) == 0
-    out = json.loads(capsys.readouterr().out)
+    got = capsys.readouterr()
+    out = json.loads(got.out)
     assert (out["nodes"], out["units"], out["counted_now"], out["store"]) == (expected(4), 20, 0, str(path))
+    assert "perft deep:" not in got.err  # --json: quiet
+
+
+def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
+    from perft_core.deep import run as run_mod
+
+    clock = [0.0]
+    monkeypatch.setattr(run_mod, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    progress = run_mod._Progress("lines")
+    rows = [{"estimate": 3e9}, {"estimate": 1e9}, {"estimate": 1e9}]
+    progress.phase("count", rows)
+    clock[0] = 30.0
+    progress.advance(None, rows[:1], 2_000_000_000)  # 30 s after the start: under a minute, no line
+    assert capsys.readouterr().err == ""
+    clock[0] = 90.0
+    progress.advance(None, rows[1:2], 1_000_000_000)  # 80 % of the estimated nodes in 90 s: 22 s left
+    assert capsys.readouterr().err == ("perft deep: count 2/3 units (80.0 % of the estimated nodes), 3,000,000,000 "
+                                       "nodes in 1 min 30 s, 33 M nodes/s, ETA 22 s\n")
+    clock[0] = 100.0
+    progress.advance(None, rows[2:], 1_000_000_000)  # the phase's end: always a line, no ETA
+    assert capsys.readouterr().err.endswith("4,000,000,000 nodes in 1 min 40 s, 40 M nodes/s\n")
+    assert run_mod._duration(3 * 3600 + 5 * 60 + 2) == "3 h 05 min"
 
 
 def test_a_key_collision_stops_the_run_before_any_store(cluster, tmp_path, capsys, monkeypatch):

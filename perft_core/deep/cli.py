@@ -40,7 +40,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             workers=args.workers, gpus=args.gpus, scheduler=args.scheduler,
                             split_ply=args.split_ply, store=args.store, resume=args.resume,
                             verify_seed=args.verify_seed, verify_sample=args.verify_sample,
-                            progress=not args.json and sys.stderr.isatty())
+                            progress=False if args.json else "bar" if sys.stderr.isatty() else "lines")
     except (DeepError, KeyCollisionError) as exc:
         print(f"perft: error: {exc}", file=sys.stderr)
         return 2
@@ -76,5 +76,6 @@ def register(sub) -> None:
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed")
     p.add_argument("--verify-sample", type=_fraction, metavar="FRACTION",
                    help="verify only this fraction of the units (chosen by key)")
-    p.add_argument("--json", action="store_true", help="print one JSON object, no progress bar")
+    p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "
+                   "else a line a minute on stderr)")
     p.set_defaults(func=_cmd_deep)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -190,12 +191,32 @@ def _sampled(key_hex: str, fraction: float) -> bool:
     return fraction >= 1 or int(key_hex[-8:], 16) < fraction * 2**32
 
 
-class _Progress:
-    """A rich progress bar on stderr (units done/total, nodes/s, ETA), or nothing."""
+PROGRESS_LINE_SECONDS = 60.0
+"""Without a terminal (a log file, a batch job), a progress line at most this often, and one at the
+end of each phase."""
 
-    def __init__(self, enabled: bool):
+
+def _duration(seconds: float) -> str:
+    """``1 h 05 min``, ``12 min 30 s``, ``45 s``: a time for a progress line."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
+
+
+class _Progress:
+    """Progress on stderr: a rich bar (units done/total, nodes/s, ETA) on a terminal (``mode``
+    True or "bar"), lines of the same facts at most every PROGRESS_LINE_SECONDS and at each phase's
+    end without one ("lines"), or nothing (False / None). The ETA is in estimated nodes (the units'
+    estimates, ``units.unit_estimates``), so it holds when the estimates are right relative to
+    each other, whatever their common scale."""
+
+    def __init__(self, mode: bool | str | None):
         self.bar = None
-        if enabled:
+        self.lines = mode == "lines"
+        if mode is True or mode == "bar":
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -204,20 +225,33 @@ class _Progress:
                                 console=Console(stderr=True))
 
     def phase(self, name: str, rows: list[dict]):
+        self.t0, self.nodes, self.done, self.total = time.perf_counter(), 0, 0, len(rows)
+        self.name, self.est_total, self.est_done, self.last_line = name, sum(r["estimate"] for r in rows) or 1, 0.0, 0.0
         if self.bar is None:
             return None
-        self.t0, self.nodes, self.done, self.total = time.perf_counter(), 0, 0, len(rows)
-        return self.bar.add_task(name, total=sum(r["estimate"] for r in rows) or 1,
-                                 units=f"0/{len(rows)} units", rate="")
+        return self.bar.add_task(name, total=self.est_total, units=f"0/{len(rows)} units", rate="")
 
     def advance(self, task, rows: list[dict], nodes: int) -> None:
-        if self.bar is None:
+        if self.bar is None and not self.lines:
             return
         self.done += len(rows)
         self.nodes += nodes
-        rate = self.nodes / max(time.perf_counter() - self.t0, 1e-9)
-        self.bar.update(task, advance=sum(r["estimate"] for r in rows), units=f"{self.done}/{self.total} units",
-                        rate=f"{rate / 1e6:,.0f} M nodes/s")
+        self.est_done += sum(r["estimate"] for r in rows)
+        elapsed = max(time.perf_counter() - self.t0, 1e-9)
+        rate = self.nodes / elapsed
+        if self.bar is not None:
+            self.bar.update(task, advance=sum(r["estimate"] for r in rows), units=f"{self.done}/{self.total} units",
+                            rate=f"{rate / 1e6:,.0f} M nodes/s")
+            return
+        if self.done < self.total and elapsed - self.last_line < PROGRESS_LINE_SECONDS:
+            return
+        self.last_line = elapsed
+        share = min(self.est_done / self.est_total, 1.0)
+        eta = elapsed * (1 - share) / share if share > 0 else None
+        print(f"perft deep: {self.name} {self.done}/{self.total} units ({100 * share:.1f} % of the estimated "
+              f"nodes), {self.nodes:,} nodes in {_duration(elapsed)}, {rate / 1e6:,.0f} M nodes/s"
+              + (f", ETA {_duration(eta)}" if eta is not None and self.done < self.total else ""),
+              file=sys.stderr, flush=True)
 
     def __enter__(self):
         if self.bar is not None:
@@ -353,7 +387,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                tt: bool | None = None, workers: int | None = None, gpus: int | None = None,
                scheduler: str | None = None, split_ply: int | None = None, store: str | os.PathLike | None = None,
                resume: str | os.PathLike | None = None, verify_seed: int | None = None,
-               verify_sample: float | None = None, progress: bool = False) -> DeepResult:
+               verify_sample: float | None = None, progress: bool | str = False) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -369,7 +403,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             hold data. resume: the path of a store to continue; options given must match its run.
         verify_seed: count the units again with tables keyed by this Zobrist seed (needs tt);
             verify_sample: the fraction of units to verify (default 1: all; chosen by key).
-        progress: draw a rich progress bar on stderr.
+        progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
+            every PROGRESS_LINE_SECONDS and at each phase's end (a log file); False: nothing.
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -438,7 +473,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             st.close()
 
 
-def _work(client, st: Store, cluster_desc: str, progress: bool, t0: float, speed: float | None = None) -> DeepResult:
+def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
+          speed: float | None = None) -> DeepResult:
     """Phases 1-3 on ``client``; the result from the store. ``speed``: nodes per second measured on a
     worker (``worker.calibrate``), if any; the tasks' length is bounded by the store's measured
     speed, else by this one, else by one measured now (:func:`batches`)."""
