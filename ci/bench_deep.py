@@ -66,14 +66,21 @@ def expected(depth: int) -> int:
 
 
 def run_logged(name: str, cmd: list[str], out: Path, timeout: float | None = None) -> tuple[int | None, str, float]:
-    """Run ``cmd`` in its own process group, stdout+stderr to out/<name>.log; (rc or None if it was
-    stopped at ``timeout``, stdout, wall seconds)."""
+    """Run ``cmd`` in its own process group, in ``out`` (so that a source tree in the current
+    folder never shadows the perft_core this script imported: a source checkout without its built
+    extension would), with that perft_core's folder first on PYTHONPATH; stdout+stderr to
+    out/<name>.log; (rc or None if it was stopped at ``timeout``, stdout, wall seconds)."""
+    import perft_core
+
+    where = str(Path(perft_core.__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (where, os.environ.get("PYTHONPATH")) if p))
     log = out / f"{name}.log"
     t = time.perf_counter()
     with open(log, "w") as err:
         err.write("$ " + " ".join(cmd) + "\n")
         err.flush()
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True, cwd=ROOT)
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True, cwd=out,
+                                env=env)
         try:
             stdout, _ = proc.communicate(timeout=timeout)
             rc = proc.returncode
@@ -196,6 +203,7 @@ def main() -> int:
         p.add_argument("--backend", choices=("gpu", "gpu-emulated", "cpu"), default="gpu",
                        help="gpu (default); the others smoke-test this script on a CPU machine")
     args = ap.parse_args()
+    args.out = args.out.resolve()  # the runs start in it: their paths must not be relative to it
     args.out.mkdir(parents=True, exist_ok=True)
     result = scaling(args, args.out) if args.mode == "scaling" else resume(args, args.out)
     print(json.dumps(result, indent=2))
