@@ -234,13 +234,14 @@ class _Progress:
     def advance(self, task, rows: list[dict], nodes: int) -> None:
         if self.bar is None and not self.lines:
             return
+        est = sum(r["estimate"] for r in rows)
         self.done += len(rows)
         self.nodes += nodes
-        self.est_done += sum(r["estimate"] for r in rows)
+        self.est_done += est
         elapsed = max(time.perf_counter() - self.t0, 1e-9)
         rate = self.nodes / elapsed
         if self.bar is not None:
-            self.bar.update(task, advance=sum(r["estimate"] for r in rows), units=f"{self.done}/{self.total} units",
+            self.bar.update(task, advance=est, units=f"{self.done}/{self.total} units",
                             rate=f"{rate / 1e6:,.0f} M nodes/s")
             return
         if self.done < self.total and elapsed - self.last_line < PROGRESS_LINE_SECONDS:

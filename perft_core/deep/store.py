@@ -261,13 +261,10 @@ class Store:
         every part has its second count: the parts are cut by key, so a second seed cuts them
         differently and only the unit's totals compare; its rows become ``verified`` (the totals
         agree) or ``mismatch``. Returns the rows written (rows already verified are skipped)."""
-        written = 0
         with self._transaction():
-            for r, c, sec in zip(rows, counts, seconds):
-                cur = self.conn.execute(
-                    "UPDATE units SET verify_count = ?, verify_seconds = ? "
-                    "WHERE idx = ? AND status = 'counted' AND verify_count IS NULL", (str(c), sec, r["idx"]))
-                written += cur.rowcount
+            written = self._update_rows("UPDATE units SET verify_count = ?, verify_seconds = ? "
+                                        "WHERE idx = ? AND status = 'counted' AND verify_count IS NULL",
+                                        rows, counts, seconds)
             for unit in {r["unit"] for r in rows}:
                 got = self.conn.execute("SELECT count, verify_count FROM units WHERE unit = ? AND status = 'counted'",
                                         (unit,)).fetchall()
@@ -280,14 +277,13 @@ class Store:
 
     def recounted(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
         """Write the counts without tables of mismatched rows (their counts from now on; one transaction)."""
-        written = 0
         with self._transaction():
-            for r, c, sec in zip(rows, counts, seconds):
-                cur = self.conn.execute(
-                    "UPDATE units SET recount = ?, recount_seconds = ?, status = 'recounted' "
-                    "WHERE idx = ? AND status = 'mismatch'", (str(c), sec, r["idx"]))
-                written += cur.rowcount
-        return written
+            return self._update_rows("UPDATE units SET recount = ?, recount_seconds = ?, status = 'recounted' "
+                                     "WHERE idx = ? AND status = 'mismatch'", rows, counts, seconds)
+
+    def _update_rows(self, sql: str, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
+        """Run ``sql`` (parameters: count, seconds, idx) for each row; the rows it changed."""
+        return sum(self.conn.execute(sql, (str(c), sec, r["idx"])).rowcount for r, c, sec in zip(rows, counts, seconds))
 
     def close(self) -> None:
         """Close the database and release the lock."""
