@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+import types
 
 import chess
 import pytest
@@ -108,7 +109,21 @@ def _check_partial(fen: str, depth: int, partial: dict[str, int]) -> None:
         assert nodes == reference.perft(fen, depth - 1, moves=[move]), move
 
 
-def test_max_seconds_api_raises_with_exact_partial_divide():
+@pytest.fixture
+def slow_clock(monkeypatch):
+    """The watch's clock moves 60 us at every reading: with a 100 us limit the first root move is
+    always counted and the second never is. On the wall clock the first check came within 100 us
+    only when the machine was idle (a clean-clone CI run once got an empty partial)."""
+    now = [0.0]
+
+    def monotonic() -> float:
+        now[0] += 60e-6
+        return now[0]
+
+    monkeypatch.setattr(watch, "time", types.SimpleNamespace(monotonic=monotonic))
+
+
+def test_max_seconds_api_raises_with_exact_partial_divide(slow_clock):
     with pytest.raises(CountInterrupted) as info:
         perft_core.divide(START, 5, max_seconds=1e-4)
     exc = info.value
@@ -127,7 +142,7 @@ def test_max_seconds_is_kept_when_one_root_move_takes_far_longer():
     assert info.value.moves_total == 20
 
 
-def test_max_seconds_cli_exit_3_marks_partial(capsys):
+def test_max_seconds_cli_exit_3_marks_partial(capsys, slow_clock):
     assert main(["run", START, "5", "--max-seconds", "0.0001", "--json"]) == 3
     data = json.loads(capsys.readouterr().out)
     assert data["partial"] is True and "nodes" not in data
