@@ -23,7 +23,7 @@ sys.path.insert(0, str(CI))
 import perf_gate  # noqa: E402
 from perfgate import static, table, timing  # noqa: E402
 from perfgate.workloads import (  # noqa: E402
-    CPW_TABLE, KIWIPETE, WORKLOADS, Measurement, Workload, WrongNodeCount, measure, published)
+    CPW_TABLE, DEEP_TABLE, KIWIPETE, WORKLOADS, Measurement, Workload, WrongNodeCount, measure, published)
 
 NVCC = shutil.which("nvcc")
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH: the static gate's real compile needs it")
@@ -303,19 +303,42 @@ def test_gate_measures_with_the_baselines_repeat():
 
 # ----- the workload list ------------------------------------------------------------------------------------
 
-def test_workloads_cover_cpw_3_to_6_with_and_without_tables_from_the_published_table():
+def test_workloads_cover_cpw_3_to_6_with_and_without_tables_from_the_published_tables():
+    """Every workload's count is a row of the CPW table or a published / three-way computed row of
+    the deep-count table, of the same position (board, side, castling, en passant) as CPW's."""
     import csv
 
+    def placement(fen):
+        return " ".join(fen.split()[:4])
+
     with open(CPW_TABLE, newline="") as f:
-        rows = {(r["fen"], int(r["depth"])): int(r["nodes"]) for r in csv.DictReader(f)}
+        cpw = list(csv.DictReader(f))
+    rows = {(placement(r["fen"]), int(r["depth"])): int(r["nodes"]) for r in cpw}
+    with open(DEEP_TABLE, newline="") as f:
+        deep = [r for r in csv.DictReader(f) if r["status"] in ("published", "computed")]
+    cpw_fens = {placement(r["fen"]) for r in cpw}
+    for r in deep:
+        if r["id"].startswith("cpw-"):
+            assert placement(r["fen"]) in cpw_fens, r["id"]
+        rows.setdefault((placement(r["fen"]), int(r["depth"])), int(r["nodes"]))
     for w in WORKLOADS:
         if w.name.startswith("cpw") or w.name.startswith("startpos"):
-            assert rows[(w.fen, w.depth)] == w.nodes, w.name
+            assert rows[(placement(w.fen), w.depth)] == w.nodes, w.name
     names = {w.name for w in WORKLOADS}
     for pos in ("cpw3", "cpw4", "cpw5", "cpw6"):
         assert sum(n.startswith(pos + "-") and not n.endswith("-tt") for n in names) == 1, pos
         assert sum(n.startswith(pos + "-") and n.endswith("-tt") for n in names) == 1, pos
     assert [w.tt for w in WORKLOADS] == sorted(w.tt for w in WORKLOADS)  # no-TT first: one driver switch
+
+
+def test_published_reads_the_deep_table_only_for_checked_rows(tmp_path):
+    table = tmp_path / "deep.csv"
+    table.write_text("id,fen,depth,nodes,source,status\n"
+                     "cpw-pos3,8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -,9,50086749815,x,computed\n"
+                     "cpw-pos3,8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -,10,1,x,unverified\n")
+    assert published("cpw-pos3", 9, table)[1] == 50_086_749_815
+    with pytest.raises(KeyError, match="no perft 10 of cpw-pos3"):
+        published("cpw-pos3", 10, table)
 
 
 def test_published_reads_the_table_and_names_a_missing_row():
@@ -446,11 +469,11 @@ def test_timing_cli_update_then_pass_then_fail_when_slowed(tmp_path, capsys):
                       seconds_for=lambda w: 1.42 if w.name == "cpw6-7-tt" else 1.0)[0] == perf_gate.PASS
     path = tmp_path / "nvidia-fake-gpu.json"
     data = json.loads(path.read_text())
-    data["workloads"]["cpw5-5"].update(tolerance=0.1, tolerance_reason="test")
+    data["workloads"]["cpw5-7"].update(tolerance=0.1, tolerance_reason="test")
     path.write_text(json.dumps(data))
     rc, out, _ = run_timing(["--runs", "3", "--tolerance", "0.5"], tmp_path, capsys,
-                            seconds_for=lambda w: 1.12 if w.name == "cpw5-5" else 1.0)
-    assert rc == perf_gate.FAIL and "FAIL cpw5-5: 1.1200 s vs baseline 1.0000 s = +12.0% (tolerance 10.0%)" in out
+                            seconds_for=lambda w: 1.12 if w.name == "cpw5-7" else 1.0)
+    assert rc == perf_gate.FAIL and "FAIL cpw5-7: 1.1200 s vs baseline 1.0000 s = +12.0% (tolerance 10.0%)" in out
 
 
 def test_timing_cli_slow_plants_the_define_and_a_slower_build_fails(tmp_path, capsys):
