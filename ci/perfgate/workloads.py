@@ -78,12 +78,13 @@ def _cpw(name: str, position: str, depth: int, tt: bool = False) -> Workload:
     return Workload(name, fen, depth, nodes, tt=tt)
 
 
-# The two tuned positions and CPW positions 3-6, each without and with tables, every count at least
-# ~0.05 s on an H200 so the kernels, not the host, set the time. Seconds per count on an H200 (NOTES.md,
-# deep_counts.csv): startpos 8 0.115, Kiwipete 7 0.33, CPW 3 d9 0.108, CPW 4 d7 0.050, CPW 5 d7 0.207,
-# CPW 6 d7 0.243; with tables startpos 9 0.25, Kiwipete 7 0.11, CPW 3 d10 0.043, CPW 4 d8 0.428,
-# CPW 5 d7 0.043, CPW 6 d7 0.074. CPW 3-5 at the CPW table's deepest rows (d8, d6, d5: 0.7-6 ms a
-# count) spread so much between runs that their tolerances came out at 5-125 % (session 3).
+# The two tuned positions and CPW positions 3-6, each without and with tables, every count long
+# enough (0.03-0.43 s on an H200) that the kernels, not the host, set the time. Seconds per count in the
+# H200 baseline (ci/baselines/nvidia-h200.json): startpos 8 0.115, Kiwipete 7 0.326, CPW 3 d9 0.088,
+# CPW 4 d7 0.031, CPW 5 d7 0.126, CPW 6 d7 0.243; with tables startpos 9 0.250, Kiwipete 7 0.111, CPW 3
+# d10 0.042, CPW 4 d8 0.428, CPW 5 d7 0.043, CPW 6 d7 0.074; runs spread 0.1-1.1 %. CPW 3-5 at the CPW
+# table's deepest rows (d8, d6, d5: 0.7-6 ms a count) spread so much between runs that their
+# tolerances came out at 5-125 % (session 3). About 25 s for the whole gate on an H200.
 WORKLOADS: tuple[Workload, ...] = (
     _cpw("startpos-8", "pos1_initial", 8),
     # Kiwipete perft 7: CPW's text (its table stops at 6), as perft_gpu_2026 and Stockfish count it.
