@@ -132,7 +132,59 @@ __device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
     if ((threadIdx.x & 31) == 0 && v) atomicAdd(total, (unsigned long long)v);
 }
 
-// LEVELS = 2: make + bulk count. LEVELS = 3: the fused two-level leaf (move list);
+#ifndef PC_WARP_LEAF_CAP
+#define PC_WARP_LEAF_CAP 512  // grandchildren per warp and window (256: -2 to -4 %, 1024: -2 to -7 %)
+#endif
+// The fused two-level leaf, shared by the warp (the no-TT leaf_kernel<Us, 3>). Each lane makes its
+// child and lists the child's moves (as bfs_leaf3), then the warp makes and counts all its lanes'
+// grandchildren, 32 at a time, in windows of PC_WARP_LEAF_CAP staged in shared memory with their
+// owner lanes: a lane whose child has few moves works on another lane's instead of idling while
+// the longest list runs out (which cost CPW 3 and CPW 4 19 % and 12 % of their lanes: NOTES.md
+// session 7). Returns this lane's share of the warp's grandchild counts; only the block's sum means
+// anything (the TT leaf keeps bfs_leaf3, which needs each child's own count).
+template <int Us>
+__device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                          const Move* __restrict__ moves, u64 n, const CastleInfo& ci) {
+    __shared__ Board s_child[PC_LEAF_THREADS];
+    __shared__ Move s_move[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
+    __shared__ u8 s_owner[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
+    const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    Move list[PC_MAX_MOVES];
+    int cnt = 0;
+    if (j < n) {
+        Board c = boards[parents[j]];
+        make_move<Us>(c, moves[j], ci);
+        s_child[threadIdx.x] = c;
+        cnt = generate_moves<Us ^ 1>(c, ci, list);
+    }
+    int end = cnt;  // inclusive prefix sum over the warp: one past this lane's last grandchild
+    for (int o = 1; o < 32; o <<= 1) {
+        const int x = __shfl_up_sync(0xffffffffu, end, o);
+        if (lane >= o) end += x;
+    }
+    const int total = __shfl_sync(0xffffffffu, end, 31), start = end - cnt;
+    const Board* child = s_child + (threadIdx.x & ~31);
+    u64 v = 0;
+    for (int base = 0; base < total; base += PC_WARP_LEAF_CAP) {
+        const int lo = max(start, base), hi = min(end, base + PC_WARP_LEAF_CAP);
+        for (int k = lo; k < hi; ++k) {
+            s_move[w][k - base] = list[k - start];
+            s_owner[w][k - base] = (u8)lane;
+        }
+        __syncwarp();
+        const int m = min(PC_WARP_LEAF_CAP, total - base);
+        for (int k = lane; k < m; k += 32) {
+            Board g = child[s_owner[w][k]];
+            make_move<Us ^ 1>(g, s_move[w][k], ci);
+            v += count_moves<Us>(g, ci);
+        }
+        __syncwarp();  // the window is read before the next one overwrites it
+    }
+    return v;
+}
+
+// LEVELS = 2: make + bulk count. LEVELS = 3: the fused two-level leaf (move list, shared by the warp);
 // LEVELS = 4: the same count as 3, streaming the grandchildren from the generator (no list).
 template <int Us, int LEVELS>
 __global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
@@ -141,12 +193,15 @@ __global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
                                                                const CastleInfo* ci_g, unsigned long long* total) {
     PC_SLOW();
     PC_LOAD_CI(ci_g);
+    if constexpr (LEVELS == 3) {
+        block_add(leaf3_warp<Us>(boards, parents, moves, n, ci), total);
+        return;
+    }
     u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u64 v = 0;
     if (j < n) {
         const Board& p = boards[parents[j]];
         if (LEVELS == 2) v = bfs_leaf2<Us>(p, moves[j], ci);
-        else if (LEVELS == 3) v = bfs_leaf3<Us>(p, moves[j], ci);
         else v = bfs_leaf3_stream<Us>(p, moves[j], ci);
     }
     block_add(v, total);

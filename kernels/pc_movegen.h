@@ -58,20 +58,19 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
     const int ksq = lsb(kings_of(b) & us);
 
     // Checkers and pins: a slider aligned with our king checks if nothing stands between, and pins
-    // our piece if exactly that one piece stands between.
+    // our piece if exactly that one piece stands between. One loop over both kinds of aligned slider
+    // (a warp runs fewer iterations than with a loop per kind: NOTES.md session 7).
     u64 checkers = (knight_att(ksq) & knights & them) | (pawn_att(Us, ksq) & pawns & them);
     u64 pin_hv = 0, pin_d = 0;
-    for (u64 sn = rook_empty(ksq) & orth & them; sn;) {
+    const u64 orth_lines = rook_empty(ksq);
+    for (u64 sn = ((orth_lines & orth) | (bishop_empty(ksq) & diag)) & them; sn;) {
         int s = pop_lsb(sn);
         u64 ray = between_bb(ksq, s), blockers = ray & occ;
         if (!blockers) checkers |= bit(s);
-        else if (!more_than_one(blockers) && (blockers & us)) pin_hv |= ray | bit(s);
-    }
-    for (u64 sn = bishop_empty(ksq) & diag & them; sn;) {
-        int s = pop_lsb(sn);
-        u64 ray = between_bb(ksq, s), blockers = ray & occ;
-        if (!blockers) checkers |= bit(s);
-        else if (!more_than_one(blockers) && (blockers & us)) pin_d |= ray | bit(s);
+        else if (!more_than_one(blockers) && (blockers & us)) {
+            if (orth_lines & bit(s)) pin_hv |= ray | bit(s);
+            else pin_d |= ray | bit(s);
+        }
     }
 
     // Castling needs: the right, no check, and the squares between king, rook and their
