@@ -133,7 +133,7 @@ __device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
 }
 
 #ifndef PC_WARP_LEAF_CAP
-#define PC_WARP_LEAF_CAP 512  // grandchildren per warp and window (256: -2 to -4 %, 1024: -2 to -7 %)
+#define PC_WARP_LEAF_CAP 512  // grandchildren per warp and window (256: 1-2 % slower, 1024: 2-5 %)
 #endif
 // The fused two-level leaf, shared by the warp (the no-TT leaf_kernel<Us, 3>). Each lane makes its
 // child and lists the child's moves (as bfs_leaf3), then the warp makes and counts all its lanes'
