@@ -193,16 +193,15 @@ __global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
                                                                const CastleInfo* ci_g, unsigned long long* total) {
     PC_SLOW();
     PC_LOAD_CI(ci_g);
-    if constexpr (LEVELS == 3) {
-        block_add(leaf3_warp<Us>(boards, parents, moves, n, ci), total);
-        return;
-    }
-    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u64 v = 0;
-    if (j < n) {
-        const Board& p = boards[parents[j]];
-        if (LEVELS == 2) v = bfs_leaf2<Us>(p, moves[j], ci);
-        else v = bfs_leaf3_stream<Us>(p, moves[j], ci);
+    if constexpr (LEVELS == 3) {
+        v = leaf3_warp<Us>(boards, parents, moves, n, ci);
+    } else {
+        u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+        if (j < n) {
+            const Board& p = boards[parents[j]];
+            v = LEVELS == 2 ? bfs_leaf2<Us>(p, moves[j], ci) : bfs_leaf3_stream<Us>(p, moves[j], ci);
+        }
     }
     block_add(v, total);
 }
