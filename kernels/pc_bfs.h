@@ -7,9 +7,10 @@
 //   gen    -> moves[offsets[i] + k] = k-th move of boards[i], parents[...] = i (interval expand)
 //   make   -> children[j] = boards[parents[j]] after moves[j]
 // The last plies are counted without storing boards: leaf2 (make + bulk count) and the fused
-// two-level leaf leaf3 (make, generate, make + bulk count each grandchild).
+// two-level leaf leaf3 (make, generate, make + bulk count each grandchild that is not quiet:
+// pc_quiet.h).
 #pragma once
-#include "pc_movegen.h"
+#include "pc_quiet.h"
 
 template <int Us>
 PC_HD u32 bfs_count(const Board& b, const CastleInfo& ci) {
@@ -50,6 +51,7 @@ struct PerftSink {
     PC_HD void piece(int from, u64 to) {
         while (to) visit(from, pop_lsb(to), MF_NORMAL);
     }
+    PC_HD void slider(int from, u64 to) { piece(from, to); }
     PC_HD void pawns(u64 to, int delta, int flag) {
         while (to) {
             int t = pop_lsb(to);
@@ -75,14 +77,16 @@ PC_HD u64 bfs_leaf3_stream(const Board& parent, Move m, const CastleInfo& ci) {
     return sink.n;
 }
 
-// The fused two-level leaf with a move list.
+// The fused two-level leaf with a move list: the child's quiet moves (pc_quiet.h) add its base count
+// each without a make or a count. The emulated device's leaf; the GPU's leaves share the warp's
+// grandchildren (leaf3_warp in pc_kernels.cu) with the same generate_not_quiet.
 template <int Us>
 PC_HD u64 bfs_leaf3(const Board& parent, Move m, const CastleInfo& ci) {
     Board c = parent;
     make_move<Us>(c, m, ci);
     Move list[PC_MAX_MOVES];
-    int n = generate_moves<Us ^ 1>(c, ci, list);
     u64 total = 0;
+    const int n = generate_not_quiet<Us>(c, ci, list, total);
     for (int i = 0; i < n; ++i) {
         Board g = c;
         make_move<Us ^ 1>(g, list[i], ci);

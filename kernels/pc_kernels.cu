@@ -135,29 +135,34 @@ __device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
 #ifndef PC_WARP_LEAF_CAP
 #define PC_WARP_LEAF_CAP 512  // grandchildren per warp and window (256: 1-2 % slower, 1024: 2-5 %)
 #endif
-// The fused two-level leaf, shared by the warp (the no-TT leaf_kernel<Us, 3>). Each lane makes its
-// child and lists the child's moves (as bfs_leaf3), then the warp makes and counts all its lanes'
-// grandchildren, 32 at a time, in windows of PC_WARP_LEAF_CAP staged in shared memory with their
-// owner lanes: a lane whose child has few moves works on another lane's instead of idling while
-// the longest list runs out (which cost CPW 3 and CPW 4 19 % and 12 % of their lanes: NOTES.md
-// session 7). Returns this lane's share of the warp's grandchild counts; only the block's sum means
-// anything (the TT leaf keeps bfs_leaf3, which needs each child's own count).
-template <int Us>
+// The fused two-level leaf, shared by the warp. Each lane makes its child and lists the child's
+// moves that are not quiet (pc_quiet.h: a quiet one counts the child's base count, with no make and
+// no count); then the warp makes and counts all its lanes' remaining grandchildren, 32 at a time, in
+// windows of PC_WARP_LEAF_CAP staged in shared memory with their owner lanes: a lane whose child
+// has few moves works on another lane's instead of idling while the longest list runs out (which
+// cost CPW 3 and CPW 4 19 % and 12 % of their lanes: NOTES.md session 7).
+// Own = false (the leaf without tables): returns this lane's share of the warp's grandchild counts,
+// only the block's sum means anything. Own = true (the TT leaf): returns this lane's child's own
+// count, each count added to its owner's sum in shared memory.
+template <int Us, bool Own>
 __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, const u32* __restrict__ parents,
                                           const Move* __restrict__ moves, u64 n, const CastleInfo& ci) {
     __shared__ Board s_child[PC_LEAF_THREADS];
     __shared__ Move s_move[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
     __shared__ u8 s_owner[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
+    __shared__ u32 s_own[Own ? PC_LEAF_THREADS : 1];  // < 256 grandchildren of < 256 moves each
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     Move list[PC_MAX_MOVES];
     int cnt = 0;
+    u64 v = 0;
     if (j < n) {
         Board c = boards[parents[j]];
         make_move<Us>(c, moves[j], ci);
         s_child[threadIdx.x] = c;
-        cnt = generate_moves<Us ^ 1>(c, ci, list);
+        cnt = generate_not_quiet<Us>(c, ci, list, v);
     }
+    if constexpr (Own) s_own[threadIdx.x] = 0;
     int end = cnt;  // inclusive prefix sum over the warp: one past this lane's last grandchild
     for (int o = 1; o < 32; o <<= 1) {
         const int x = __shfl_up_sync(0xffffffffu, end, o);
@@ -165,7 +170,6 @@ __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, cons
     }
     const int total = __shfl_sync(0xffffffffu, end, 31), start = end - cnt;
     const Board* child = s_child + (threadIdx.x & ~31);
-    u64 v = 0;
     for (int base = 0; base < total; base += PC_WARP_LEAF_CAP) {
         const int lo = max(start, base), hi = min(end, base + PC_WARP_LEAF_CAP);
         for (int k = lo; k < hi; ++k) {
@@ -175,12 +179,16 @@ __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, cons
         __syncwarp();
         const int m = min(PC_WARP_LEAF_CAP, total - base);
         for (int k = lane; k < m; k += 32) {
-            Board g = child[s_owner[w][k]];
+            const int o = s_owner[w][k];
+            Board g = child[o];
             make_move<Us ^ 1>(g, s_move[w][k], ci);
-            v += count_moves<Us>(g, ci);
+            const u32 x = count_moves<Us>(g, ci);
+            if constexpr (Own) atomicAdd(&s_own[(threadIdx.x & ~31) + o], x);
+            else v += x;
         }
-        __syncwarp();  // the window is read before the next one overwrites it
+        __syncwarp();  // the window is read (and the sums added) before the next one overwrites it
     }
+    if constexpr (Own) v += s_own[threadIdx.x];
     return v;
 }
 
@@ -195,7 +203,7 @@ __global__ void PC_LEAF_BOUNDS leaf_kernel(const Board* __restrict__ boards,
     PC_LOAD_CI(ci_g);
     u64 v = 0;
     if constexpr (LEVELS == 3) {
-        v = leaf3_warp<Us>(boards, parents, moves, n, ci);
+        v = leaf3_warp<Us, false>(boards, parents, moves, n, ci);
     } else {
         u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
         if (j < n) {
@@ -260,19 +268,19 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) make_key_kernel(const Board* _
     }
 }
 
-// The leaf in TT mode: each move's count is added to its parent's value.
+// The leaf in TT mode: each move's count is added to its parent's value (LEVELS = 3: the warp-shared
+// fused leaf, each lane's own child's count).
 template <int Us, int LEVELS>
 __global__ void PC_LEAF_BOUNDS leaf_values_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
                                                   const Move* __restrict__ moves, u64 n, const CastleInfo* ci_g,
                                                   unsigned long long* values) {
     PC_SLOW();
     PC_LOAD_CI(ci_g);
-    u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) {
-        u32 p = parents[j];
-        u64 v = LEVELS == 2 ? bfs_leaf2<Us>(boards[p], moves[j], ci) : bfs_leaf3<Us>(boards[p], moves[j], ci);
-        if (v) atomicAdd(values + p, (unsigned long long)v);
-    }
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 v = 0;
+    if constexpr (LEVELS == 3) v = leaf3_warp<Us, true>(boards, parents, moves, n, ci);
+    else if (j < n) v = bfs_leaf2<Us>(boards[parents[j]], moves[j], ci);
+    if (v) atomicAdd(values + parents[j], (unsigned long long)v);
 }
 
 __global__ void upsweep_kernel(const u32* __restrict__ parents, const u64* __restrict__ child_values, u64 n,

@@ -13,10 +13,14 @@ template <int Us> PC_HD u64 shift_up(u64 b) { return Us == WHITE ? b << 8 : b >>
 template <int Us> PC_HD u64 shift_up_a(u64 b) { return Us == WHITE ? (b & ~PC_FILE_A) << 7 : (b & ~PC_FILE_A) >> 9; }
 template <int Us> PC_HD u64 shift_up_h(u64 b) { return Us == WHITE ? (b & ~PC_FILE_H) << 9 : (b & ~PC_FILE_H) >> 7; }
 
+// A sink takes a piece's target squares (piece: king and knights; slider: bishops, rooks, queens),
+// pawn targets by kind, and single moves (castling, en passant).
+
 // Counts moves; promotions count four.
 struct CountSink {
     u32 n = 0;
     PC_HD void piece(int, u64 to) { n += popcnt(to); }
+    PC_HD void slider(int, u64 to) { n += popcnt(to); }
     PC_HD void pawns(u64 to, int, int) { n += popcnt(to); }
     PC_HD void promos(u64 to, int) { n += 4 * popcnt(to); }
     PC_HD void one(int, int, int) { n += 1; }
@@ -30,6 +34,7 @@ struct ListSink {
     PC_HD void piece(int from, u64 to) {
         while (to) out[n++] = make_mv(from, pop_lsb(to), MF_NORMAL);
     }
+    PC_HD void slider(int from, u64 to) { piece(from, to); }
     // `delta` is to - from for every target of this set.
     PC_HD void pawns(u64 to, int delta, int flag) {
         while (to) {
@@ -128,19 +133,19 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
     // inside pin_hv, a diagonal pin only diagonal moves inside pin_d.
     for (u64 p = diag & us & ~pinned; p;) {
         int s = pop_lsb(p);
-        sink.piece(s, bishop_att(s, occ) & target);
+        sink.slider(s, bishop_att(s, occ) & target);
     }
     for (u64 p = diag & us & pin_d; p;) {
         int s = pop_lsb(p);
-        sink.piece(s, bishop_att(s, occ) & target & pin_d);
+        sink.slider(s, bishop_att(s, occ) & target & pin_d);
     }
     for (u64 p = orth & us & ~pinned; p;) {
         int s = pop_lsb(p);
-        sink.piece(s, rook_att(s, occ) & target);
+        sink.slider(s, rook_att(s, occ) & target);
     }
     for (u64 p = orth & us & pin_hv; p;) {
         int s = pop_lsb(p);
-        sink.piece(s, rook_att(s, occ) & target & pin_hv);
+        sink.slider(s, rook_att(s, occ) & target & pin_hv);
     }
 
     // Pawns. Pushes: not by diagonally pinned pawns; a file-pinned pawn stays inside pin_hv.

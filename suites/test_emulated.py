@@ -8,9 +8,11 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 import perft_core
 from oracle import tables
+from oracle.strategies import random_walk_fens
 from perft_core.gpu.arena import DeviceOutOfMemory, FaultPlan
 from perft_core.gpu.driver import BfsDriver
 from perft_core.gpu.kernels import EmulatedKernels
@@ -39,6 +41,17 @@ def test_emulated_perft_matches_tables(suite):
 def test_emulated_divide_matches_cpu(fen, depth):
     drv = BfsDriver(EmulatedKernels(), memory_bytes=16 << 20)
     assert drv.divide(perft_core.Position.from_fen(fen), depth) == perft_core.divide(fen, depth)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fen=random_walk_fens(chess960=None, max_plies=60))
+def test_fused_leaf_quiet_moves_match_cpu_perft_on_random_walks(fen):
+    """The fused leaf counts each quiet move of a child as the child's base count (kernels/pc_quiet.h);
+    the CPU perft makes and counts every move. Depth 3 is one fused-leaf call on the whole tree."""
+    pos = perft_core.Position.from_fen(fen, chess960=None)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=8 << 20)
+    assert drv.perft(pos, 3) == perft_core.perft(pos, 3)
+    assert drv.stats.gpu_depth == 3 and drv.stats.launch_depth == 0
 
 
 def test_backend_option_routes_to_emulated_driver():
