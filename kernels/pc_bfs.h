@@ -65,6 +65,7 @@ struct PerftSink {
         }
     }
     PC_HD void one(int from, int to, int flag) { visit(from, to, flag); }
+    PC_HD void pins(u64) {}
 };
 
 // The fused two-level leaf, streaming: generate the child's moves into a PerftSink.

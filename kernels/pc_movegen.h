@@ -24,6 +24,7 @@ struct CountSink {
     PC_HD void pawns(u64 to, int, int) { n += popcnt(to); }
     PC_HD void promos(u64 to, int) { n += 4 * popcnt(to); }
     PC_HD void one(int, int, int) { n += 1; }
+    PC_HD void pins(u64) {}
 };
 
 // Writes moves to a caller-provided array of at least PC_MAX_MOVES entries.
@@ -49,6 +50,7 @@ struct ListSink {
         }
     }
     PC_HD void one(int from, int to, int flag) { out[n++] = make_mv(from, to, flag); }
+    PC_HD void pins(u64) {}
 };
 
 template <int Us, class Sink>
@@ -77,6 +79,8 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
             else pin_d |= ray | bit(s);
         }
     }
+
+    sink.pins(pin_hv | pin_d);
 
     // Castling needs: the right, no check, and the squares between king, rook and their
     // destinations empty; the attacks on the king's path are tested below.
