@@ -6,7 +6,9 @@
 The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
 its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
 issue's positions, without tables (startpos 9, Kiwipete 7, CPW 3 d10, CPW 4 d8, CPW 5 d8, CPW 6 d8)
-and with them (the same and startpos 10).
+and with them (the same and startpos 10); ``--walks N`` adds N positions nobody tuned on: random
+games from the start position (python-chess, ``--seed``), each at the depth whose extrapolated
+count (perft_core.estimate.extrapolate of CPU counts to depth 4) is nearest 3e11 nodes.
 
 Ours: one process counts every row (BfsDriver without tables, then TTBfsDriver), each after a
 warm-up count at depth - 1; with tables every timed count starts cold (new device tables, empty
@@ -24,6 +26,7 @@ from __future__ import annotations
 import importlib.util
 import argparse
 import json
+import math
 import os
 import re
 import statistics
@@ -54,6 +57,36 @@ TARGET = {False: 1.2, True: 1.0}
 PEER_LINE = re.compile(r"Perft\s*\(\s*(\d+)\s*\)\s*:\s*([\d,]+)\s*,\s*time\s*:\s*([\d.eE+-]+)\s*s")
 
 
+WALK_NODES = 3e11  # a walk row's count: about a second of ours without tables
+
+
+def walk_rows(n: int, seed: int) -> list[tuple[str, str, int]]:
+    """``n`` rows (name, FEN, depth) from random games: 8-60 plies of uniformly random legal moves from the
+    start position (``random.Random(seed)``), games that ended skipped; depth from the extrapolated count."""
+    import random
+
+    import chess
+
+    import perft_core
+    from perft_core.estimate import extrapolate
+
+    rng, rows = random.Random(seed), []
+    while len(rows) < n:
+        b = chess.Board()
+        for _ in range(rng.randrange(8, 61)):
+            moves = list(b.legal_moves)
+            if not moves:
+                break
+            b.push(rng.choice(moves))
+        if b.is_game_over():
+            continue
+        pos = perft_core.Position.from_fen(b.fen())
+        measured = [perft_core.perft(pos, d) for d in range(1, 5)]
+        depth = min(range(5, 13), key=lambda d: abs(math.log(extrapolate(measured, d) / WALK_NODES)))
+        rows.append((f"walk {seed}.{len(rows) + 1} d{depth}", b.fen(), depth))
+    return rows
+
+
 def published_count(fen: str, depth: int) -> int | None:
     if (fen, depth) in KNOWN:
         return KNOWN[(fen, depth)]
@@ -64,8 +97,8 @@ def published_count(fen: str, depth: int) -> int | None:
         return None
 
 
-def ours(runs: int, only: set[str] | None, tables: str = "both") -> list[dict]:
-    """Runs inside the worker process: every row of ours, no-TT then TT."""
+def ours(runs: int, only: set[str] | None, tables: str = "both", walks: list | None = None) -> list[dict]:
+    """Runs inside the worker process: every row of ours (and the walk rows), no-TT then TT."""
     import cupy
 
     import perft_core
@@ -76,7 +109,8 @@ def ours(runs: int, only: set[str] | None, tables: str = "both") -> list[dict]:
     k = CupyKernels()
     print(f"our kernels: {k.build} ({k.build_reason})", file=sys.stderr, flush=True)
     out = []
-    for tt, rows in ((False, ROWS), (True, TT_ROWS)):
+    walks = [tuple(w) for w in walks or []]
+    for tt, rows in ((False, ROWS + walks), (True, TT_ROWS + walks)):
         if tables != "both" and tt != (tables == "yes"):
             continue
         drv = TTBfsDriver(k) if tt else BfsDriver(k)
@@ -133,16 +167,22 @@ def main() -> int:
     ap.add_argument("--tables", choices=("both", "no", "yes"), default="both",
                     help="rows without tables, with them, or both (default)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds one peer process may take")
+    ap.add_argument("--walks", type=int, default=0, help="add this many random-game positions (see above)")
+    ap.add_argument("--seed", type=int, default=1, help="the random games' seed")
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--worker", type=json.loads, help=argparse.SUPPRESS)  # the walk rows
     args = ap.parse_args()
     only = set(args.only) if args.only else None
-    if args.worker:
-        print(json.dumps(ours(args.runs, only, args.tables)))
+    if args.worker is not None:
+        print(json.dumps(ours(args.runs, only, args.tables, args.worker)))
         return 0
 
     t0 = time.perf_counter()
-    cmd = [sys.executable, __file__, "--worker", "--runs", str(args.runs), "--tables", args.tables] + (["--only", *args.only] if only else [])
+    walks = walk_rows(args.walks, args.seed) if args.walks else []
+    if only:
+        only |= {name for name, _fen, _depth in walks}
+    cmd = [sys.executable, __file__, "--worker", json.dumps(walks), "--runs", str(args.runs), "--tables",
+           args.tables] + (["--only", *only] if only else [])
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         print(f"bench_vs_peer: our worker failed (exit {proc.returncode})", file=sys.stderr)

@@ -9,7 +9,8 @@
 #   gate      ci/perf_gate.py timing (against the committed baseline: new workloads say "no
 #             baseline"), timing --update (writes ci/baselines/<gpu>.json, copied to $OUT), timing
 #             twice (must PASS), timing --slow 5 (a planted 5 % kernel slowdown: must FAIL)
-#   peer      ci/bench_vs_peer.py (needs .peer/perft_gpu; about 3 min: run it in a call of its own)
+#   peer      ci/bench_vs_peer.py --walks 4 (needs .peer/perft_gpu; the issue's rows and four random
+#             games; about 4 min)
 #   runner    bash ci/gpu-runner.sh -q (what a GPU CI runner does: GPU suites, static and timing gates
 #             against the committed baseline; must PASS); name it several times for reruns on one
 #             machine (issue 12: five in a row, on two machines at least)
@@ -62,7 +63,7 @@ print("precompiled kernels:", found[0] if isinstance(found, tuple) else "none: "
         run gate-rerun-2 0 python3 ci/perf_gate.py timing
         run gate-slow-5 1 python3 ci/perf_gate.py timing --slow 5
         ;;
-    peer) run bench-vs-peer 0 python3 ci/bench_vs_peer.py --json "$out/bench_vs_peer.json" ;;
+    peer) run bench-vs-peer 0 python3 ci/bench_vs_peer.py --walks 4 --json "$out/bench_vs_peer.json" ;;
     runner) runs=$((runs + 1)); run "runner-$runs" 0 bash ci/gpu-runner.sh -q ;;
     deep) run bench-deep 0 python3 ci/bench_deep.py --out "$out/deep" scaling --depth 11 --gpus 1
           cp "$out/deep/bench_deep_scaling.json" "$out/" 2>/dev/null; rm -rf "$out/deep" ;;

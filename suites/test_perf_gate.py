@@ -862,6 +862,28 @@ def test_bench_deep_scaling_runs_the_peer_first_and_compares(tmp_path):
     assert report["peer"]["skipped"] == "no binary there" and "peer_over_plain" not in report
 
 
+def test_bench_vs_peer_walk_rows_are_reproducible_games_at_about_the_target_count():
+    """--walks: positions nobody tuned on, the same for a seed, each at the depth whose extrapolated count
+    is nearest WALK_NODES (so no neighbouring depth is nearer)."""
+    import math
+
+    import bench_vs_peer
+    import chess
+    import perft_core
+    from perft_core.estimate import extrapolate
+
+    rows = bench_vs_peer.walk_rows(3, seed=7)
+    assert rows == bench_vs_peer.walk_rows(3, seed=7) and rows != bench_vs_peer.walk_rows(3, seed=8)
+    assert [r[0].split(" d")[0] for r in rows] == ["walk 7.1", "walk 7.2", "walk 7.3"]
+    for name, fen, depth in rows:
+        board = chess.Board(fen)
+        assert board.is_valid() and not board.is_game_over() and board.fen() != chess.STARTING_FEN
+        assert name.endswith(f" d{depth}") and 5 <= depth <= 12
+        measured = [perft_core.perft(perft_core.Position.from_fen(fen), d) for d in range(1, 5)]
+        off = {d: abs(math.log(extrapolate(measured, d) / bench_vs_peer.WALK_NODES)) for d in range(5, 13)}
+        assert off[depth] == min(off.values())
+
+
 def test_bench_vs_peer_rows_and_their_published_counts():
     import bench_vs_peer
 
