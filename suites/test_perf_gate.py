@@ -288,6 +288,49 @@ def test_a_noisy_baseline_widens_only_its_own_tolerance():
     assert hand.tolerance_for(0.03) == 0.04  # a hand-set value wins over the spread
 
 
+def _short_and_long_baseline():
+    """cpw3-10-tt's recorded runs on the H200 (session 9: 0.037 s a count, 94 % kernel time) and a 0.25 s one."""
+    wall = (0.036793, 0.036712, 0.03685, 0.037139, 0.036621, 0.036899, 0.036702)
+    kern = tuple(t * 0.9366 for t in wall)
+    ms = [Measurement("short", 1000, wall, repeat=4, kernel=kern),
+          Measurement("long", 1000, (0.2538, 0.2537, 0.2539), kernel=(0.2528, 0.2527, 0.2529))]
+    ws = [Workload(name, KIWIPETE, 3, 1000) for name in ("short", "long")]
+    return timing.Baseline.from_json(timing.updated_baseline(None, ms, ws, GPU, "abc").to_json())
+
+
+def test_a_short_workload_is_judged_on_kernel_time_a_long_one_on_wall_time():
+    """Session 9's rerun of unchanged code: the 0.037 s workload came out +5.6 % in wall time but +0.8 % in
+    kernel time; judged on kernel time it passes, and a 5 % slower kernel still fails it. A 0.25 s workload
+    stays judged on wall time: +5 % wall fails it even with unchanged kernel time."""
+    b = _short_and_long_baseline()
+    short, long_ = b.workloads["short"], b.workloads["long"]
+    assert short.on_kernel and not long_.on_kernel and len(short.kernel_times_s) == 7
+
+    def run(name, wall, kernel):
+        base = b.workloads[name]
+        return Measurement(name, 1000, tuple(t * wall for t in base.times_s),
+                           kernel=tuple(t * kernel for t in base.kernel_times_s))
+
+    rerun = {c.workload: c for c in timing.compare([run("short", 1.056, 1.008), run("long", 1.002, 1.0)], b)}
+    assert rerun["short"].ratio > 1.05 and rerun["short"].judged_ratio == pytest.approx(1.008)
+    assert not any(c.failed for c in rerun.values())
+    slowed = {c.workload: c.verdict for c in timing.compare([run("short", 1.02, 1.05), run("long", 1.05, 1.0)], b)}
+    assert slowed == {"short": "SLOWER", "long": "SLOWER"}
+    table = timing.render(list(rerun.values()))
+    assert "| kernel " in table and "| wall " in table
+    lines = timing.summary(timing.compare([run("short", 1.02, 1.05)], b), Path("x.json"))
+    assert lines[0].startswith("FAIL short: kernel time")
+
+
+def test_a_baseline_without_kernel_runs_judges_short_workloads_on_wall_time():
+    """Baselines written before kernel_times_s existed keep their meaning."""
+    e = timing.BaselineEntry(1000, 0.037, 7, 0.0366, 0.0372, (0.0366, 0.037, 0.0372), kernel_median_s=0.0345)
+    b = timing.Baseline("G", {"short": e})
+    assert not e.on_kernel
+    c = timing.compare_one(Measurement("short", 1000, (0.039,), kernel=(0.0345,)), b)
+    assert not c.on_kernel and c.verdict == "SLOWER"
+
+
 def test_gate_measures_with_the_baselines_repeat():
     seen = []
 
