@@ -46,12 +46,12 @@ struct QuietInfo {
 
 // Counts Us's moves, collects our sliders' target squares and our pins' lines.
 struct QuietBaseSink : CountSink {
-    u64 rays = 0, pins_ = 0;
+    u64 rays = 0, pin_lines = 0;
     PC_HD void slider(int, u64 to) {
         n += popcnt(to);
         rays |= to;
     }
-    PC_HD void pins(u64 p) { pins_ = p; }
+    PC_HD void pins(u64 p) { pin_lines = p; }
 };
 
 // The squares of Them's pieces whose leaving would pin one of ours: each stands between our king
@@ -84,7 +84,7 @@ PC_HD void quiet_info(const Board& c, const CastleInfo& ci, QuietInfo& q) {
     const int ksq = lsb(kings_of(c) & us);
     const u64 pw = pawns_of(c) & us, one = shift_up<Us>(pw);
     u64 s = us | base.rays | one | shift_up<Us>(one & (Us == WHITE ? PC_RANK_3 : PC_RANK_6)) | shift_up_a<Us>(pw) |
-            shift_up_h<Us>(pw) | base.pins_;
+            shift_up_h<Us>(pw) | base.pin_lines;
     q.orth = q.diag = 0;
     if (t_orth) {
         const u64 r1 = rook_att(ksq, occ);
