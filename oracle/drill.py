@@ -12,10 +12,14 @@ Algorithm (:func:`drill`), with a reference that has a divide (our cpu or gpu ba
 3. descend into the child that differs, the largest absolute difference first when several do
    (the reference's count of it is first re-counted under a second Zobrist key seed when the
    reference has one: ``CoreEngine(tt=True, verify_seed=S)``), with ``d - 1`` plies;
-4. stop when one ply is left (the engine's count is then its number of moves: ``"move_count"``),
-   or when no child differs although the node does (``"tree_walk"``: the engine's count of the
-   node is not the sum of its own counts of the children, so its tree walk is wrong, not its move
-   generation here).
+4. stop when one ply is left, or when no child differs although the node does, and turn the node
+   into a hypothesis test (:func:`oracle.explain.explain`): the engine counts the node and its
+   children at more depths, and move-list hypotheses (missing, extra, twice-generated moves) and
+   state hypotheses (a child's FEN with castling rights, en passant square or halfmove clock
+   changed) are kept only where they predict the node's local surplus exactly at every depth.
+   The verdict is ``"moves"``, ``"count"`` or ``"state"`` when one hypothesis fits, ``"candidates"``
+   when several do or the move count at 1 ply is wrong and none does, and ``"tree_walk"`` only when
+   the move count is right and none fits.
 
 At the bottom the independent judge (python-chess, code that shares nothing with our backends)
 counts the final position when that is cheap (at most ``judge_max_nodes`` nodes) and lists its
@@ -23,8 +27,10 @@ legal moves; ``Localization.judged`` says which engine judged what and ``confirm
 judge agrees with the reference there.
 
 Cost: the engine is called once for the root and at most once per child per level
-(``engine_calls``); its work per level is at most the node's own count, so the whole drill costs
-the engine at most about twice the root's count plus a start-up per call. The reference counts one divide per level (the GPU
+(``engine_calls``); its work per level is at most the node's own count, so the walk costs the
+engine at most about twice the root's count plus a start-up per call; the probes at the last node
+cost about its count again, deeper probes only within ``budget_nodes`` (half the root's count, at
+least 200,000 nodes). The reference counts one divide per level (the GPU
 backend keeps one driver for the whole walk).
 """
 from __future__ import annotations
@@ -32,9 +38,13 @@ from __future__ import annotations
 import time
 
 from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_of
+from oracle.explain import Explanation, OutOfTime, explain
 from oracle.localize import Level, Localization, canonical_divide, localize
 
 __all__ = ["DEFAULT_JUDGE_MAX_NODES", "drill", "locate"]
+
+#: The last node is probed deeper while hypotheses tie, up to half the root's count or this many nodes.
+PROBE_BUDGET_MIN = 200_000
 
 #: python-chess (~1 M nodes/s) confirms the final position when its count is at most this many nodes.
 DEFAULT_JUDGE_MAX_NODES = 5_000_000
@@ -126,10 +136,8 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
             level.seconds = time.monotonic() - level_start
             return finish("gave_up")
         if d == 1:
-            level.seconds = time.monotonic() - level_start
-            result.legal = sorted(ref)
-            _judge(result, judge, board, d, ref_total, judge_max_nodes)
-            return finish("move_count")
+            return _explain_node(result, engine, judge, board, position, {}, level, level_start, start,
+                                 max_seconds, judge_max_nodes, finish)
         # largest subtrees first (a wrong count is likelier where there are more nodes); stop as
         # soon as the children that differ explain the node's whole difference
         children: dict[str, str] = {m: position.push(m).fen() for m in sorted(ref, key=lambda m: (-ref[m], m))}
@@ -147,9 +155,8 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
         if len(level.engine) == len(children):
             level.engine_sum = sum(level.engine.values())
         if not differ:
-            level.seconds = time.monotonic() - level_start
-            _judge(result, judge, board, d, ref_total, judge_max_nodes)
-            return finish("tree_walk")
+            return _explain_node(result, engine, judge, board, position, children, level, level_start, start,
+                                 max_seconds, judge_max_nodes, finish)
         move = min(differ, key=lambda m: (-abs(level.engine[m] - ref[m]), m))  # the largest difference
         level.mismatch = move
         recount = getattr(reference, "recount", None)
@@ -180,6 +187,95 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
         level = Level(path=list(path), fen=node_fen, depth=d, engine={}, reference=ref,
                       engine_total=engine_total, reference_total=ref_total)
         result.levels.append(level)
+
+
+def _explain_node(result: Localization, engine: Engine, judge: Engine, board, position, children: dict[str, str],
+                  level: Level, level_start: float, start: float, max_seconds: float | None, judge_max_nodes: int,
+                  finish) -> Localization:
+    """The walk ends at ``level``'s node: every legal child agrees, or one ply is left. Test the
+    move-list and state hypotheses there (:func:`oracle.explain.explain`) and record the verdict,
+    its evidence and the judge's check."""
+    d = level.depth
+    if not children:
+        children = {m: position.push(m).fen() for m in sorted(level.reference)}
+    deadline = None if max_seconds is None else start + max_seconds
+    try:
+        found = explain(engine, board, children, d, level.engine_total, dict(level.engine), deadline=deadline,
+                        budget_nodes=max(result.levels[0].engine_total // 2, PROBE_BUDGET_MIN))
+    except OutOfTime:
+        return finish("gave_up")
+    finally:
+        level.seconds = time.monotonic() - level_start
+    level.engine_calls += found.engine_calls
+    result.legal = sorted(level.reference)
+    _record(result, found, board)
+    _judge(result, judge, board, d, level.reference_total, judge_max_nodes)
+    return finish(found.kind)
+
+
+def _record(result: Localization, found: Explanation, board) -> None:
+    """Copy an explanation's verdict and evidence into ``result``, with what is proven and what is
+    a hypothesis said apart, and python-chess's word on the moves named."""
+    ks = sorted(found.node)
+    d = result.levels[-1].depth
+    proven = [f"at depth{'s' if len(ks) > 1 else ''} {ks[0]}..{ks[-1]} the engine's count of this node minus its "
+              f"counts of the {len(result.legal)} legal children (each from its own FEN) is "
+              + ", ".join(f"{found.surplus[k]:+d}" for k in ks) + " (the node's local surplus)"]
+    if found.surplus[1]:
+        proven.append(f"its move list here is wrong: it counts {found.node[1]} moves at 1 ply; there are "
+                      f"{len(result.legal)} legal moves")
+    else:
+        proven.append(f"it counts the {found.node[1]} legal moves at 1 ply: the move count here is right")
+    hypothesis = []
+    fits = found.fits
+    if found.kind in ("moves", "count", "state"):
+        (combo,) = fits
+        what = "; ".join(h.text() for h in combo)
+        proven.append(f"the hypothesis '{what}' predicts the surplus exactly at every depth probed, from the "
+                      f"engine's own counts")
+        hypothesis.append(f"{what}: the only one of the {found.tested} hypotheses tested that fits; that it is "
+                          f"the engine's bug is inferred from the counts, not observed")
+        for h in combo:
+            if h.kind == "missing":
+                result.missing += list(h.moves)
+            elif h.kind == "extra":
+                result.extra += list(h.moves)
+            elif h.kind == "twice":
+                result.wrong.update({m: [2, 1] for m in h.moves})
+            else:
+                result.state = {"moves": list(h.moves), "fens": list(h.fens), **h.state}
+        result.missing.sort()
+        result.extra.sort()
+        _confirm_moves(result, board)
+    elif found.kind == "candidates":
+        result.candidates = [{"text": "; ".join(h.text() for h in combo), "kind": "+".join(h.kind for h in combo),
+                              "moves": [m for h in combo for m in h.moves], "unchecked_depths": unknown}
+                             for combo, unknown in zip(fits, found.unknown)]
+        if fits:
+            hypothesis.append(f"{len(fits)} of the {found.tested} hypotheses tested fit the counts; they cannot "
+                              f"decide between them")
+        else:
+            hypothesis.append(f"none of the {found.tested} hypotheses tested (missing, extra, twice-generated "
+                              f"moves, one by one, by class and in pairs) fits the deeper counts")
+    else:
+        hypothesis.append(f"none of the {found.tested} move-list and state hypotheses tested fits the counts")
+    result.evidence = {"depths": [{"depth": k, "node": found.node[k], "children": found.children[k],
+                                   "surplus": found.surplus[k]} for k in ks],
+                       "tested": found.tested, "engine_calls": found.engine_calls,
+                       "seconds": round(found.seconds, 6), "plies_left": d,
+                       "proven": proven, "hypothesis": hypothesis}
+    result.judged.append(f"{result.engine} counted this node at depths {ks[0]}..{ks[-1]} and every legal child "
+                         f"from its FEN one ply less ({found.engine_calls} calls, {found.seconds:.2f} s); the "
+                         f"hypotheses were judged on those counts alone")
+
+
+def _confirm_moves(result: Localization, board) -> None:
+    """python-chess, independently of our generator: the named missing moves are legal and the
+    named extra moves are not."""
+    legal = {board.uci(m) for m in board.legal_moves}
+    ok = all(m in legal for m in result.missing + list(result.wrong)) and not any(m in legal for m in result.extra)
+    result.judged.append("python-chess confirms the named moves: missing and twice-counted ones legal, extra ones "
+                         "not legal" if ok else "python-chess does NOT confirm the named moves' legality")
 
 
 def _judge(result: Localization, judge: Engine, board, depth: int, ref_total: int, max_nodes: int) -> None:

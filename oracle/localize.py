@@ -40,11 +40,17 @@ from oracle.engines import Engine, EngineError, board_from, check_depth, fen_of
 
 __all__ = ["Level", "Localization", "canonical_divide", "localize"]
 
-KINDS = ("agree", "moves", "count", "inconsistent", "gave_up", "move_count", "tree_walk")
+#: Every verdict, for every protocol (text, ``--json`` and the HTML report).
+KINDS = ("agree", "moves", "candidates", "count", "state", "inconsistent", "tree_walk", "gave_up")
 
-#: What :meth:`Localization.describe` says when a total-only engine's node differs but every child agrees.
-TREE_WALK = ("the engine's count of this node differs from the sum of its own counts of the children: "
-             "its tree walk, not its move generation here, is wrong")
+#: The ``--json`` schema: ``schema`` names it, ``schema_version`` changes when a field's meaning does
+#: (docs/localization-schema.md).
+SCHEMA, SCHEMA_VERSION = "perft-oracle/localization", 2
+
+#: What :meth:`Localization.describe` says when no move-list or state hypothesis explains a node.
+TREE_WALK = ("the engine walks its tree wrongly or carries state from a move into its children: its move "
+             "list here is right (the count at 1 ply agrees) and no tested move-list or state hypothesis "
+             "explains the counts")
 
 
 @dataclass
@@ -75,18 +81,24 @@ class Level:
 class Localization:
     """Where an engine and a reference disagree (the result of :func:`localize`).
 
-    ``kind``: ``"agree"`` (no disagreement), ``"moves"`` (the engine's move list at ``fen`` has
-    ``missing`` / ``extra`` moves), ``"count"`` (same moves, but at one ply the engine counts a move
-    other than once: see ``wrong``), ``"inconsistent"`` (the engine's count for the last move of
-    ``path`` at its parent differs from its own divide at ``fen``, which agrees with the reference),
-    ``"gave_up"`` (``max_seconds`` ran out; ``levels`` hold what was seen); for total-only engines
-    also ``"move_count"`` (at one ply left the engine counts another number of moves than there are
-    legal moves: ``legal`` lists them) and ``"tree_walk"`` (every child, counted from its own FEN,
-    agrees, but the engine's count of the node does not: :data:`TREE_WALK`).
+    ``kind`` (one of :data:`KINDS`): ``"agree"`` (no disagreement), ``"moves"`` (the engine's move
+    list at ``fen`` has ``missing`` / ``extra`` moves), ``"candidates"`` (the move list at ``fen``
+    is wrong or a hypothesis fits, but the counts cannot decide which: ``candidates``, ranked),
+    ``"count"`` (same moves, but the engine counts a move other than once: see ``wrong``),
+    ``"state"`` (the make of a move carries wrong state into its child: ``state``),
+    ``"inconsistent"`` (the engine's count for the last move of ``path`` at its parent differs from
+    its own divide at ``fen``, which agrees with the reference), ``"tree_walk"`` (total-only
+    engines: every child agrees, the move count at 1 ply agrees and no hypothesis fits:
+    :data:`TREE_WALK`), ``"gave_up"`` (``max_seconds`` ran out; ``levels`` hold what was seen).
+    For total-only engines the verdict at the final node comes from :func:`oracle.explain.explain`:
+    ``evidence`` holds its probes (``depths``: per k the engine's count of the node, the sum of its
+    counts of the children from their FENs and the local surplus), ``proven`` and ``hypothesis``
+    its sentences; ``candidates`` are dicts ``{"text", "kind", "moves", "unchecked_depths"}``;
+    ``state`` is ``{"moves", "as_if", "fen_has", "blame", "fens"}``.
     ``method``: ``"divide"`` (:func:`localize`) or ``"children"`` (:func:`oracle.drill.drill`);
     ``engine_calls``: runs of the engine; ``judged``: who judged what, one sentence each;
     ``confirmed``: whether the independent judge (python-chess) agrees with the reference at ``fen``
-    (None when it was not asked); ``legal``: the legal moves at ``fen`` (``"move_count"``).
+    (None when it was not asked); ``legal``: the legal moves at ``fen`` (total-only engines).
     ``path``: canonical UCI moves from the root to ``fen``; ``depth_left``: plies counted at ``fen``;
     ``wrong``: ``{move: [engine nodes, reference nodes]}`` at ``fen``; ``seconds``: wall time.
     """
@@ -110,6 +122,9 @@ class Localization:
     judged: list[str] = field(default_factory=list)
     confirmed: bool | None = None
     legal: list[str] = field(default_factory=list)
+    candidates: list[dict] = field(default_factory=list)
+    state: dict = field(default_factory=dict)
+    evidence: dict = field(default_factory=dict)
 
     @property
     def agree(self) -> bool:
@@ -124,15 +139,29 @@ class Localization:
         return self
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict (every field, levels included)."""
-        return asdict(self)
+        """A JSON-ready dict: ``schema`` and ``schema_version`` (:data:`SCHEMA_VERSION`), then every
+        field, levels included (docs/localization-schema.md)."""
+        return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION} | asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> "Localization":
         """Inverse of :meth:`to_dict`."""
-        data = dict(data)
+        data = {k: v for k, v in data.items() if k not in ("schema", "schema_version")}
         data["levels"] = [Level(**level) for level in data.get("levels", [])]
         return cls(**data)
+
+    def summary(self) -> str:
+        """A few words for the verdict (a report's failure list)."""
+        if self.kind == "moves":
+            return "missing " + (" ".join(self.missing) or "-") + ", extra " + (" ".join(self.extra) or "-")
+        if self.kind == "count":
+            return "counted other than once: " + " ".join(sorted(self.wrong))
+        if self.kind == "state":
+            return f"make of {' '.join(self.state.get('moves', []))} carries wrong state ({self.state.get('as_if')})"
+        if self.kind == "candidates":
+            return f"{len(self.candidates)} candidate explanations" if self.candidates else "move list wrong, not named"
+        return {"tree_walk": "tree walk wrong (move list right, no hypothesis fits)", "inconsistent": "inconsistent counts",
+                "gave_up": "not localized in time", "agree": "agree"}.get(self.kind, self.kind)
 
     def describe(self) -> str:
         """A few lines for a person: where, which moves, and the counts on the way down."""
@@ -156,20 +185,33 @@ class Localization:
                     f"  inconsistent engine: at the parent it counts {parent.engine.get(last)} nodes below {last} "
                     f"(reference {parent.reference.get(last)}), but its divide after {last} "
                     f"adds up to {self.levels[-1].engine_total}, as the reference does")
-        elif self.kind == "move_count":
-            level = self.levels[-1]
-            lines.append(f"  the engine counts {level.engine_total} moves here; there are {level.reference_total} legal moves:")
+        elif self.kind == "state":
+            for fen in self.state.get("fens", [])[:1]:
+                lines.append(f"  state:   {' '.join(self.state['moves'])}: counted as if {fen}")
+        elif self.kind == "candidates":
+            if self.candidates:
+                lines.append("  the counts cannot decide between these hypotheses (most likely first):")
+                for i, cand in enumerate(self.candidates, 1):
+                    unchecked = cand.get("unchecked_depths") or []
+                    note = f"   [not checked at depth {', '.join(map(str, unchecked))}]" if unchecked else ""
+                    lines.append(f"    {i}. {cand['text']}{note}")
             lines.append("  legal:   " + (" ".join(self.legal) or "(none)"))
         elif self.kind == "tree_walk":
-            level = self.levels[-1]
             lines.append(f"  {TREE_WALK}")
-            lines.append(f"  the engine's count of this node: {level.engine_total}; the sum of its counts of the "
-                         f"children: {level.engine_sum} (reference {level.reference_total})")
         elif self.kind == "gave_up":
             lines.append(f"  gave up after {self.seconds:.1f} s (max_seconds)")
         if self.reproduces_from_fen is False:
             lines.append("  note: the engine gets this position right from the FEN alone; the bug needs the "
                          "moves from the root (state carried wrongly by make-move)")
+        for sentence in self.evidence.get("proven", []):
+            lines.append(f"  proven:  {sentence}")
+        for sentence in self.evidence.get("hypothesis", []):
+            lines.append(f"  hypothesis: {sentence}")
+        if self.evidence.get("depths"):
+            lines.append("  probes at this node (engine's counts; surplus = node - sum of children from their FENs):")
+            for row in self.evidence["depths"]:
+                lines.append(f"    depth {row['depth']}: node {row['node']}, children {row['children']}, "
+                             f"surplus {row['surplus']:+d}")
         lines.append("  counts on the way down (engine / reference):")
         for level in self.levels:
             move = level.mismatch

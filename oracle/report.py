@@ -367,16 +367,8 @@ def _index_cell(s: SuiteSummary | None) -> str:
 
 
 def _verdict(loc) -> str:
-    """A few words for a localization's kind (the index's failure list)."""
-    if loc.kind == "moves":
-        return ("missing " + (" ".join(loc.missing) or "-") + ", extra " + (" ".join(loc.extra) or "-"))
-    if loc.kind == "count":
-        return "moves counted twice: " + " ".join(sorted(loc.wrong))
-    if loc.kind == "move_count" and loc.levels:
-        return f"{loc.levels[-1].engine_total} moves counted, {loc.levels[-1].reference_total} legal"
-    if loc.kind == "tree_walk":
-        return "tree walk wrong (every child agrees, the node does not)"
-    return {"inconsistent": "inconsistent counts", "gave_up": "not localized in time"}.get(loc.kind, loc.kind)
+    """A few words for a localization's verdict (the index's failure list)."""
+    return loc.summary()
 
 
 def render_index(reports: list[tuple[Path, RunResult]]) -> str:

@@ -29,7 +29,8 @@ class Broken(PythonChessEngine):
 class TotalOnlyFake(TotalOnlyEngine):
     """An in-process total-only engine (no divide) with a planted bug: a bug of ``broken.BUGS``
     (move generation), or ``"walk"`` (tree walk: with 4 or more plies to go at the root of its
-    own walk it leaves out its last root move's subtree), as fake_engines/total_only.py does."""
+    own walk it leaves out its last root move's subtree), or a state bug of ``broken.STATE_BUGS``
+    (make or unmake leaves wrong state), as fake_engines/total_only.py does."""
 
     def __init__(self, bug: str = "good"):
         self.bug = bug
@@ -39,7 +40,7 @@ class TotalOnlyFake(TotalOnlyEngine):
 
     def _perft(self, fen, depth):
         self.calls += 1
-        board = board_from(fen)
+        board = broken.board_literal(fen)
         if self.bug == "walk" and depth >= 4:
             nodes = 0
             for move in self.generate(board)[:-1]:
@@ -47,4 +48,4 @@ class TotalOnlyFake(TotalOnlyEngine):
                 nodes += broken.perft(board, depth - 1, self.generate)
                 board.pop()
             return nodes
-        return broken.perft(board, depth, self.generate)
+        return broken.perft(board, depth, self.generate, state=self.bug)

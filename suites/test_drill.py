@@ -49,14 +49,15 @@ def test_good_engine_agrees():
     assert engine.calls == 1 and loc.engine_calls == 1  # agreement costs one call
 
 
-def test_move_generation_bug_at_depth_4_ends_in_a_move_count():
+def test_move_generation_bug_at_depth_4_names_the_missing_move():
     engine = TotalOnlyFake("no-ep")
     loc = drill(engine, CoreEngine("cpu"), SMALL, 4)
-    assert loc.kind == "move_count" and loc.depth_left == 1 and len(loc.path) == 3
+    assert loc.kind == "moves" and loc.depth_left == 1 and len(loc.path) == 3
     board = check_path(loc)
     legal = sorted(board.uci(m) for m in board.legal_moves)
     assert loc.legal == legal
     assert any(board.is_en_passant(m) for m in board.legal_moves)  # the planted bug's move is here
+    assert loc.missing == [board.uci(m) for m in board.legal_moves if board.is_en_passant(m)] and loc.extra == []
     assert len(broken.no_en_passant(board)) == loc.levels[-1].engine_total != len(legal) == loc.levels[-1].reference_total
     for level in loc.levels[:-1]:  # on the way down: the child descended into really differs
         child = board_from(level.fen)
@@ -64,8 +65,8 @@ def test_move_generation_bug_at_depth_4_ends_in_a_move_count():
         assert level.reference[level.mismatch] == pychess_perft(fen_of(child), level.depth - 1)
         assert level.engine[level.mismatch] != level.reference[level.mismatch]
     assert loc.confirmed is True and any("python-chess" in s for s in loc.judged)
-    # one engine call for the root, one per child at each level above the last
-    assert loc.engine_calls == 1 + sum(len(level.engine) for level in loc.levels)
+    # one engine call for the root, one per child at each level above the last, then the probes
+    assert loc.engine_calls == 1 + sum(len(level.engine) for level in loc.levels) + loc.evidence["engine_calls"]
 
 
 def test_children_stop_once_the_difference_is_explained():
@@ -79,9 +80,10 @@ def test_children_stop_once_the_difference_is_explained():
 
 def test_illegal_king_step_from_the_start_position():
     loc = drill(TotalOnlyFake("illegal-king-step"), CoreEngine("cpu"), START, 4)
-    assert loc.kind == "move_count"
+    assert loc.kind == "moves"
     board = check_path(loc)
     assert len(broken.illegal_king_step(board)) == len(list(board.legal_moves)) + 1
+    assert loc.extra == [board.uci(m) for m in broken.illegal_king_step(board) if not board.is_legal(m)]
 
 
 def test_tree_walk_bug_children_agree_node_differs():
@@ -122,7 +124,7 @@ def test_largest_difference_first():
 def test_reference_recount_with_a_second_seed(backend):
     reference = CoreEngine(backend, tt=True, verify_seed=0x1234)
     loc = drill(TotalOnlyFake("no-ep"), reference, SMALL, 4)
-    assert loc.kind == "move_count"
+    assert loc.kind == "moves"
     assert sum("re-counted" in s and "0x1234" in s for s in loc.judged) == len(loc.path)
 
 
@@ -140,7 +142,7 @@ def test_gpu_emulated_reference_keeps_one_driver():
 
     driver = get_driver("gpu-emulated")
     loc = drill(TotalOnlyFake("no-ep"), CoreEngine("gpu-emulated", tt=True), SMALL, 4)
-    assert loc.kind == "move_count"
+    assert loc.kind == "moves"
     assert get_driver("gpu-emulated") is driver
 
 
@@ -190,11 +192,11 @@ def test_perft_diff_cli_protocol_localizes_a_move_generation_bug():
                       SMALL, "4", "--json")
     assert done.returncode == 1, done.stderr
     data = json.loads(done.stdout)
-    assert data["kind"] == "move_count" and data["method"] == "children"
+    assert data["kind"] == "moves" and data["method"] == "children" and data["missing"]
     loc = Localization.from_dict({k: v for k, v in data.items() if k not in ("agree", "exit_status")})
     board = check_path(loc)
     assert len(broken.no_en_passant(board)) == data["levels"][-1]["engine_total"] != board.legal_moves.count()
-    assert data["engine_calls"] == 1 + sum(len(level["engine"]) for level in data["levels"])
+    assert data["engine_calls"] == 1 + sum(len(level["engine"]) for level in data["levels"]) + data["evidence"]["engine_calls"]
     assert all(level["seconds"] > 0 for level in data["levels"][:-1])
 
 
@@ -248,7 +250,7 @@ def test_gpu_reference_with_tables_and_a_second_seed_keeps_one_driver():
     reference = CoreEngine("gpu", tt=True, verify_seed=0x5EED)
     loc = drill(TotalOnlyFake("no-ep"), reference, SMALL, 4)
     driver = get_driver("gpu")
-    assert loc.kind == "move_count" and loc.confirmed is True
+    assert loc.kind == "moves" and loc.confirmed is True
     assert sum("re-counted" in s for s in loc.judged) == len(loc.path)
     assert drill(TotalOnlyFake("walk"), reference, CPW3, 5).kind == "tree_walk"
     assert get_driver("gpu") is driver

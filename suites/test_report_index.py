@@ -7,6 +7,7 @@ import re
 import sys
 
 from oracle import cli
+from oracle.engines import board_from
 from oracle.report import failure_anchor
 from oracle.runner import RunResult
 
@@ -26,7 +27,11 @@ def test_report_for_a_total_only_engine_and_the_index(tmp_path, capsys):
     failures = run.failures()
     assert failures and all(r.status == "fail" for r in failures)
     localized = [r.localization for r in failures if r.localization is not None]
-    assert localized and all(loc.method == "children" and loc.kind == "move_count" for loc in localized)
+    assert localized and all(loc.method == "children" and loc.kind == "moves" and loc.missing and not loc.extra
+                             for loc in localized)
+    for loc in localized:  # python-chess: what is named missing is exactly the en passant captures there
+        board = board_from(loc.fen)
+        assert loc.missing == sorted(board.uci(m) for m in board.legal_moves if board.is_en_passant(m))
     assert "--protocol cli" in run.command and run.reference == "perft_core[cpu]"
     md = (tmp_path / "python.md").read_text()
     html = (tmp_path / "python.html").read_text()

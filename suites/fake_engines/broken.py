@@ -76,6 +76,40 @@ def knight_twice(board: chess.Board) -> list[chess.Move]:
     return moves
 
 
+def ep_ignores_pins(board: chess.Board) -> list[chess.Move]:
+    """Also generates en passant captures that expose the own king (a rank or diagonal pin)."""
+    moves = list(board.legal_moves)
+    return moves + [m for m in board.generate_pseudo_legal_ep() if not board.is_legal(m)]
+
+
+def no_knight_promotion(board: chess.Board) -> list[chess.Move]:
+    """Promotes to a queen, rook or bishop, never to a knight."""
+    return [m for m in board.legal_moves if m.promotion != chess.KNIGHT]
+
+
+def king_beside_pawn(board: chess.Board) -> list[chess.Move]:
+    """Lets the king step onto squares attacked by an enemy pawn only (pawn attacks forgotten)."""
+    moves = list(board.legal_moves)
+    king = board.king(board.turn)
+    if king is None:
+        return moves
+    for move in board.generate_pseudo_legal_moves(from_mask=chess.BB_SQUARES[king]):
+        if board.is_legal(move) or board.is_castling(move):
+            continue
+        attackers = board.attackers(not board.turn, move.to_square)
+        board.push(move)
+        still = board.attackers(board.turn, move.to_square)  # attackers once the king stands there
+        board.pop()
+        if attackers and still and all(board.piece_type_at(sq) == chess.PAWN for sq in still):
+            moves.append(move)
+    return moves
+
+
+def promotion_as_push(board: chess.Board) -> list[chess.Move]:
+    """Writes a queen promotion as a plain pawn push (the pawn stays a pawn on the last rank)."""
+    return [chess.Move(m.from_square, m.to_square) if m.promotion == chess.QUEEN else m for m in board.legal_moves]
+
+
 BUGS = {
     "good": legal,
     "no-ep": no_en_passant,
@@ -84,24 +118,82 @@ BUGS = {
     "illegal-king-step": illegal_king_step,
     "no-castling-in-place": no_castling_in_place,
     "knight-twice": knight_twice,
+    "ep-ignores-pins": ep_ignores_pins,
+    "no-knight-promotion": no_knight_promotion,
+    "king-beside-pawn": king_beside_pawn,
+    "promotion-as-push": promotion_as_push,
+}
+
+
+def board_literal(fen: str) -> chess.Board:
+    """The board of ``fen`` with its castling field taken literally, as a simple engine reads it: a
+    standard right stays even where its rook is gone (python-chess drops it), so that a FEN can
+    carry the state a buggy make-move leaves."""
+    chess960 = chess.Board(fen, chess960=True).has_chess960_castling_rights()
+    board = chess.Board(fen, chess960=chess960)
+    ep = board.ep_square
+    # python-chess trusts the rights of a board with a move stack and cleans those of a fresh one:
+    # two null moves give it a stack without changing the side to move
+    board.push(chess.Move.null())
+    board.push(chess.Move.null())
+    board.ep_square = ep
+    field = fen.split()[2] if len(fen.split()) > 2 else "-"
+    for letter, square in zip("KQkq", (chess.H1, chess.A1, chess.H8, chess.A8)):
+        if letter in field and not chess960:
+            board.castling_rights |= chess.BB_SQUARES[square]
+    return board
+
+
+# State bugs: a make (push) or unmake (pop) that leaves wrong state; the move list is right.
+
+def push_no_ep(board: chess.Board, move: chess.Move) -> None:
+    """make-move never sets the en passant square after a double push."""
+    board.push(move)
+    board.ep_square = None
+
+
+def push_keeps_right_on_capture(board: chess.Board, move: chess.Move) -> None:
+    """make-move keeps a castling right when a piece moves onto (captures on) its rook's corner."""
+    kept = board.castling_rights & chess.BB_SQUARES[move.to_square]
+    board.push(move)
+    board.castling_rights |= kept
+
+
+def pop_forgets_rights(board: chess.Board, move: chess.Move) -> None:
+    """unmake of a king move forgets to restore the mover's castling rights (for its siblings)."""
+    board.pop()
+    if board.piece_type_at(move.from_square) == chess.KING:
+        board.castling_rights &= ~(chess.BB_RANK_1 if board.turn == chess.WHITE else chess.BB_RANK_8)
+
+
+#: name -> (make, unmake): ``make(board, move)`` pushes, ``unmake(board, move)`` pops.
+STATE_BUGS = {
+    "ep-not-set": (push_no_ep, None),
+    "keeps-right-on-capture": (push_keeps_right_on_capture, None),
+    "unmake-forgets-rights": (None, pop_forgets_rights),
 }
 
 #: The position and depth where the "miscount" bug adds one node: perft(MISCOUNT_FEN, 3) is off by one.
 MISCOUNT_AT = ("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq", 3)
 
 
-def perft(board: chess.Board, depth: int, gen=legal, miscount: bool = False) -> int:
-    """Perft with bulk counting through ``gen``; ``miscount`` plants the depth-3 bug (MISCOUNT_AT)."""
+def perft(board: chess.Board, depth: int, gen=legal, miscount: bool = False, state: str | None = None) -> int:
+    """Perft with bulk counting through ``gen``; ``miscount`` plants the depth-3 bug (MISCOUNT_AT);
+    ``state`` a bug of :data:`STATE_BUGS` in make or unmake."""
     if depth == 0:
         return 1
     moves = gen(board)
     if depth == 1:
         return len(moves)
+    make, unmake = STATE_BUGS.get(state, (None, None))
     nodes = 0
     for move in moves:
-        board.push(move)
-        nodes += perft(board, depth - 1, gen, miscount)
-        board.pop()
+        (make or chess.Board.push)(board, move)
+        nodes += perft(board, depth - 1, gen, miscount, state)
+        if unmake:
+            unmake(board, move)
+        else:
+            board.pop()
     if miscount and depth == MISCOUNT_AT[1] and board.epd().startswith(MISCOUNT_AT[0] + " "):
         nodes += 1
     return nodes

@@ -6,6 +6,7 @@ depth 1..DEPTH (as perft_gpu_2026 does; ``--format stockfish`` prints one ``Node
 BUG (default ``good``) plants one mistake:
 
 - a bug of ``broken.BUGS`` (a move-generation bug, e.g. ``no-ep``, ``no-underpromotion``);
+- a bug of ``broken.STATE_BUGS`` (make or unmake leaves wrong state, e.g. ``ep-not-set``);
 - ``walk``: a tree-walk bug: when its own walk starts with 4 or more plies to go, it forgets the
   subtree of its last root move (a loop bound off by one), so at a node with 4 plies left every
   child counted from its own FEN (3 plies) is right but the node's count is not;
@@ -25,12 +26,14 @@ if fmt in args:
     args.remove(fmt)
 fen, depth = args[0], int(args[1])
 mode = args[2] if len(args) > 2 else "good"
-board = chess.Board(fen, chess960=chess.Board(fen, chess960=True).has_chess960_castling_rights())
+board = broken.board_literal(fen)
 gen = broken.BUGS.get(mode, broken.legal)
 cache: dict = {}
 
 
 def perft(d: int) -> int:
+    if mode in broken.STATE_BUGS:  # no cache: the bug lives in the state a transposition key ignores
+        return broken.perft(board, d, gen, state=mode)
     if d == 0:
         return 1
     moves = gen(board)
