@@ -39,9 +39,8 @@ CASES = {
     "promotion-as-push": ("8/P6k/8/8/8/8/8/K7 w - - 0 1", "moves", "swap"),
     # a legal move generated twice
     "knight-twice": ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "count", "twice"),
-    # the start position is symmetric: Nb1-a3 twice and Ng1-h3 twice give the same counts at every
-    # depth, so only ranked candidates are true there
-    "knight-twice@start": (START, "candidates", "twice"),
+    # from the start position Nb1-a3 twice and Ng1-h3 twice give the same counts to depth 3
+    "knight-twice@start": (START, "count", "twice"),
     # make-move and unmake state
     "ep-not-set": ("4k3/8/8/8/3p4/8/4P3/4K3 w - - 0 1", "state", "state"),
     "keeps-right-on-capture": ("4k2r/7r/8/8/8/8/8/B3K3 w k - 0 1", "state", "state"),
@@ -77,7 +76,9 @@ def replay(loc: Localization) -> chess.Board:
 def check_verdict(loc: Localization, case: str, kind: str, named: str | None) -> None:
     bug = bug_of(case)
     board = replay(loc)
-    assert loc.kind == kind, loc.describe()
+    # a twice-generated move may stay among ranked candidates where the counts cannot tell it from
+    # another (checked below); every other verdict must be the exact kind
+    assert loc.kind == kind or (named == "twice" and loc.kind == "candidates"), loc.describe()
     legal = {board.uci(m) for m in board.legal_moves}
     engine = TotalOnlyFake(bug)
     assert engine.perft(loc.fen, loc.depth_left) != PythonChessEngine().perft(loc.fen, loc.depth_left) or kind == "state"
@@ -101,7 +102,7 @@ def check_verdict(loc: Localization, case: str, kind: str, named: str | None) ->
     elif named == "twice":
         generated = [board.uci(m) for m in broken.BUGS[bug](board)]
         twice = {m for m in generated if generated.count(m) > 1}
-        if kind == "count":
+        if loc.kind == "count":
             assert set(loc.wrong) == twice
         else:  # the truth is among the candidates, and each candidate's child counts as the truth's
             (truth,) = twice
@@ -201,3 +202,13 @@ def test_probes_cost_little_beside_the_walk():
     loc = drill(TotalOnlyFake("ep-ignores-pins"), CoreEngine("cpu"), "8/8/8/8/k2p3R/8/4P3/4K3 w - - 0 1", 5)
     work = sum(row["node"] + row["children"] for row in loc.evidence["depths"])
     assert work <= 2 * loc.levels[0].engine_total
+
+
+def test_ties_are_broken_by_probing_deeper_within_the_budget():
+    """From the start position the walk ends after e2e3 a7a5 with one ply left; Ng1-h3 twice and
+    two pawn moves twice fit the counts to depth 3, only a deeper probe names the knight move."""
+    loc = drill(TotalOnlyFake("knight-twice"), CoreEngine("cpu"), START, 3)
+    board = replay(loc)
+    generated = [board.uci(m) for m in broken.knight_twice(board)]
+    assert loc.kind == "count" and set(loc.wrong) == {m for m in generated if generated.count(m) > 1}
+    assert max(row["depth"] for row in loc.evidence["depths"]) > 3
