@@ -243,7 +243,7 @@ def _record(result: Localization, found: Explanation, board) -> None:
             elif h.kind == "twice":
                 result.wrong.update({m: [2, 1] for m in h.moves})
             else:
-                result.state = {"moves": list(h.moves), "fens": list(h.fens), **h.state}
+                result.state = {"moves": list(h.moves), "fens": list(h.fens), "text": h.text(), **h.state}
         result.missing.sort()
         result.extra.sort()
         _confirm_moves(result, board)
@@ -270,12 +270,25 @@ def _record(result: Localization, found: Explanation, board) -> None:
 
 
 def _confirm_moves(result: Localization, board) -> None:
-    """python-chess, independently of our generator: the named missing moves are legal and the
-    named extra moves are not."""
+    """python-chess, independently of our generator, on what the verdict names: missing and
+    twice-counted moves are legal, extra moves are not, and after a move named by a state verdict
+    it writes the castling rights and en passant square the engine was given."""
     legal = {board.uci(m) for m in board.legal_moves}
-    ok = all(m in legal for m in result.missing + list(result.wrong)) and not any(m in legal for m in result.extra)
-    result.judged.append("python-chess confirms the named moves: missing and twice-counted ones legal, extra ones "
-                         "not legal" if ok else "python-chess does NOT confirm the named moves' legality")
+    checks = []
+    if result.missing or result.wrong:
+        checks.append(all(m in legal for m in result.missing + list(result.wrong)))
+    if result.extra:
+        checks.append(not any(m in legal for m in result.extra))
+    for move, fen in zip(result.state.get("moves", []), result.state.get("fens", [])):
+        child = board.copy(stack=False)
+        child.push_uci(move)
+        checks.append(move in legal and fen_of(child).split()[2:4] != fen.split()[2:4])
+    named = (["missing"] if result.missing else []) + (["twice-counted"] if result.wrong else []) \
+        + (["extra"] if result.extra else []) + (["state"] if result.state else [])
+    verdict = "confirms" if all(checks) else "does NOT confirm"
+    result.judged.append(f"python-chess {verdict} what is named ({', '.join(named)}): missing and twice-counted "
+                         "moves legal, extra moves not legal, a state verdict's position differing from the "
+                         "true position after the move in its castling rights or en passant square")
 
 
 def _judge(result: Localization, judge: Engine, board, depth: int, ref_total: int, max_nodes: int) -> None:

@@ -186,8 +186,9 @@ class Localization:
                     f"(reference {parent.reference.get(last)}), but its divide after {last} "
                     f"adds up to {self.levels[-1].engine_total}, as the reference does")
         elif self.kind == "state":
+            lines.append(f"  state:   {self.state.get('text', '')}")
             for fen in self.state.get("fens", [])[:1]:
-                lines.append(f"  state:   {' '.join(self.state['moves'])}: counted as if {fen}")
+                lines.append(f"  as if:   {fen}   (the position the engine counts after {self.state['moves'][0]})")
         elif self.kind == "candidates":
             if self.candidates:
                 lines.append("  the counts cannot decide between these hypotheses (most likely first):")

@@ -128,6 +128,8 @@ def check_verdict(loc: Localization, case: str, kind: str, named: str | None) ->
     for sentence in ev["proven"]:
         assert "hypothesis" not in sentence or "predicts" in sentence
     assert ev["hypothesis"]  # what is inferred is said apart from what is proven
+    if loc.kind in ("moves", "count", "state"):
+        assert any(s.startswith("python-chess confirms what is named") for s in loc.judged)
 
 
 #: Cases whose walk two plies above the smallest showing depth takes over ~10 s on CI's 2 cores.
