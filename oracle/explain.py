@@ -207,8 +207,9 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
         return sum(counts) - (sum(child(m, j) for m in h.moves) if h.kind == "state" else 0)
 
     def deepen(alive: list) -> list:
-        """More depths while several hypotheses fit and the node's next count is affordable."""
-        while len(alive) > 1 and ks[-1] < depth + MAX_EXTRA_PLIES:
+        """More depths while several hypotheses fit, one at least with predictions a deeper count
+        can refute, and the node's next count is affordable."""
+        while len(alive) > 1 and any(not u for _, u in alive) and ks[-1] < depth + MAX_EXTRA_PLIES:
             k = ks[-1]
             guess = node[k] * max(1, node[k] // max(1, node[k - 1])) if k > 1 else node[k] ** 2
             if guess > budget_nodes:

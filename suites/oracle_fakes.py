@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from oracle.engines import PythonChessEngine, TotalOnlyEngine, board_from
+from oracle.engines import EngineError, PythonChessEngine, TotalOnlyEngine
 
 FAKES = Path(__file__).parent / "fake_engines"
 _spec = importlib.util.spec_from_file_location("oracle_test_broken", FAKES / "broken.py")
@@ -30,10 +30,12 @@ class TotalOnlyFake(TotalOnlyEngine):
     """An in-process total-only engine (no divide) with a planted bug: a bug of ``broken.BUGS``
     (move generation), or ``"walk"`` (tree walk: with 4 or more plies to go at the root of its
     own walk it leaves out its last root move's subtree), or a state bug of ``broken.STATE_BUGS``
-    (make or unmake leaves wrong state), as fake_engines/total_only.py does."""
+    (make or unmake leaves wrong state), as fake_engines/total_only.py does. ``strict``: refuse
+    (EngineError) a FEN whose side not to move is in check, as many engines do."""
 
-    def __init__(self, bug: str = "good"):
+    def __init__(self, bug: str = "good", *, strict: bool = False):
         self.bug = bug
+        self.strict = strict
         self.name = f"total-only:{bug}"
         self.generate = broken.BUGS.get(bug, broken.legal)
         self.calls = 0
@@ -41,6 +43,8 @@ class TotalOnlyFake(TotalOnlyEngine):
     def _perft(self, fen, depth):
         self.calls += 1
         board = broken.board_literal(fen)
+        if self.strict and board.was_into_check():
+            raise EngineError(self.name, "illegal position (the side not to move is in check)", command=fen)
         if self.bug == "walk" and depth >= 4:
             nodes = 0
             for move in self.generate(board)[:-1]:

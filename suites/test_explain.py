@@ -214,3 +214,18 @@ def test_ties_are_broken_by_probing_deeper_within_the_budget():
     generated = [board.uci(m) for m in broken.knight_twice(board)]
     assert loc.kind == "count" and set(loc.wrong) == {m for m in generated if generated.count(m) > 1}
     assert max(row["depth"] for row in loc.evidence["depths"]) > 3
+
+
+def test_an_engine_that_refuses_illegal_positions_gets_ranked_candidates():
+    """The extra move's child is an illegal position the engine will not read: its prediction is
+    unknown beyond 1 ply, so nothing is named; the true extra move is among the candidates, each
+    marked with the depths where it could not be checked."""
+    fen = "4k3/8/8/8/2b5/8/8/4K3 w - - 0 1"
+    loc = drill(TotalOnlyFake("illegal-king-step", strict=True), CoreEngine("cpu"), fen, 2)
+    board = replay(loc)
+    truth = [board.uci(m) for m in broken.illegal_king_step(board) if not board.is_legal(m)]
+    assert loc.kind == "candidates" and not loc.missing and not loc.extra
+    assert any(c["moves"] == truth and c["unchecked_depths"] for c in loc.candidates)
+    assert all(not set(c["moves"]) & {board.uci(m) for m in board.legal_moves} or c["kind"] != "extra"
+               for c in loc.candidates)
+    assert "cannot decide" in loc.describe() and "not checked at depth" in loc.describe()

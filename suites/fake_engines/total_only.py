@@ -10,7 +10,8 @@ BUG (default ``good``) plants one mistake:
 - ``walk``: a tree-walk bug: when its own walk starts with 4 or more plies to go, it forgets the
   subtree of its last root move (a loop bound off by one), so at a node with 4 plies left every
   child counted from its own FEN (3 plies) is right but the node's count is not;
-- ``garbage`` (no total), ``crash`` (exit 3 after printing depth 1), ``hang``, ``wrong-depth``
+``--strict`` refuses a FEN whose side not to move is in check (exit 2), as many engines do.
+BUG may also be ``garbage`` (no total), ``crash`` (exit 3 after printing depth 1), ``hang``, ``wrong-depth``
   (stops printing one depth short).
 """
 import sys
@@ -20,13 +21,17 @@ import chess
 
 import broken
 
-args = [a for a in sys.argv[1:] if not a.startswith("--format")]
+strict = "--strict" in sys.argv  # refuse positions whose side not to move is in check, as many engines do
+args = [a for a in sys.argv[1:] if not a.startswith("--format") and a != "--strict"]
 fmt = sys.argv[sys.argv.index("--format") + 1] if "--format" in sys.argv else "perft_gpu"
 if fmt in args:
     args.remove(fmt)
 fen, depth = args[0], int(args[1])
 mode = args[2] if len(args) > 2 else "good"
 board = broken.board_literal(fen)
+if strict and board.was_into_check():
+    print("error: illegal position (the side not to move is in check)")
+    sys.exit(2)
 gen = broken.BUGS.get(mode, broken.legal)
 cache: dict = {}
 
