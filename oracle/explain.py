@@ -64,6 +64,8 @@ __all__ = ["Explanation", "Hypothesis", "OutOfTime", "explain"]
 
 #: A node with fewer plies left is probed this deep (cheap: a few thousand nodes).
 MIN_PROBE_DEPTH = 3
+#: Seconds a program may take on a hypothesis's FEN: this factor times its slowest legal count, at least the minimum.
+HYPOTHESIS_TIMEOUT_FACTOR, HYPOTHESIS_TIMEOUT_MIN = 20.0, 10.0
 #: While several hypotheses fit, probe at most this many plies beyond the node's own depth.
 MAX_EXTRA_PLIES = 3
 #: Subsets of children tried for a right lost by an unmake (2 ** this many at most).
@@ -129,12 +131,16 @@ class Explanation:
 
 class _Prober:
     """The engine's counts of FENs, cached; ``None`` where the engine cannot count a FEN that only a
-    hypothesis needs (an illegal position, say)."""
+    hypothesis needs (an illegal position, say). A program with a ``timeout`` gets a shorter one
+    for those FENs (:data:`HYPOTHESIS_TIMEOUT_FACTOR` times its slowest count of a legal position,
+    at least :data:`HYPOTHESIS_TIMEOUT_MIN` seconds): a program may loop on a position without a
+    king to capture, and one such FEN must not cost the whole ``--timeout``."""
 
     def __init__(self, engine: Engine, deadline: float | None):
         self.engine, self.deadline = engine, deadline
         self.cache: dict[tuple[str, int], int | None] = {}
         self.calls = 0
+        self.slowest = 0.0
 
     def seed(self, fen: str, depth: int, nodes: int) -> None:
         self.cache[(fen, depth)] = nodes
@@ -148,12 +154,21 @@ class _Prober:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise OutOfTime
             self.calls += 1
+            limit = getattr(self.engine, "timeout", None)
+            if not required and limit is not None:
+                self.engine.timeout = min(limit, max(HYPOTHESIS_TIMEOUT_MIN, HYPOTHESIS_TIMEOUT_FACTOR * self.slowest))
+            began = time.monotonic()
             try:
                 self.cache[key] = self.engine.perft(fen, depth)
             except EngineError:
                 if required:
                     raise
                 self.cache[key] = None
+            finally:
+                if not required and limit is not None:
+                    self.engine.timeout = limit
+            if required:
+                self.slowest = max(self.slowest, time.monotonic() - began)
         return self.cache[key]
 
 

@@ -262,3 +262,20 @@ def test_divide_localizer_recounts_with_the_second_seed_too():
     loc = locate(Broken("no-ep"), CoreEngine("cpu", tt=True, verify_seed=0x77), SMALL, 4)
     assert loc.kind == "moves" and loc.extra == [] and loc.missing
     assert sum("re-counted" in s and "0x77" in s for s in loc.judged) == len(loc.path)
+
+
+@pytest.mark.timeout(120)
+def test_a_program_that_never_answers_on_an_illegal_position_costs_a_short_timeout(monkeypatch):
+    """Hypothesis FENs (positions after illegal moves) get a short timeout of their own: the drill
+    ends with ranked candidates in seconds, not after --timeout per candidate."""
+    import time
+
+    from oracle import explain
+    from oracle.engines import CliEngine
+
+    monkeypatch.setattr(explain, "HYPOTHESIS_TIMEOUT_MIN", 1.0)
+    engine = CliEngine(f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}} illegal-king-step --loop-illegal", timeout=600)
+    began = time.monotonic()
+    loc = drill(engine, CoreEngine("cpu"), "4k3/8/8/8/2b5/8/8/4K3 w - - 0 1", 2)
+    assert loc.kind == "candidates" and all(c["unchecked_depths"] for c in loc.candidates)
+    assert time.monotonic() - began < 60 and engine.timeout == 600

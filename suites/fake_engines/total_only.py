@@ -10,7 +10,8 @@ BUG (default ``good``) plants one mistake:
 - ``walk``: a tree-walk bug: when its own walk starts with 4 or more plies to go, it forgets the
   subtree of its last root move (a loop bound off by one), so at a node with 4 plies left every
   child counted from its own FEN (3 plies) is right but the node's count is not;
-``--strict`` refuses a FEN whose side not to move is in check (exit 2), as many engines do.
+``--strict`` refuses a FEN whose side not to move is in check (exit 2), as many engines do;
+``--loop-illegal`` never answers on one.
 BUG may also be ``garbage`` (no total), ``crash`` (exit 3 after printing depth 1), ``hang``, ``wrong-depth``
   (stops printing one depth short).
 """
@@ -22,7 +23,8 @@ import chess
 import broken
 
 strict = "--strict" in sys.argv  # refuse positions whose side not to move is in check, as many engines do
-args = [a for a in sys.argv[1:] if not a.startswith("--format") and a != "--strict"]
+loops = "--loop-illegal" in sys.argv  # or never answer on them, as a program may
+args = [a for a in sys.argv[1:] if not a.startswith("--format") and a not in ("--strict", "--loop-illegal")]
 fmt = sys.argv[sys.argv.index("--format") + 1] if "--format" in sys.argv else "perft_gpu"
 if fmt in args:
     args.remove(fmt)
@@ -32,6 +34,8 @@ board = broken.board_literal(fen)
 if strict and board.was_into_check():
     print("error: illegal position (the side not to move is in check)")
     sys.exit(2)
+if loops and board.was_into_check():
+    time.sleep(3600)
 gen = broken.BUGS.get(mode, broken.legal)
 cache: dict = {}
 
