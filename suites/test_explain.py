@@ -45,6 +45,8 @@ CASES = {
     "ep-not-set": ("4k3/8/8/8/3p4/8/4P3/4K3 w - - 0 1", "state", "state"),
     "keeps-right-on-capture": ("4k2r/7r/8/8/8/8/8/B3K3 w k - 0 1", "state", "state"),
     "unmake-forgets-rights": ("4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1", "state", "state"),
+    # an engine that will not read the position after an illegal move: ranked candidates only
+    "illegal-king-step@strict": ("4k3/8/8/8/2b5/8/8/4K3 w - - 0 1", "candidates", "extra"),
     # the tree walk proper
     "walk": (CPW3, "tree_walk", None),
 }
@@ -87,7 +89,12 @@ def check_verdict(loc: Localization, case: str, kind: str, named: str | None) ->
     for k, row in rows.items():  # the evidence is the engine's own counts, re-asked here
         assert row["node"] == engine.perft(loc.fen, k)
         assert row["surplus"] == row["node"] - row["children"]
-    if named == "extra":
+    if named == "extra" and kind == "candidates":  # the truth is among them, unchecked beyond 1 ply
+        generated = {board.uci(m) for m in broken.BUGS[bug](board)}
+        assert not loc.extra and any(set(c["moves"]) == generated - legal and c["unchecked_depths"]
+                                     for c in loc.candidates)
+        assert "cannot decide" in loc.describe() and "not checked at depth" in loc.describe()
+    elif named == "extra":
         assert loc.extra and not loc.missing and not (set(loc.extra) & legal)
         generated = {board.uci(m) for m in broken.BUGS[bug](board)}
         assert set(loc.extra) == generated - legal  # exactly the engine's extra moves here
@@ -142,7 +149,7 @@ SLOW_AT_TWO = {"castle-through-check"}
 def test_total_only_verdicts(bug, plies_above):
     fen, kind, named = CASES[bug]
     depth = smallest_showing_depth(bug_of(bug), fen) + plies_above
-    loc = drill(TotalOnlyFake(bug_of(bug)), CoreEngine("cpu"), fen, depth)
+    loc = drill(TotalOnlyFake(bug_of(bug), strict=bug.endswith("@strict")), CoreEngine("cpu"), fen, depth)
     check_verdict(loc, bug, kind, named)
 
 
@@ -215,17 +222,3 @@ def test_ties_are_broken_by_probing_deeper_within_the_budget():
     assert loc.kind == "count" and set(loc.wrong) == {m for m in generated if generated.count(m) > 1}
     assert max(row["depth"] for row in loc.evidence["depths"]) > 3
 
-
-def test_an_engine_that_refuses_illegal_positions_gets_ranked_candidates():
-    """The extra move's child is an illegal position the engine will not read: its prediction is
-    unknown beyond 1 ply, so nothing is named; the true extra move is among the candidates, each
-    marked with the depths where it could not be checked."""
-    fen = "4k3/8/8/8/2b5/8/8/4K3 w - - 0 1"
-    loc = drill(TotalOnlyFake("illegal-king-step", strict=True), CoreEngine("cpu"), fen, 2)
-    board = replay(loc)
-    truth = [board.uci(m) for m in broken.illegal_king_step(board) if not board.is_legal(m)]
-    assert loc.kind == "candidates" and not loc.missing and not loc.extra
-    assert any(c["moves"] == truth and c["unchecked_depths"] for c in loc.candidates)
-    assert all(not set(c["moves"]) & {board.uci(m) for m in board.legal_moves} or c["kind"] != "extra"
-               for c in loc.candidates)
-    assert "cannot decide" in loc.describe() and "not checked at depth" in loc.describe()
