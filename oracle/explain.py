@@ -103,7 +103,8 @@ class Hypothesis:
             return f"the engine generates {moves}, which is not legal ({self.label})"
         if self.kind == "twice":
             return f"the engine generates {moves} twice"
-        return (f"after {moves} the engine counts as if the position had {self.state['as_if']} "
+        after = f"after each of {', '.join(self.moves)}" if len(self.moves) > 1 else f"after {moves}"
+        return (f"{after} the engine counts as if the position had {self.state['as_if']} "
                 f"(the FEN has {self.state['fen_has']}): its {self.state['blame']}")
 
 

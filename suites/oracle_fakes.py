@@ -37,7 +37,7 @@ class TotalOnlyFake(TotalOnlyEngine):
         self.bug = bug
         self.strict = strict
         self.name = f"total-only:{bug}"
-        self.generate = broken.BUGS.get(bug, broken.legal)
+        self.generate = broken.BUGS.get(bug) or broken.STATE_GEN.get(bug, broken.legal)
         self.calls = 0
 
     def _perft(self, fen, depth):

@@ -45,6 +45,8 @@ CASES = {
     "ep-not-set": ("4k3/8/8/8/3p4/8/4P3/4K3 w - - 0 1", "state", "state"),
     "keeps-right-on-capture": ("4k2r/7r/8/8/8/8/8/B3K3 w k - 0 1", "state", "state"),
     "unmake-forgets-rights": ("4k3/8/8/8/8/8/8/R3K2R w KQ - 0 1", "state", "state"),
+    "ep-kept-a-ply": ("4k3/8/8/8/8/8/3PP3/4K3 w - - 0 1", "state", "state"),
+    "ep-after-single-push": ("4k3/8/8/8/8/3p4/4P3/4K3 w - - 0 1", "state", "state"),
     # an engine that will not read the position after an illegal move: ranked candidates only
     "illegal-king-step@strict": ("4k3/8/8/8/2b5/8/8/4K3 w - - 0 1", "candidates", "extra"),
     # the tree walk proper

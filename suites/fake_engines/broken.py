@@ -166,12 +166,67 @@ def pop_forgets_rights(board: chess.Board, move: chess.Move) -> None:
         board.castling_rights &= ~(chess.BB_RANK_1 if board.turn == chess.WHITE else chess.BB_RANK_8)
 
 
+def literal_ep(board: chess.Board) -> list[chess.Move]:
+    """The legal moves, but en passant as a simple engine generates it: every own pawn attacking the
+    board's en passant square, whatever its rank, when the capture leaves the king safe (python-chess
+    ignores an en passant square on the wrong rank; a buggy make-move can leave one there)."""
+    moves = [m for m in board.legal_moves if not board.is_en_passant(m)]
+    ep = board.ep_square
+    if ep is None or board.occupied & chess.BB_SQUARES[ep]:
+        return moves
+    for pawn in chess.scan_forward(board.pawns & board.occupied_co[board.turn]
+                                   & chess.BB_PAWN_ATTACKS[not board.turn][ep]):
+        move = chess.Move(pawn, ep, chess.QUEEN if chess.square_rank(ep) in (0, 7) else None)
+        board.push(move)
+        if not board.was_into_check():
+            moves.append(move)
+        board.pop()
+    return moves
+
+
+def _fresh(board: chess.Board) -> list[bool]:
+    """Per ply, whether the board's en passant square was set by the move just made (or the FEN)."""
+    if not hasattr(board, "fresh_ep"):
+        board.fresh_ep = [board.ep_square is not None]
+    return board.fresh_ep
+
+
+def push_keeps_ep(board: chess.Board, move: chess.Move) -> None:
+    """make-move keeps the en passant square one ply too long (through the reply to a double push)."""
+    fresh, old = _fresh(board), board.ep_square
+    board.push(move)
+    if board.ep_square is None and old is not None and fresh[-1]:
+        board.ep_square = old
+        fresh.append(False)
+    else:
+        fresh.append(board.ep_square is not None)
+
+
+def pop_fresh(board: chess.Board, move: chess.Move) -> None:
+    board.pop()
+    _fresh(board).pop()
+
+
+def push_ep_after_single(board: chess.Board, move: chess.Move) -> None:
+    """make-move sets an en passant square behind every pawn push, a single one too."""
+    pawn = board.piece_type_at(move.from_square) == chess.PAWN and abs(move.to_square - move.from_square) == 8
+    board.push(move)
+    if pawn:
+        board.ep_square = move.to_square - (8 if board.turn == chess.BLACK else -8)
+
+
 #: name -> (make, unmake): ``make(board, move)`` pushes, ``unmake(board, move)`` pops.
 STATE_BUGS = {
     "ep-not-set": (push_no_ep, None),
     "keeps-right-on-capture": (push_keeps_right_on_capture, None),
     "unmake-forgets-rights": (None, pop_forgets_rights),
+    "ep-kept-a-ply": (push_keeps_ep, pop_fresh),
+    "ep-after-single-push": (push_ep_after_single, None),
 }
+
+#: The move generator a state bug runs with (default :func:`legal`): en passant squares off their
+#: rank need :func:`literal_ep` to matter.
+STATE_GEN = {"ep-kept-a-ply": literal_ep, "ep-after-single-push": literal_ep}
 
 #: The position and depth where the "miscount" bug adds one node: perft(MISCOUNT_FEN, 3) is off by one.
 MISCOUNT_AT = ("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq", 3)

@@ -36,7 +36,7 @@ if strict and board.was_into_check():
     sys.exit(2)
 if loops and board.was_into_check():
     time.sleep(3600)
-gen = broken.BUGS.get(mode, broken.legal)
+gen = broken.BUGS.get(mode) or broken.STATE_GEN.get(mode, broken.legal)
 cache: dict = {}
 
 
