@@ -342,6 +342,9 @@ def _move_list_hypotheses(board: chess.Board, children: dict[str, str]) -> list[
         if len(moves) > 1:
             rank = min(h.rank for h in out if h.kind == "missing" and h.moves[0] in moves)
             out.append(Hypothesis("missing", tuple(sorted(moves)), _every(label), rank=rank))
+        if label == "a king move":  # squares a wrong attack test calls attacked: any few king moves
+            out += [Hypothesis("missing", subset, "some king moves", rank=4)
+                    for subset in _subsets(sorted(moves))]
     extras = _extra_candidates(board, set(legal))
     by_label: dict[str, list[Hypothesis]] = {}
     for h in extras:
@@ -351,7 +354,16 @@ def _move_list_hypotheses(board: chess.Board, children: dict[str, str]) -> list[
         if len(group) > 1:
             out.append(Hypothesis("extra", tuple(m for h in group for m in h.moves), _every(label),
                                   fens=tuple(f for h in group for f in h.fens), rank=min(h.rank for h in group)))
+        if label == "a king step into check":
+            fens = {h.moves[0]: h.fens[0] for h in group}
+            out += [Hypothesis("extra", subset, "some king steps into check", fens=tuple(fens[m] for m in subset),
+                               rank=4) for subset in _subsets(sorted(fens))]
     return out
+
+
+def _subsets(moves: list[str]) -> list[tuple[str, ...]]:
+    """Subsets of 3 .. n-1 of a king's at most 8 moves (1, 2 and all are tested already)."""
+    return [c for size in range(3, len(moves)) for c in itertools.combinations(moves, size)]
 
 
 def _every(label: str) -> str:

@@ -35,6 +35,7 @@ CASES = {
     "no-underpromotion": ("n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1", "moves", "missing"),
     "no-knight-promotion": ("8/P6k/8/8/8/8/8/K7 w - - 0 1", "moves", "missing"),
     "no-castling-in-place": ("1r4kr/8/8/8/8/8/8/1R4KR w HBhb - 0 1", "moves", "missing"),  # Chess960
+    "knight-wrap": ("8/8/8/n7/8/n6K/8/k7 w - - 0 1", "moves", "missing"),  # 3-4 king moves at once
     # a legal move replaced by a wrong version of it
     "promotion-as-push": ("8/P6k/8/8/8/8/8/K7 w - - 0 1", "moves", "swap"),
     # a legal move generated twice

@@ -105,6 +105,19 @@ def king_beside_pawn(board: chess.Board) -> list[chess.Move]:
     return moves
 
 
+def knight_wrap_attacks(board: chess.Board) -> list[chess.Move]:
+    """Its attack test lets knights attack across the board's edge (square +-6, +-10, +-15, +-17 with
+    no file check): king moves onto such squares are left out."""
+    wrapped = 0
+    for knight in chess.scan_forward(board.knights & board.occupied_co[not board.turn]):
+        for delta in (6, 10, 15, 17, -6, -10, -15, -17):
+            if 0 <= knight + delta < 64:
+                wrapped |= chess.BB_SQUARES[knight + delta]
+    return [m for m in board.legal_moves
+            if board.piece_type_at(m.from_square) != chess.KING or not wrapped & chess.BB_SQUARES[m.to_square]
+            or board.is_castling(m)]
+
+
 def promotion_as_push(board: chess.Board) -> list[chess.Move]:
     """Writes a queen promotion as a plain pawn push (the pawn stays a pawn on the last rank)."""
     return [chess.Move(m.from_square, m.to_square) if m.promotion == chess.QUEEN else m for m in board.legal_moves]
@@ -122,6 +135,7 @@ BUGS = {
     "no-knight-promotion": no_knight_promotion,
     "king-beside-pawn": king_beside_pawn,
     "promotion-as-push": promotion_as_push,
+    "knight-wrap": knight_wrap_attacks,
 }
 
 
