@@ -247,6 +247,7 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
             subsets, count = _subset_fits(board, children, ks, surplus, effect)
             alive, tested = [(c, []) for c in subsets], tested + count
     alive.sort(key=lambda a: (len(a[1]), _combo_rank(a[0])))
+    alive = _one_rule(alive)
     fits, unknown = [c for c, _ in alive], [u for _, u in alive]
     if len(fits) == 1 and not unknown[0]:
         kinds = {h.kind for h in fits[0]}
@@ -259,18 +260,33 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
                        tested=tested, engine_calls=prober.calls, seconds=time.monotonic() - start)
 
 
+def _one_rule(alive: list) -> list:
+    """Fitting state hypotheses that are one rule (the same change, after one move or after every
+    move it applies to: "no en passant square after c7c5" and "after each of c7c5, a7a5") make one
+    verdict, the one with fewest moves: the other moves' changes alter no count here, so the counts
+    show the rule at those moves only."""
+    if len(alive) < 2 or any(len(c) != 1 or c[0].kind != "state" or u for c, u in alive):
+        return alive
+    if len({c[0].label for c, _ in alive}) != 1:
+        return alive
+    return [min(alive, key=lambda a: (len(a[0][0].moves), a[0][0].moves))]
+
+
 def _related(a: Hypothesis, b: Hypothesis) -> bool:
     """Whether two move-list mistakes make one plausible bug: two special moves of one kind left out
-    or added (two castlings, a knight and a bishop promotion), or a legal move replaced by a wrong
-    version of it (the same from- or to-square). Two unrelated mistakes at one node are not
-    tested: they end as unnamed ``candidates``, never as a false name."""
+    or added (two castlings, a knight and a bishop promotion), or legal moves replaced by wrong
+    versions of them (a swap: a single missing and a single extra move sharing a square, or a class
+    of missing moves and a class of extra ones from and to the same squares, as every queen
+    promotion written as a push). Two unrelated mistakes at one node are not tested: they end as
+    unnamed ``candidates``, never as a false name."""
     if set(a.moves) & set(b.moves):
         return False
     if a.kind == b.kind and a.kind in ("missing", "extra"):
         return a.rank == b.rank and a.rank < 9
     if {a.kind, b.kind} == {"missing", "extra"}:
-        squares = lambda h: {m[:2] for m in h.moves} | {m[2:4] for m in h.moves}  # noqa: E731
-        return len(a.moves) == len(b.moves) == 1 and bool(squares(a) & squares(b))
+        if len(a.moves) == len(b.moves) == 1:
+            return bool({a.moves[0][:2], a.moves[0][2:4]} & {b.moves[0][:2], b.moves[0][2:4]})
+        return sorted(m[:4] for m in a.moves) == sorted(m[:4] for m in b.moves)
     return False
 
 

@@ -48,9 +48,9 @@ KINDS = ("agree", "moves", "candidates", "count", "state", "inconsistent", "tree
 SCHEMA, SCHEMA_VERSION = "perft-oracle/localization", 2
 
 #: What :meth:`Localization.describe` says when no move-list or state hypothesis explains a node.
-TREE_WALK = ("the engine walks its tree wrongly or carries state from a move into its children: its move "
-             "list here is right (the count at 1 ply agrees) and no tested move-list or state hypothesis "
-             "explains the counts")
+TREE_WALK = ("the engine walks its tree wrongly or carries state from a move into its children: it generates "
+             "the right number of moves here (the count at 1 ply agrees) and no tested move-list or state "
+             "hypothesis explains the counts")
 
 
 @dataclass
