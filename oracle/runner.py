@@ -128,10 +128,14 @@ class RunResult:
 
     @property
     def exit_status(self) -> int:
-        """0 all passed, 1 some count was wrong, 2 the engine failed (errors win over failures)."""
-        if any(row.status == "error" for row in self.rows):
-            return 2
-        return 0 if self.ok else 1
+        """The rule of :func:`perft_core.cliargs.exit_status`: 1 some count was wrong (whatever else
+        happened), 2 an engine error or no row counted, 3 the time budget skipped rows, else 0.
+        Rows over the node budget are a selection, not a stop: they do not count."""
+        from perft_core.cliargs import exit_status
+
+        statuses = {row.status for row in self.rows}
+        return exit_status(differ="fail" in statuses, broken="error" in statuses,
+                           judged=bool(statuses & {"pass", "fail"}), limited="skipped" in statuses)
 
     def failures(self) -> list[RowResult]:
         """The rows that failed or errored, in table order."""
