@@ -73,29 +73,29 @@ def read_epd(text: str, line: int = 0) -> EpdLine:
         ValueError: malformed EPD operations, or a ``D<n>`` operation that is not a node count.
     """
     text = text.strip()
-    if text == "startpos":
-        return EpdLine(STARTPOS, line=line)
-    fields = text.split(";")[0].split()
-    if ";" not in text and len(fields) == 6 and fields[4].isdigit() and fields[5].isdigit():
-        Position.from_fen(text)  # a plain FEN
-        return EpdLine(text, line=line)
-    fen = " ".join(fields[:4])
+    head, sep, tail = text.partition(";")
+    words = head.split()
+    if words == ["startpos"]:
+        words = STARTPOS.split()
+    counters = len(words) >= 6 and words[4].isdigit() and words[5].isdigit()  # a FEN's, before any operation
+    fen, extra = " ".join(words[:6 if counters else 4]), words[6 if counters else 4:]
     Position.from_fen(fen)  # the position's errors in the engine's words, before python-chess's
+    ops_text = " ".join(extra) + sep + tail if extra else tail
+    if not ops_text.strip():
+        return EpdLine(fen, line=line)
     import chess
 
-    # EPD as perftsuite.epd writes it (";D1 20 ;D2 400") has a ';' before the first operation too.
-    epd = fen + " " + text[len(text.split(";")[0]):].lstrip(" ;") if len(fields) == 4 else text
     try:
-        _, ops = chess.Board.from_epd(epd, chess960=True)
+        _, ops = chess.Board.from_epd(" ".join(words[:4]) + " " + ops_text, chess960=True)
     except ValueError as exc:
-        raise ValueError(f"EPD operations: {exc}") from None
+        raise ValueError(f"EPD operations {ops_text.strip()!r}: {exc}") from None
     counts = {}
     for op, value in ops.items():
         if m := _DEPTH_OP.fullmatch(op):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"EPD operation {op}: expected a node count, got {value!r}")
             counts[int(m.group(1))] = value
-    if "hmvc" in ops or "fmvn" in ops:
+    if not counters and ("hmvc" in ops or "fmvn" in ops):
         fen += f" {ops.get('hmvc', 0)} {ops.get('fmvn', 1)}"
         Position.from_fen(fen)
     name = ops.get("id")
