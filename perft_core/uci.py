@@ -17,8 +17,8 @@ Commands (one per line on standard input; answers on standard output):
 
 An unknown command or token is ignored, as UCI requires, and said on stderr
 (``perft uci: ignored ...``); a bad position or move is one line ``perft uci: error: ...`` on stderr
-and leaves no position (``go perft`` then says so) until the next ``position``. Exit status 0 at
-``quit`` or the end of input.
+and ``info string error: ...`` on stdout, and leaves no position (``go perft`` then says so, and
+counts nothing) until the next ``position``. Exit status 0 at ``quit`` or the end of input.
 """
 from __future__ import annotations
 
@@ -62,6 +62,11 @@ class UciSession:
 
     def _note(self, text: str) -> None:
         print(f"perft uci: {text}", file=self.err, flush=True)
+
+    def _error(self, text: str) -> None:
+        """A command that cannot be done: said on stderr and to the driver (``info string error: ...``)."""
+        self._note(f"error: {text}")
+        self._say(f"info string error: {text}")
 
     def handle(self, line: str) -> bool:
         """Answer one command line; returns False at ``quit``."""
@@ -125,13 +130,13 @@ class UciSession:
             spec = " ".join(tokens[1:])
         else:
             self.position = None
-            self._note(f"error: expected 'position startpos|fen FEN [moves ...]', got {' '.join(tokens)!r}")
+            self._error(f"expected 'position startpos|fen FEN [moves ...]', got {' '.join(tokens)!r}")
             return
         try:
             self.position = positions.position_from(spec, moves, chess960=True if self.chess960 else None)
         except (FenError, IllegalMoveError) as exc:
             self.position = None
-            self._note(f"error: {exc}")
+            self._error(str(exc))
 
     def _cmd_go(self, tokens):
         if tokens[:1] != ["perft"]:
@@ -140,10 +145,10 @@ class UciSession:
         try:
             depth = cliargs.depth(tokens[1] if len(tokens) > 1 else "")
         except argparse.ArgumentTypeError as exc:
-            self._note(f"error: go perft: {exc}")
+            self._error(f"go perft: {exc}")
             return
         if self.position is None:
-            self._note("error: go perft: no position (the last 'position' command failed)")
+            self._error("go perft: no position (the last 'position' command failed)")
             return
         from .api import divide
 
