@@ -455,8 +455,10 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
         suites += [name for name in run.suites if name not in suites]
     lines = ["# Perft conformance reports", "",
              "One row per engine report in this folder; each suite's cell gives rows that passed, failed "
-             "and were over the node budget (not run). Regenerate with `perft report --index docs`; the "
-             "commands that produced each report are in the report itself and in the README.", ""]
+             "and were over the node budget (not run); *commit* is the git commit of the package that "
+             "made the report. `perft report --publish` regenerates our CPU engine's report and this "
+             "index (`perft report --index docs`: the index alone); the commands that produced each "
+             "report are in the report itself and in the README.", ""]
     rows = []
     for path, run in reports:
         per = {s.suite: s for s in run.summary()}
@@ -465,9 +467,10 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
         where = machine.get("gpu") or machine.get("cpu") or "-"
         if machine.get("gpu_present") and not machine.get("gpu"):  # another program on a GPU machine
             where = f"{where}; GPU present: {machine['gpu_present']}"
-        rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-"]
+        rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-",
+                     f"`{run.environment.get('commit', 'unknown')}`"]
                     + [_index_cell(per.get(name)) for name in suites])
-    lines += _md_table(["report", "engine", "verdict", "machine", "date"] + suites, rows)
+    lines += _md_table(["report", "engine", "verdict", "machine", "date", "commit"] + suites, rows)
     lines += ["", "## Localized failures", ""]
     any_failure = False
     for path, run in reports:

@@ -89,7 +89,10 @@ def _run_many(args: argparse.Namespace) -> int:
     if args.position == "-":
         source, stream = "-", sys.stdin
     else:
-        path = cliargs.input_file(args.position)
+        try:
+            path = cliargs.input_file(args.position)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"argument POSITION: {exc} (a FEN needs its fields: quote it)") from None
         source, stream = str(path), open(path, encoding="utf-8")
     t0, statuses = time.monotonic(), []
 
