@@ -130,9 +130,10 @@ class Watch:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
-        if self._lines is not None:
+        if self._lines is not None:  # the summary: all of it when the count finished, else the share counted
             done = self.done + self.move_nodes
-            self._lines.report(self._moves or "0 root moves", done / self._total, done, self.elapsed(), final=True)
+            share = 1.0 if exc[0] is None else done / self._total
+            self._lines.report(self._moves or "0 root moves", share, done, self.elapsed(), final=True)
 
     def elapsed(self) -> float:
         """Wall seconds since the watch was made."""
