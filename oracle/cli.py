@@ -1,9 +1,13 @@
 """The oracle's subcommands of the ``perft`` console script: ``diff``, ``suite`` and ``report``.
 
 The ``perft`` dispatcher (``perft_cli``) calls :func:`register` with its subparsers and dispatches ``args.func(args)``,
-which returns the exit status: 0 the engine agrees (or passes every row), 1 it disagrees (the
-localized position, path and missing/extra moves are printed), 2 bad input or a broken engine
-(one ``perft: error: ...`` line on stderr). ``python -m oracle.cli`` runs them without perft_core.
+which returns the exit status by the one rule of :func:`perft_core.cliargs.exit_status`: 0 the
+engine agrees (or passes every row), 1 it disagrees somewhere (the localized position, path and
+missing/extra moves are printed), 2 nothing could be judged: bad input or a broken engine (one
+``perft: error: ...`` line on stderr), 3 a time limit stopped it first. ``python -m oracle.cli``
+runs them without perft_cli. ``perft report`` writes ``./perft-report/`` (git-ignored);
+``perft report --publish`` writes ``docs/`` and refreshes ``docs/index.md``. Without a terminal,
+``suite`` and ``report`` write progress lines (:class:`perft_core.watch.ProgressLines`).
 
 Engine specs (``--engine``, ``--reference``): ``python-chess``, ``cpu``, ``gpu``, ``gpu-emulated``,
 or a shell-style command line such as ``"stockfish"`` or ``"python my_engine.py --uci"`` spoken to

@@ -112,3 +112,21 @@ def test_suite_progress_lines_without_a_terminal(capsys, monkeypatch):
     err = capsys.readouterr().err.splitlines()
     assert err and all(line.startswith("perft suite: ") for line in err)
     assert re.match(r"perft suite: (\d+)/\1 rows \(100\.0 % of the nodes\), [\d,]+ nodes in", err[-1]), err[-1]
+
+
+def test_a_time_limit_counts_the_smallest_subtrees_first(monkeypatch):
+    """--max-seconds: the root moves are counted smallest subtree first, so the partial divide holds
+    a root move whenever the limit allows the smallest one (here the limit strikes after one)."""
+    real = watch.Watch.advance
+
+    def one_move_then_stop(self, nodes, moves_done, moves_total):
+        real(self, nodes, moves_done, moves_total)
+        raise watch.Deadline("stopped after one root move")
+
+    monkeypatch.setattr(watch.Watch, "advance", one_move_then_stop)
+    kiwipete = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+    full = perft_core.divide(kiwipete, 3, progress=False)
+    with pytest.raises(perft_core.CountInterrupted) as info:
+        perft_core.divide(kiwipete, 3, max_seconds=3600, progress=False)
+    (move, nodes), = info.value.partial.items()
+    assert nodes == full[move] == min(full.values())
