@@ -215,5 +215,9 @@ def register(sub) -> None:
     run.add_argument("--force", action="store_true",
                      help="count even when the estimate says it takes more than a day")
     run.set_defaults(func=_cmd_run)
-    perftree.register(sub, count_options)
-    uci.register(sub, count_options)
+    for protocol in (perftree, uci):
+        p = sub.add_parser(protocol.NAME, help=protocol.HELP, description=protocol.DESCRIPTION,
+                           examples=protocol.EXAMPLES)
+        protocol.arguments(p)
+        count_options(p)
+        p.set_defaults(func=protocol.command)

@@ -21,7 +21,7 @@ import sys
 
 from . import cliargs, positions
 
-__all__ = ["register", "perftree_lines"]
+__all__ = ["DESCRIPTION", "EXAMPLES", "HELP", "NAME", "arguments", "command", "perftree_lines"]
 
 
 def perftree_lines(divide: dict[str, int], depth: int) -> list[str]:
@@ -31,7 +31,8 @@ def perftree_lines(divide: dict[str, int], depth: int) -> list[str]:
     return [f"{move} {count}" for move, count in sorted(divide.items())] + ["", str(total)]
 
 
-def _cmd_perftree(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
+    """Answer one perftree query; returns the exit status (0; bad input raises for the dispatcher)."""
     from .api import divide
 
     moves = args.moves.split() if args.moves else []
@@ -42,22 +43,20 @@ def _cmd_perftree(args: argparse.Namespace) -> int:
     return cliargs.AGREE
 
 
-def register(sub, count_options) -> None:
-    """Add ``perftree`` to an ``argparse`` subparsers object (``count_options(parser)`` adds the
-    backend, threads and table options)."""
-    p = sub.add_parser(
-        "perftree", help="perftree's script protocol: perft perftree DEPTH FEN [MOVES]",
-        description="Answer one query of perftree (the divide-diffing tool): the divide of the position "
-                    "reached from FEN by MOVES (one argument, space-separated UCI moves), as 'move count' "
-                    "lines, a blank line and the total. Plug it in with a script: "
-                    '#!/bin/sh  exec perft perftree "$@"',
-        examples=['perft perftree 3 "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1" "e2e4 e7e5"',
-                  'printf \'#!/bin/sh\\nexec perft perftree "$@"\\n\' > our-perft.sh && chmod +x our-perft.sh'
-                  " && perftree ./our-perft.sh"])
+NAME = "perftree"
+HELP = "perftree's script protocol: perft perftree DEPTH FEN [MOVES]"
+DESCRIPTION = ("Answer one query of perftree (the divide-diffing tool): the divide of the position reached from "
+               "FEN by MOVES (one argument, space-separated UCI moves), as 'move count' lines, a blank line "
+               'and the total. Plug it in with a script: #!/bin/sh  exec perft perftree "$@"')
+EXAMPLES = ['perft perftree 3 "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1" "e2e4 e7e5"',
+            'printf \'#!/bin/sh\\nexec perft perftree "$@"\\n\' > our-perft.sh && chmod +x our-perft.sh'
+            " && perftree ./our-perft.sh"]
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """The subcommand's own arguments (:func:`perft_core.cli.register` adds the counting options)."""
     p.add_argument("depth", metavar="DEPTH", type=cliargs.depth, help="plies")
     p.add_argument("fen", metavar="FEN", help="FEN, X-FEN or Shredder-FEN (one argument), or startpos")
     p.add_argument("moves", metavar="MOVES", nargs="?", default="",
                    help="UCI moves from FEN, space-separated in ONE argument (may be empty)")
-    count_options(p)
     p.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
-    p.set_defaults(func=_cmd_perftree)

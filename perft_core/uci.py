@@ -28,7 +28,7 @@ import sys
 from . import cliargs, positions
 from .errors import FenError, IllegalMoveError
 
-__all__ = ["UciSession", "print_divide", "register"]
+__all__ = ["DESCRIPTION", "EXAMPLES", "HELP", "NAME", "UciSession", "arguments", "command", "print_divide"]
 
 
 def print_divide(parts: dict[str, int], nodes: int, file=None) -> None:
@@ -157,7 +157,8 @@ class UciSession:
         print_divide(parts, sum(parts.values()) if depth > 0 else 1, file=self.out)
 
 
-def _cmd_uci_loop(args: argparse.Namespace) -> int:
+def command(args: argparse.Namespace) -> int:
+    """Answer UCI commands from standard input until ``quit`` or its end; returns 0."""
     session = UciSession(args.backend, args.threads, args.tt, args.tt_mb)
     for line in sys.stdin:
         if not session.handle(line):
@@ -165,15 +166,14 @@ def _cmd_uci_loop(args: argparse.Namespace) -> int:
     return cliargs.AGREE
 
 
-def register(sub, count_options) -> None:
-    """Add ``uci`` to an ``argparse`` subparsers object (``count_options(parser)`` adds the
-    backend, threads and table options)."""
-    p = sub.add_parser(
-        "uci", help="a UCI engine that answers 'go perft N' (for any UCI driver)",
-        description="Speak UCI on standard input/output: uci, isready, ucinewgame, setoption name "
-                    "UCI_Chess960 / Threads / Hash, position startpos|fen FEN [moves ...], go perft N "
-                    "(Stockfish's divide format), quit. Unknown commands are ignored and said on stderr.",
-        examples=["printf 'uci\\nposition startpos moves e2e4\\ngo perft 3\\nquit\\n' | perft uci",
-                  'perft diff --engine "perft uci --backend cpu" "FEN" 4'])
-    count_options(p)
-    p.set_defaults(func=_cmd_uci_loop)
+NAME = "uci"
+HELP = "a UCI engine that answers 'go perft N' (for any UCI driver)"
+DESCRIPTION = ("Speak UCI on standard input/output: uci, isready, ucinewgame, setoption name UCI_Chess960 / "
+               "Threads / Hash, position startpos|fen FEN [moves ...], go perft N (Stockfish's divide format), "
+               "quit. Unknown commands are ignored and said on stderr.")
+EXAMPLES = ["printf 'uci\\nposition startpos moves e2e4\\ngo perft 3\\nquit\\n' | perft uci",
+            'perft diff --engine "perft uci --backend cpu" "FEN" 4']
+
+
+def arguments(p: argparse.ArgumentParser) -> None:
+    """No arguments of its own (:func:`perft_core.cli.register` adds the counting options)."""
