@@ -24,6 +24,9 @@ from perft_core.cliargs import Parser, UsageError
 __all__ = ["build_parser", "main"]
 
 
+_DEEP_DESCRIPTION = ("Count perft(FEN, DEPTH) as work units on Dask (local processes, local GPUs or an "
+                     "existing scheduler) with a durable SQLite store: an interrupted run resumes where it "
+                     "stopped (--resume). A progress bar on a terminal, else a line a minute on stderr.")
 _DEEP_EXAMPLES = ["perft deep startpos 8 --workers 2 --store s8.sqlite", "perft deep --resume s8.sqlite",
                   'perft deep "FEN" 9 --backend gpu --gpus 2 --tt --store k9.sqlite']
 
@@ -41,9 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     core_cli.register(sub)
     deep_cli.register(sub)
     oracle_cli.register(sub)
-    sub.choices["deep"].set_examples(_DEEP_EXAMPLES)
-    if not sub.choices["deep"].description:
-        sub.choices["deep"].description = sub._choices_actions[[a.dest for a in sub._choices_actions].index("deep")].help
+    deep = sub.choices["deep"]
+    deep.set_examples(_DEEP_EXAMPLES)
+    deep.description = deep.description or _DEEP_DESCRIPTION
     return parser
 
 
