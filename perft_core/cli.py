@@ -113,8 +113,10 @@ def _check_line(args, entry, t0: float) -> int:
     per count (a JSON object with --json); return its exit status."""
     from .errors import FenError, IllegalMoveError
 
+    from .zobrist import HashVerificationError
+
     depths = [args.depth] if args.depth is not None else sorted(entry.counts)
-    where = f"line {entry.line}"
+    where = f"{'stdin' if args.position == '-' else args.position}:{entry.line}"
     if not depths:
         print(f"perft: error: {where}: no DEPTH given and no EPD perft operation (D1 20; D2 400) on it",
               file=sys.stderr)
@@ -138,6 +140,10 @@ def _check_line(args, entry, t0: float) -> int:
         except CountInterrupted as exc:
             statuses.append(cliargs.LIMITED)
             _print_line(args, record | {"status": f"stopped by --max-seconds after {exc.seconds:.1f} s"})
+            continue
+        except (UsageError, HashVerificationError) as exc:  # refused (over a day), or the key seeds disagree
+            print(f"perft: error: {where}: depth {depth}: {exc}", file=sys.stderr)
+            statuses.append(cliargs.DIFFER if isinstance(exc, HashVerificationError) else cliargs.UNJUDGED)
             continue
         status = cliargs.exit_status(differ=expected is not None and nodes != expected)
         verdict = "counted" if expected is None else "agrees" if status == cliargs.AGREE else "DIFFERS"

@@ -121,7 +121,7 @@ def test_positions_input_errors(capsys, tmp_path, monkeypatch):
     status, out, err = run(capsys, "run", str(tmp_path / "none.epd"), "2")
     assert status == 2 and "does not exist" in err
     status, out, err = run(capsys, "run", "-", stdin=f"{KIWIPETE}\n", monkeypatch=monkeypatch)
-    assert status == 2 and "line 1: no DEPTH given and no EPD perft operation" in err
+    assert status == 2 and "perft: error: stdin:1: no DEPTH given and no EPD perft operation" in err
     status, out, err = run(capsys, "run", "-", "1", "--divide", stdin=f"{KIWIPETE}\n", monkeypatch=monkeypatch)
     assert status == 2 and "--divide counts one position" in err
 
@@ -188,3 +188,14 @@ def test_a_suite_with_a_wrong_count_and_a_crashed_engine_exits_1():
     assert run.exit_status == 3
     run.rows = []
     assert run.exit_status == 2  # nothing was judged
+
+
+def test_a_refused_line_is_one_error_and_the_others_still_count(capsys, monkeypatch):
+    from perft_core import estimate
+
+    monkeypatch.setattr(estimate, "DEFAULT_MAX_ESTIMATE_SECONDS", 1e-9)  # every count "takes too long"
+    status, out, err = run(capsys, "run", "-", "2", stdin=f"{KIWIPETE}\nstartpos\n", monkeypatch=monkeypatch)
+    assert status == 2 and out == ""
+    assert err.count("perft: error: stdin:") == 2 and "add --force to count anyway" in err
+    status, out, err = run(capsys, "run", "-", "2", "--force", stdin=f"{KIWIPETE}\nstartpos\n", monkeypatch=monkeypatch)
+    assert status == 0 and len(out.splitlines()) == 2
