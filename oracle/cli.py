@@ -1,9 +1,13 @@
 """The oracle's subcommands of the ``perft`` console script: ``diff``, ``suite`` and ``report``.
 
 The ``perft`` dispatcher (``perft_cli``) calls :func:`register` with its subparsers and dispatches ``args.func(args)``,
-which returns the exit status: 0 the engine agrees (or passes every row), 1 it disagrees (the
-localized position, path and missing/extra moves are printed), 2 bad input or a broken engine
-(one ``perft: error: ...`` line on stderr). ``python -m oracle.cli`` runs them without perft_core.
+which returns the exit status by the one rule of :func:`perft_core.cliargs.exit_status`: 0 the
+engine agrees (or passes every row), 1 it disagrees somewhere (the localized position, path and
+missing/extra moves are printed), 2 nothing could be judged: bad input or a broken engine (one
+``perft: error: ...`` line on stderr), 3 a time limit stopped it first. ``python -m oracle.cli``
+runs them without perft_cli. ``perft report`` writes ``./perft-report/`` (git-ignored);
+``perft report --publish`` writes ``docs/`` and refreshes ``docs/index.md``. Without a terminal,
+``suite`` and ``report`` write progress lines (:class:`perft_core.watch.ProgressLines`).
 
 Engine specs (``--engine``, ``--reference``): ``python-chess``, ``cpu``, ``gpu``, ``gpu-emulated``,
 or a shell-style command line such as ``"stockfish"`` or ``"python my_engine.py --uci"`` spoken to
@@ -32,6 +36,10 @@ __all__ = ["DEFAULT_MAX_NODES", "main", "register"]
 
 #: Default node budget of ``perft suite`` and ``perft report``: rows expecting more nodes are not run.
 DEFAULT_MAX_NODES = 500_000_000
+#: Default output folder of ``perft report`` (git-ignored: the main job leaves the checkout clean).
+DEFAULT_OUT = "perft-report"
+#: Output folder of ``perft report --publish`` (tracked: the published reports and their index).
+PUBLISHED_OUT = "docs"
 
 _BAD_STATUS = (chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING | chess.STATUS_TOO_MANY_KINGS
                | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK | chess.STATUS_EMPTY
@@ -50,9 +58,11 @@ def register(subparsers) -> None:
     p = subparsers.add_parser(
         "diff", help="compare an engine's perft with a reference and localize the first disagreement",
         description="Compare ENGINE's divide with the reference at FEN and DEPTH; when they differ, walk down "
-                    "to the position and move where they disagree. Exit 0 agree, 1 differ, 2 bad input or "
-                    "broken engine.")
-    p.add_argument("fen", metavar="FEN", help="FEN, X-FEN, Shredder-FEN or 4-field EPD (quote it)")
+                    "to the position and move where they disagree.",
+        examples=["perft diff --engine /usr/games/stockfish startpos 5",
+                     'perft diff --engine "python my_engine.py" --protocol perftree "FEN" 4',
+                     'perft diff --protocol cli --engine "my_perft {fen} {depth}" "FEN" 6 --json'])
+    p.add_argument("fen", metavar="FEN", help="FEN, X-FEN, Shredder-FEN or 4-field EPD (quote it), or startpos")
     p.add_argument("depth", metavar="DEPTH", type=cliargs.depth, help="plies to count")
     _engine_args(p, default_engine=None)
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
@@ -64,8 +74,10 @@ def register(subparsers) -> None:
         "suite", help="run an engine on the bundled perft tables or your own",
         description="Run ENGINE on the bundled tables (all suites if none named) or on your own FILE.epd "
                     "(FEN ;D1 20 ;D2 400 ...) / FILE.csv (fen,depth,nodes) within a node and/or time "
-                    "budget; every failing position is localized against the reference. Exit 0 all pass, "
-                    "1 some count is wrong, 2 bad input or broken engine.")
+                    "budget; every failing position is localized against the reference. Rows over "
+                    "--max-nodes are left out (a selection: they do not change the exit status).",
+        examples=["perft suite tricky chess960 --engine /usr/games/stockfish --max-nodes 10000000",
+                     "perft suite my_tests.epd --engine \"python my_engine.py\" --protocol perftree"])
     p.add_argument("suites", nargs="*", metavar="SUITE",
                    help=f"suites to run (default all: {_suite_names()}) or FILE.epd / FILE.csv")
     _engine_args(p, default_engine="cpu")
@@ -77,10 +89,15 @@ def register(subparsers) -> None:
         "report", help="write the conformance report of an engine (JSON, Markdown, HTML)",
         description="Run our engine (--backend) or any engine (--engine CMD --protocol uci|perftree|cli) on "
                     "every bundled table within the budget and write OUT/NAME.json, OUT/NAME.md and "
-                    "OUT/NAME.html. The published report (docs/conformance.md and .json) is regenerated with "
-                    "`perft report --out docs`; `perft report --index docs` writes docs/index.md from every "
-                    "report there. Exit 0 all pass, 1 some count is wrong, 2 bad input or broken engine.")
-    p.add_argument("--out", type=cliargs.output_dir, default="report", metavar="DIR", help="output folder (default: ./report)")
+                    "OUT/NAME.html (OUT: ./perft-report/, not tracked by git). The published report in "
+                    "docs/ is regenerated with `perft report --publish`, which also refreshes docs/index.md; "
+                    "`perft report --index docs` writes docs/index.md alone.",
+        examples=["perft report", "perft report --engine /usr/games/stockfish --max-nodes 20000000",
+                     "perft report --publish"])
+    p.add_argument("--out", type=cliargs.output_dir, default=None, metavar="DIR",
+                   help=f"output folder (default: ./{DEFAULT_OUT}; docs with --publish)")
+    p.add_argument("--publish", action="store_true",
+                   help="the published report: write to docs/ (or --out) and refresh its index.md")
     p.add_argument("--name", default=None, metavar="NAME",
                    help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
                         "else the engine's program name)")
@@ -209,16 +226,36 @@ def _command_line(command: str, args, keys: list[str]) -> str:
     parts = []
     for key in keys:
         value = getattr(args, key.replace("-", "_"), None)
-        if value is not None:
+        if value is True:  # a flag
+            parts.append(f"--{key}")
+        elif value is not None and value is not False:
             parts += [f"--{key}", str(value)]
     return f"{command} {shlex.join(parts)}".strip()
 
 
 @contextlib.contextmanager
-def _progress(enabled: bool, total_nodes: int):
-    """Yield a progress callback for :func:`run_suite`: a rich bar on a terminal (stderr), else a no-op."""
-    if not enabled or not sys.stderr.isatty():
+def _progress(enabled: bool, total_nodes: int, label: str):
+    """Yield a progress callback for :func:`run_suite`: a rich bar on a terminal (stderr); else
+    :class:`perft_core.watch.ProgressLines` (a line a minute, a summary line when it took over
+    ``LINES_SECONDS``); None when not ``enabled``."""
+    if not enabled:
         yield None
+        return
+    if not sys.stderr.isatty():
+        import time
+
+        from perft_core import watch
+
+        lines, t0, state = watch.ProgressLines(f"{label}:", of=" of the nodes"), time.monotonic(), {}
+
+        def line(result, done: int, total: int) -> None:
+            state["nodes"] = state.get("nodes", 0) + (result.got or 0)
+            state["share"] = state.get("share", 0) + result.expected / max(total_nodes, 1)
+            state["what"] = f"{done}/{total} rows"
+            lines.report(state["what"], state["share"], state["nodes"], time.monotonic() - t0)
+        yield line
+        if state and time.monotonic() - t0 > watch.LINES_SECONDS:
+            lines.report(state["what"], state["share"], state["nodes"], time.monotonic() - t0, final=True)
         return
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -244,7 +281,7 @@ def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_p
     engine = _make(engine_spec, protocol, args)
     reference = _make(_reference_spec(reference_spec, engine_spec), reference_protocol, args, reference=True)
     budgeted = sum(r.nodes for r in rows if r.nodes <= args.max_nodes)
-    with engine, reference, _progress(not args.json, budgeted) as progress:
+    with engine, reference, _progress(not args.json, budgeted, command.split(" --")[0]) as progress:
         engine.perft(chess.STARTING_FEN, 1)  # an engine that cannot even start fails once, here
         run = run_suite(engine, rows, reference=reference, max_nodes=args.max_nodes,
                         max_seconds=args.max_seconds, localize_seconds=args.localize_seconds, suites=names,
@@ -289,6 +326,8 @@ def _failures_text(run: RunResult) -> str:
 
 def cmd_diff(args) -> int:
     """``perft diff``: localize the first disagreement between ``--engine`` and ``--reference``."""
+    if args.fen.strip() == "startpos":
+        args.fen = chess.STARTING_FEN
     try:
         _check_fen(args.fen)
         engine = _make(args.engine, args.protocol, args)
@@ -300,16 +339,15 @@ def cmd_diff(args) -> int:
             loc = locate(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds)
     except EngineError as exc:
         return _error(str(exc))
-    if loc.kind == "gave_up":
-        status = 1 if loc.path else 2
-    else:
-        status = 0 if loc.agree else 1
+    # gave up with a path: the counts already differ there; without one, the limit stopped it first
+    gave_up = loc.kind == "gave_up"
+    status = cliargs.exit_status(differ=not loc.agree and not (gave_up and not loc.path), limited=gave_up)
     if args.json:
         print(json.dumps(loc.to_dict() | {"agree": loc.agree, "exit_status": status}))
     else:
         print(loc.describe())
-    if loc.kind == "gave_up" and status == 2:
-        print("perft: error: no verdict within --max-seconds", file=sys.stderr)
+    if status == cliargs.LIMITED:
+        print("perft: stopped: no verdict within --max-seconds", file=sys.stderr)
     return status
 
 
@@ -344,7 +382,9 @@ def cmd_report(args) -> int:
         except (ValueError, OSError) as exc:
             return _error(str(exc))
         print(json.dumps({"paths": {"md": str(path)}}) if args.json else f"wrote {path}")
-        return 0
+        return cliargs.AGREE
+    if args.out is None:
+        args.out = cliargs.output_dir(PUBLISHED_OUT if args.publish else DEFAULT_OUT)
     engine_spec = args.engine or args.backend
     if args.name:
         name = args.name
@@ -355,6 +395,8 @@ def cmd_report(args) -> int:
     keys = ["out", "name", "backend", "threads", "max-nodes", "max-seconds"]
     if args.engine is not None:
         keys = ["out", "name", "engine", "protocol", "total-regex", "reference", "max-nodes", "max-seconds", "timeout"]
+    if args.publish:
+        keys = ["publish"] + keys
     args.name = name
     command = _command_line("perft report", args, keys)
     if args.suites:
@@ -368,6 +410,8 @@ def cmd_report(args) -> int:
     try:
         run = _run(args, engine_spec, args.protocol, args.reference, args.reference_protocol, args.suites, command)
         paths = write_report(run, args.out, name)
+        if args.publish:
+            paths["index"] = write_index(args.out)
     except BadInput as exc:
         return _error(str(exc))
     except (EngineError, OSError) as exc:
@@ -402,9 +446,12 @@ def _report_name(command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one oracle subcommand without perft_core's CLI (``python -m oracle.cli diff ...``)."""
-    parser = argparse.ArgumentParser(prog="perft", description="perft oracle: diff, suite, report")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
+    parser = cliargs.Parser(prog="perft", description="perft oracle: diff, suite, report")
+    register(parser.add_subparsers(dest="command", required=True, parser_class=cliargs.Parser))
+    try:
+        args = parser.parse_args(argv)
+    except cliargs.UsageError as exc:
+        return _error(str(exc))
     return args.func(args)
 
 

@@ -4,8 +4,11 @@
   status, seconds, nodes/s and its localization, plus backend, version, commit and machine.
 - ``NAME.md``: the published report (``docs/conformance.md``): summary, speed table, failures with
   their localized positions, and per-suite tables (every row for small suites, per depth for big ones).
-- ``NAME.html``: one self-contained page (template ``oracle/templates/report.html.j2``): the same,
-  every row of every suite, and an inline SVG chart of nodes/s by suite and depth (no scripts).
+- ``NAME.html``: one self-contained page (template ``oracle/templates/report.html.j2``, no scripts):
+  the verdict, then a bar chart of passed / failed / not run per suite and per tag (:func:`glance`:
+  failing groups first, each linked to its first localized failure), the failures, the summary,
+  every row of every suite, and, collapsed, the speed (an inline SVG chart of nodes/s by depth).
+  Its tables fit a 1400-px window and, as stacked cards, a 390-px one.
 
 Every failure has an anchor (:func:`failure_anchor`) in the Markdown and the HTML, so that the
 index of all reports in a folder (:func:`write_index`, ``index.md``: one row per engine, one column
@@ -16,6 +19,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -23,7 +27,7 @@ import jinja2
 
 from oracle.runner import RowResult, RunResult, SuiteSummary
 
-__all__ = ["FORMATS", "failure_anchor", "render_html", "render_index", "render_json", "render_markdown",
+__all__ = ["FORMATS", "GLANCE_TAGS", "Group", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
            "speed_chart_svg", "write_index", "write_report"]
 
 FORMATS = ("json", "md", "html")
@@ -47,10 +51,14 @@ def write_report(run: RunResult, out_dir: str | Path, name: str = "report",
     render = {"json": render_json, "md": render_markdown, "html": render_html}
     paths = {}
     for fmt in formats:
-        path = out / f"{name}.{fmt}"
-        path.write_text(render[fmt](run), encoding="utf-8")
-        paths[fmt] = path
+        paths[fmt] = _write(out / f"{name}.{fmt}", render[fmt](run))
     return paths
+
+
+def _write(path: Path, text: str) -> Path:
+    """Write one report file (UTF-8); every file the reports write goes through here. Returns ``path``."""
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 def render_json(run: RunResult) -> str:
@@ -183,6 +191,57 @@ def _by_depth(rows: list[RowResult]) -> list[list[str]]:
     return out
 
 
+#: The tags of the at-a-glance view, in this order (see :mod:`oracle.tables` for what each means).
+GLANCE_TAGS = ("en_passant", "castling", "promotion", "check", "chess960")
+
+
+@dataclass
+class Group:
+    """One line of the at-a-glance view: the rows of a suite (``kind == "suite"``) or of a tag
+    (``"tag"``, from :data:`GLANCE_TAGS`) by outcome. ``failed``: wrong counts; ``errors``: the
+    engine failed; ``not_run``: over the node budget or skipped by the time budget;
+    ``first_failure``: the anchor of its first failing row (:func:`failure_anchor`) or None."""
+
+    kind: str
+    name: str
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    not_run: int = 0
+    first_failure: str | None = None
+
+    @property
+    def total(self) -> int:
+        """Every row of the group, run or not."""
+        return self.passed + self.failed + self.errors + self.not_run
+
+    def share(self, outcome: str) -> float:
+        """The percentage of the group's rows with ``outcome`` (``passed``, ``failed``, ``errors``, ``not_run``)."""
+        return 100.0 * getattr(self, outcome) / self.total if self.total else 0.0
+
+
+def glance(run: RunResult) -> list[Group]:
+    """Per suite, then per tag (:data:`GLANCE_TAGS`, those any row has): passed / failed / errors /
+    not run; groups with failures or errors first, order otherwise kept. Groups with no row are left out."""
+    groups = {("suite", name): Group("suite", name, not_run=run.over_budget.get(name, 0)) for name in run.suites}
+    for tag in GLANCE_TAGS:
+        groups[("tag", tag)] = Group("tag", tag, not_run=run.over_budget_tags.get(tag, 0))
+    for row in run.rows:
+        keys = [("suite", row.suite)] + [("tag", tag) for tag in row.tags if ("tag", tag) in groups]
+        for key in keys:
+            group = groups.setdefault(key, Group(*key))
+            if row.status == "pass":
+                group.passed += 1
+            elif row.status == "skipped":
+                group.not_run += 1
+            else:
+                group.failed += row.status == "fail"
+                group.errors += row.status == "error"
+                group.first_failure = group.first_failure or failure_anchor(row)
+    kept = [g for g in groups.values() if g.total]
+    return sorted(kept, key=lambda g: not (g.failed or g.errors))
+
+
 def failure_anchor(row: RowResult) -> str:
     """The anchor of a failing row in the Markdown and HTML reports: ``fail-<suite>-<id>-<depth>``
     with every character outside ``[A-Za-z0-9_-]`` turned into ``-``."""
@@ -204,6 +263,12 @@ def _failure_text(row: RowResult) -> str:
 def render_markdown(run: RunResult) -> str:
     """The report as GitHub-flavoured Markdown (the committed ``docs/conformance.md``)."""
     lines = [f"# Perft conformance report: {run.engine}", "", _status_line(run), ""]
+    lines += ["## At a glance", "", "Rows per suite and per tag; suites and tags with failures first. "
+              "*Not run*: over the node budget or the time budget.", ""]
+    lines += _md_table(["", "group", "passed", "failed", "errors", "not run"],
+                       [[g.kind, f"[{g.name}](#{g.first_failure})" if g.first_failure else g.name, fmt_int(g.passed),
+                         fmt_int(g.failed), fmt_int(g.errors), fmt_int(g.not_run)] for g in glance(run)], "llrrrr")
+    lines += [""]
     lines += _md_table(["", ""], [[k, v.replace("\n", " ")] for k, v in _facts(run)])
     lines += ["", "## Summary", ""]
     lines += _md_table(_SUMMARY_HEADER, [_summary_cells(s) for s in run.summary()], "lrrrrrrrrrr")
@@ -327,7 +392,7 @@ def render_html(run: RunResult) -> str:
     return _environment().get_template("report.html.j2").render(
         run=run, ok=run.ok, status_line=_status_line(run).replace("**", ""), facts=_facts(run),
         summary=run.summary(), summary_header=_SUMMARY_HEADER, summary_cells=_summary_cells,
-        chart=speed_chart_svg(run), suites=suites, failures=failures)
+        groups=glance(run), chart=speed_chart_svg(run), suites=suites, failures=failures)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,8 +432,8 @@ def _index_cell(s: SuiteSummary | None) -> str:
 
 
 def _verdict(loc) -> str:
-    """A few words for a localization's verdict (the index's failure list)."""
-    return loc.summary()
+    """A line for a localization's verdict (the index's failure list): its kind and a few words."""
+    return f"{loc.kind}: {loc.summary()}"
 
 
 def render_index(reports: list[tuple[Path, RunResult]]) -> str:
@@ -382,8 +447,10 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
         suites += [name for name in run.suites if name not in suites]
     lines = ["# Perft conformance reports", "",
              "One row per engine report in this folder; each suite's cell gives rows that passed, failed "
-             "and were over the node budget (not run). Regenerate with `perft report --index docs`; the "
-             "commands that produced each report are in the report itself and in the README.", ""]
+             "and were over the node budget (not run); *commit* is the git commit of the package that "
+             "made the report. `perft report --publish` regenerates our CPU engine's report and this "
+             "index (`perft report --index docs`: the index alone); the commands that produced each "
+             "report are in the report itself and in the README.", ""]
     rows = []
     for path, run in reports:
         per = {s.suite: s for s in run.summary()}
@@ -392,9 +459,10 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
         where = machine.get("gpu") or machine.get("cpu") or "-"
         if machine.get("gpu_present") and not machine.get("gpu"):  # another program on a GPU machine
             where = f"{where}; GPU present: {machine['gpu_present']}"
-        rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-"]
+        rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-",
+                     f"`{run.environment.get('commit', 'unknown')}`"]
                     + [_index_cell(per.get(name)) for name in suites])
-    lines += _md_table(["report", "engine", "verdict", "machine", "date"] + suites, rows)
+    lines += _md_table(["report", "engine", "verdict", "machine", "date", "commit"] + suites, rows)
     lines += ["", "## Localized failures", ""]
     any_failure = False
     for path, run in reports:
@@ -432,7 +500,5 @@ def write_index(folder: str | Path) -> Path:
     reports = _load_reports(folder)
     if not reports:
         raise ValueError(f"{folder}: no conformance report (*.json) in it")
-    path = folder / "index.md"
-    path.write_text(render_index(reports), encoding="utf-8")
-    return path
+    return _write(folder / "index.md", render_index(reports))
 

@@ -104,6 +104,7 @@ class RunResult:
     ``max_nodes`` / ``max_seconds``: the budget (None = none); rows over the node budget are not in
     ``rows`` but counted per suite in ``over_budget``. ``sources``: where each suite's counts come
     from. ``environment``: package version, git commit, backend, machine (see :func:`environment`).
+    ``over_budget_tags``: the rows over the node budget counted per tag (the report's per-tag view).
     ``seconds``: wall time of the whole run, localization included.
     ``command``: the command line that produced it (set by the CLI; the report shows it).
     """
@@ -115,6 +116,7 @@ class RunResult:
     max_seconds: float | None
     rows: list[RowResult] = field(default_factory=list)
     over_budget: dict[str, int] = field(default_factory=dict)
+    over_budget_tags: dict[str, int] = field(default_factory=dict)
     sources: dict[str, list[str]] = field(default_factory=dict)
     environment: dict = field(default_factory=dict)
     started: str = ""
@@ -128,10 +130,14 @@ class RunResult:
 
     @property
     def exit_status(self) -> int:
-        """0 all passed, 1 some count was wrong, 2 the engine failed (errors win over failures)."""
-        if any(row.status == "error" for row in self.rows):
-            return 2
-        return 0 if self.ok else 1
+        """The rule of :func:`perft_core.cliargs.exit_status`: 1 some count was wrong (whatever else
+        happened), 2 an engine error or no row counted, 3 the time budget skipped rows, else 0.
+        Rows over the node budget are a selection, not a stop: they do not count."""
+        from perft_core.cliargs import exit_status
+
+        statuses = {row.status for row in self.rows}
+        return exit_status(differ="fail" in statuses, broken="error" in statuses,
+                           judged=bool(statuses & {"pass", "fail"}), limited="skipped" in statuses)
 
     def failures(self) -> list[RowResult]:
         """The rows that failed or errored, in table order."""
@@ -228,9 +234,12 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
     t0 = time.monotonic()
     kept = [row for row in rows if max_nodes is None or row.nodes <= max_nodes]
     over: dict[str, int] = {}
+    over_tags: dict[str, int] = {}
     for row in rows:
         if max_nodes is not None and row.nodes > max_nodes:
             over[row.suite] = over.get(row.suite, 0) + 1
+            for tag in row.tags:
+                over_tags[tag] = over_tags.get(tag, 0) + 1
     results = [RowResult(suite=row.suite, id=row.id, fen=row.fen, depth=row.depth, expected=row.nodes,
                          chess960=row.chess960, tags=sorted(row.tags)) for row in kept]
     sources: dict[str, list[str]] = {}
@@ -263,7 +272,7 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
         _localize_failures(engine, reference, results, localize_seconds)
     return RunResult(engine=engine.name, reference=reference.name if localize_failures else None,
                      suites=list(suites), max_nodes=max_nodes, max_seconds=max_seconds, rows=results,
-                     over_budget=over, sources=sources, environment=environment(engine), started=started,
+                     over_budget=over, over_budget_tags=over_tags, sources=sources, environment=environment(engine), started=started,
                      seconds=time.monotonic() - t0)
 
 

@@ -236,19 +236,22 @@ def _count(path: str, line: int, what: str, text: str) -> int:
 
 
 def _epd_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
+    """The perft rows of an EPD file, read by :func:`perft_core.positions.read_lines` (the FEN in
+    the engine's words, the operations by python-chess's ``chess.Board.from_epd``): one row per
+    ``D<depth> <nodes>`` operation, id ``line<N>`` or the record's ``id`` operation."""
+    from perft_core.positions import read_lines
+
     rows = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            continue
-        fen, *fields = (part.strip() for part in line.split(";"))
-        if not fields:
-            raise TableFileError(f"{path}:{number}: no ';D<depth> <nodes>' field after the FEN")
-        for field in fields:
-            parts = field.split()
-            if len(parts) != 2 or not parts[0].upper().startswith("D"):
-                raise TableFileError(f"{path}:{number}: expected ';D<depth> <nodes>', got {field!r}")
-            depth = _count(path, number, "the depth", parts[0][1:])
-            rows.append((number, f"line{number}", fen, depth, _count(path, number, "the node count", parts[1])))
+    try:
+        for entry in read_lines(text.splitlines(), path):
+            if not entry.counts:
+                raise TableFileError(f"{path}:{entry.line}: no 'D<depth> <nodes>' operation after the FEN")
+            rows += [(entry.line, entry.id or f"line{entry.line}", entry.fen, depth, nodes)
+                     for depth, nodes in sorted(entry.counts.items())]
+    except TableFileError:
+        raise
+    except ValueError as exc:
+        raise TableFileError(str(exc)) from None
     return rows
 
 

@@ -1,11 +1,14 @@
 """The ``perft`` command: one dispatcher above the engine (``perft_core``) and the oracle.
 
-Subcommands: ``run`` (``perft_core.cli``), ``deep`` (``perft_core.deep.cli``), ``diff``, ``suite``, ``report`` (``oracle.cli``).
+Subcommands: ``run``, ``perftree``, ``uci`` (``perft_core.cli``), ``deep`` (``perft_core.deep.cli``),
+``diff``, ``suite``, ``report`` (``oracle.cli``).
 ``perft_core`` is a library that never imports this package or ``oracle``; this module is the only
 place that knows both.
 
-Exit statuses: 0 success (or engines agree), 1 a disagreement, 2 bad input or a broken engine,
-printed as one line ``perft: error: <message>`` with no traceback, 130 interrupted.
+Exit statuses, one rule for every subcommand (:data:`perft_core.cliargs.EXIT_STATUS_HELP`, at the
+end of every ``--help``): 0 all agree, 1 at least one count differs (whatever else happened), 2
+nothing could be judged (bad input, a broken engine: one line ``perft: error: <message>``, no
+traceback), 3 stopped by a limit, 130 interrupted. Bare ``perft`` prints the usage (status 2).
 """
 from __future__ import annotations
 
@@ -15,35 +18,53 @@ from typing import Sequence
 
 from perft_core import cli as core_cli
 from perft_core.deep import cli as deep_cli
+from perft_core import cliargs
 from perft_core.cliargs import Parser, UsageError
 
 __all__ = ["build_parser", "main"]
 
 
+_DEEP_DESCRIPTION = ("Count perft(FEN, DEPTH) as work units on Dask (local processes, local GPUs or an "
+                     "existing scheduler) with a durable SQLite store: an interrupted run resumes where it "
+                     "stopped (--resume). A progress bar on a terminal, else a line a minute on stderr.")
+_DEEP_EXAMPLES = ["perft deep startpos 8 --workers 2 --store s8.sqlite", "perft deep --resume s8.sqlite",
+                  'perft deep "FEN" 9 --backend gpu --gpus 2 --tt --store k9.sqlite']
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``perft`` command with all its subcommands."""
     from oracle import cli as oracle_cli
+    from perft_core import __version__
 
-    parser = Parser(prog="perft", description="Exact chess perft counts, and an oracle that checks engines.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    parser = Parser(prog="perft", description="Exact chess perft counts, and an oracle that checks engines.",
+                    examples=["perft run startpos 6 --moves e2e4", "perft report",
+                              "perft diff --engine /usr/games/stockfish \"FEN\" 5", "perft SUBCOMMAND --help"])
+    parser.add_argument("--version", action="version", version=f"perft-oracle {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="SUBCOMMAND", parser_class=Parser)
     core_cli.register(sub)
     deep_cli.register(sub)
     oracle_cli.register(sub)
+    deep = sub.choices["deep"]
+    deep.set_examples(_DEEP_EXAMPLES)
+    deep.description = deep.description or _DEEP_DESCRIPTION
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``perft`` command; returns the exit status (0, 1, 2 or 130)."""
+    """Run the ``perft`` command; returns the exit status (0, 1, 2, 3 or 130: :mod:`perft_core.cliargs`)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
+        if args.command is None:  # bare ``perft``: the usage and the subcommands, on stderr
+            parser.print_help(sys.stderr)
+            return cliargs.UNJUDGED
         return int(args.func(args))
     except (UsageError, ValueError, OSError) as exc:
         print(f"perft: error: {exc}", file=sys.stderr)
-        return 2
+        return cliargs.UNJUDGED
     except KeyboardInterrupt:
         print("perft: interrupted", file=sys.stderr)
-        return 130
+        return cliargs.INTERRUPTED
 
 
 if __name__ == "__main__":

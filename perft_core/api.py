@@ -18,14 +18,15 @@ def _check(depth: object, backend: str, threads: object) -> None:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
 
 
-def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
+def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int = 1,
           tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None,
           max_seconds: float | None = None, max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS,
           force: bool = False, progress: bool | None = None) -> int:
     """Count the leaf nodes of the legal move tree ``depth`` plies below a position.
 
     Args:
-        fen_or_position: a FEN / X-FEN / Shredder-FEN string (Chess960 inferred) or a Position.
+        fen_or_position: a FEN / X-FEN / Shredder-FEN string (Chess960 inferred), a python-chess
+            ``chess.Board`` or a Position.
         depth: plies, an int >= 0; perft(…, 0) is 1.
         backend: "cpu" (C++ extension), "gpu" (CuPy) or "gpu-emulated" (the GPU driver on NumPy).
         threads: CPU threads for the cpu backend (the tree is split two plies below the root).
@@ -45,7 +46,8 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
         force: count even when the estimate exceeds max_estimate_seconds (no estimate is made
             then, unless a progress bar is shown).
         progress: draw a progress bar on stderr (counts estimated over 2 s): True, False, or None
-            (default) for "when stderr is a terminal".
+            (default) for "when stderr is a terminal"; None without a terminal writes a progress
+            line a minute and a summary line for a count estimated over 10 s (perft_core.watch).
 
     Returns:
         The node count as a Python int.
@@ -75,7 +77,7 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
     return _gpu_count(backend, use_tt, tt_mb, verify_seed, lambda drv: drv.perft(pos, depth))
 
 
-def divide(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,
+def divide(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int = 1,
            tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None,
            max_seconds: float | None = None, max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS,
            force: bool = False, progress: bool | None = None) -> dict[str, int]:
@@ -180,14 +182,18 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
     # walled position counts 2**64 nodes in a second through its tables): a TT count is refused only
     # when even the count through perfect tables (Estimate.tt_seconds) is over the limit.
     refusing = not force and max_estimate_seconds is not None
-    est = estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb) if refusing or bar else None
+    lines = watch.wants_lines(progress)  # no terminal: a line a minute for a count over LINES_SECONDS
+    est = estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb) if refusing or bar or lines else None
     if refusing and est.seconds > max_estimate_seconds and est.tt_seconds > max_estimate_seconds:
         raise CountRefused(est, max_estimate_seconds,
                            f"{est.describe()}: over the limit of {format_seconds(max_estimate_seconds)}")
     bar = bar and est is not None and est.seconds > watch.BAR_SECONDS
-    if depth == 0 or (not bar and max_seconds is None):
+    lines = lines and est is not None and est.seconds > watch.LINES_SECONDS
+    if depth == 0 or (not bar and not lines and max_seconds is None):
         return None
     moves = sorted(pos.legal_moves())
+    if max_seconds is not None:  # a limit keeps as many subtrees as it allows: the smallest first
+        moves = _smallest_first(pos, depth, moves)
     passes: list[dict[str, int]] = []  # GPU: one divide per key seed; the last holds the moves checked
 
     def gpu_pass(drv) -> dict[str, int]:
@@ -195,7 +201,7 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
         return _gpu_moves(drv, pos, depth, moves, w, passes[-1])
 
     gpu_passes = 2 if verify_seed is not None and backend != "cpu" else 1  # the CPU checks each move at once
-    with watch.Watch(est, max_seconds, bar, passes=gpu_passes) as w:
+    with watch.Watch(est, max_seconds, bar, passes=gpu_passes, lines=lines) as w:
         try:
             if backend == "cpu":
                 passes.append({})
@@ -206,6 +212,17 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
         except watch.Deadline:
             raise CountInterrupted(passes[-1] if passes else {}, len(moves), depth, w.elapsed(), est) from None
     return passes[0]
+
+
+def _smallest_first(pos, depth: int, moves: list[str]) -> list[str]:
+    """``moves`` ordered by the size of their subtree three plies deep (a cheap proxy for the size
+    at ``depth``: under 10^5 nodes each), so that a time-limited count finishes the smallest
+    subtrees first and its partial divide is non-empty whenever the limit allows one subtree."""
+    from . import _core
+
+    probe = min(depth - 1, 3)
+    size = {m: int(_core.perft(pos.push(m)._core_args(), probe, 1)) for m in moves}
+    return sorted(moves, key=lambda m: (size[m], m))
 
 
 CALL_SECONDS = 0.25

@@ -1,9 +1,12 @@
-"""``perft run``, the engine's own subcommand of the ``perft`` command (dispatched by ``perft_cli``).
+"""``perft run``, the engine's own subcommand of the ``perft`` command (dispatched by ``perft_cli``),
+and the registration of ``perft perftree`` (:mod:`perft_core.perftree`) and ``perft uci``
+(:mod:`perft_core.uci`).
 
-Exit statuses: 0 success, 1 the two key seeds of ``--verify-seed`` disagree, 2 bad input or a count
-estimated to take longer than a day without ``--force``, printed as one line ``perft: error: <message>``
-with no traceback (by the dispatcher), 3 stopped by ``--max-seconds``: the root moves counted so far
-are printed as a partial divide, never as a total.
+Exit statuses by :func:`perft_core.cliargs.exit_status`: 0 counted (and agrees with the EPD
+operations), 1 a count differs from an EPD operation or the two key seeds of ``--verify-seed``
+disagree, 2 bad input or a count estimated to take longer than a day without ``--force``, printed
+as one line ``perft: error: <message>`` with no traceback (by the dispatcher), 3 stopped by
+``--max-seconds``: the root moves counted so far are printed as a partial divide, never as a total.
 """
 from __future__ import annotations
 
@@ -12,57 +15,153 @@ import json
 import sys
 import time
 
-from . import cliargs
+from . import cliargs, positions
+from .uci import print_divide
 from .cliargs import UsageError
 from .errors import CountInterrupted, CountRefused
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from . import Position, __version__, divide, perft
-
     if args.verify_seed is not None and not args.tt:
         raise UsageError("--verify-seed needs --tt")
-    pos = Position.from_fen(args.fen, chess960=True if args.chess960 else None)
-    tt = {"tt": args.tt, "tt_mb": args.tt_mb, "verify_seed": args.verify_seed} if args.tt else {}
-    from . import estimate
+    if args.position == "-" or (" " not in args.position.strip() and args.position.strip() != "startpos"):
+        return _run_many(args)
+    if args.depth is None:
+        raise UsageError("DEPTH is needed (plies), e.g. perft run startpos 5")
+    pos = positions.position_from(args.position, args.moves, chess960=True if args.chess960 else None)
+    return _count_one(args, pos, args.depth, args.max_seconds)
 
-    limits = {"max_seconds": args.max_seconds, "force": args.force, "progress": False if args.json else None,
+
+def _count(args, pos, depth: int, max_seconds: float | None, divide: bool):
+    """``(nodes, divide or None, seconds)`` of one count with the command's backend and options."""
+    from . import estimate
+    from .api import divide as api_divide, perft
+
+    tt = {"tt": args.tt, "tt_mb": args.tt_mb, "verify_seed": args.verify_seed} if args.tt else {}
+    limits = {"max_seconds": max_seconds, "force": args.force, "progress": False if args.json else None,
               "max_estimate_seconds": estimate.DEFAULT_MAX_ESTIMATE_SECONDS}
     t0 = time.perf_counter()
     try:
-        if args.divide:
-            parts = divide(pos, args.depth, backend=args.backend, threads=args.threads, **tt, **limits)
-            nodes = sum(parts.values()) if args.depth > 0 else 1
+        if divide:
+            parts = api_divide(pos, depth, backend=args.backend, threads=args.threads, **tt, **limits)
+            nodes = sum(parts.values()) if depth > 0 else 1
         else:
             parts = None
-            nodes = perft(pos, args.depth, backend=args.backend, threads=args.threads, **tt, **limits)
+            nodes = perft(pos, depth, backend=args.backend, threads=args.threads, **tt, **limits)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
+    return nodes, parts, time.perf_counter() - t0
+
+
+def _count_one(args, pos, depth: int, max_seconds: float | None) -> int:
+    """``perft run POSITION DEPTH``: print the count (Stockfish's divide format with --divide)."""
+    from . import __version__
+    from .zobrist import HashVerificationError
+
+    try:
+        nodes, parts, seconds = _count(args, pos, depth, max_seconds, args.divide)
     except CountInterrupted as exc:
         return _partial(args, pos, exc)
-    except RuntimeError as exc:
-        from .zobrist import HashVerificationError
-
-        if not isinstance(exc, HashVerificationError):  # --verify-seed: the two key seeds disagree
-            raise
+    except HashVerificationError as exc:  # --verify-seed: the two key seeds disagree
         print(f"perft: error: {exc}", file=sys.stderr)
-        return 1
-    seconds = time.perf_counter() - t0
+        return cliargs.DIFFER
     nps = nodes / seconds if seconds > 0 else 0.0
     if args.json:
         print(json.dumps({
-            "fen": pos.fen(), "depth": args.depth, "nodes": nodes, "divide": parts,
+            "fen": pos.fen(), "depth": depth, "nodes": nodes, "divide": parts,
             "seconds": seconds, "nodes_per_second": nps, "backend": args.backend, "version": __version__,
         }))
-        return 0
+        return cliargs.AGREE
     if parts is not None:
-        for move, count in sorted(parts.items()):
-            print(f"{move}: {count}")
-        print()
-    print(f"Nodes searched: {nodes}")
-    print(f"perft {args.depth}: {nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, {args.backend})",
+        print_divide(parts, nodes)
+    else:
+        print(f"Nodes searched: {nodes}")
+    print(f"perft {depth}: {nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, {args.backend})",
           file=sys.stderr)
-    return 0
+    return cliargs.AGREE
+
+
+def _run_many(args: argparse.Namespace) -> int:
+    """``perft run -`` / ``perft run FILE``: one result line per position (FEN or EPD line); EPD
+    perft operations (``D1 20; D2 400``) are checked. Exit status by :func:`cliargs.worst`."""
+    if args.divide:
+        raise UsageError("--divide counts one position; give a FEN or startpos, not a file")
+    if args.position == "-":
+        source, stream = "-", sys.stdin
+    else:
+        try:
+            path = cliargs.input_file(args.position)
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"argument POSITION: {exc} (a FEN needs its fields: quote it)") from None
+        source, stream = str(path), open(path, encoding="utf-8")
+    t0, statuses = time.monotonic(), []
+
+    def bad_line(message: str) -> None:  # said on stderr; the other lines are still counted
+        print(f"perft: error: {message}", file=sys.stderr)
+        statuses.append(cliargs.UNJUDGED)
+
+    with stream:
+        for entry in positions.read_lines(stream, "stdin" if source == "-" else source, on_error=bad_line):
+            statuses.append(_check_line(args, entry, t0))
+    if not statuses:
+        raise UsageError(f"no position in {'standard input' if source == '-' else source}")
+    return cliargs.worst(statuses)
+
+
+def _check_line(args, entry, t0: float) -> int:
+    """Count one line of positions input at DEPTH (or at each of its EPD depths); print one line
+    per count (a JSON object with --json); return its exit status."""
+    from .errors import FenError, IllegalMoveError
+
+    from .zobrist import HashVerificationError
+
+    depths = [args.depth] if args.depth is not None else sorted(entry.counts)
+    where = f"{'stdin' if args.position == '-' else args.position}:{entry.line}"
+    if not depths:
+        print(f"perft: error: {where}: no DEPTH given and no EPD perft operation (D1 20; D2 400) on it",
+              file=sys.stderr)
+        return cliargs.UNJUDGED
+    try:
+        pos = positions.position_from(entry.fen, args.moves, chess960=True if args.chess960 else None)
+    except (FenError, IllegalMoveError) as exc:
+        print(f"perft: error: {where}: {exc}", file=sys.stderr)
+        return cliargs.UNJUDGED
+    statuses = []
+    for depth in depths:
+        left = None if args.max_seconds is None else args.max_seconds - (time.monotonic() - t0)
+        expected = entry.counts.get(depth) if not args.moves else None
+        record = {"line": entry.line, "id": entry.id, "fen": pos.fen(), "depth": depth, "expected": expected}
+        if left is not None and left <= 0:
+            statuses.append(cliargs.LIMITED)
+            _print_line(args, record | {"status": "skipped: --max-seconds spent"})
+            continue
+        try:
+            nodes, _, seconds = _count(args, pos, depth, left, False)
+        except CountInterrupted as exc:
+            statuses.append(cliargs.LIMITED)
+            _print_line(args, record | {"status": f"stopped by --max-seconds after {exc.seconds:.1f} s"})
+            continue
+        except (UsageError, HashVerificationError) as exc:  # refused (over a day), or the key seeds disagree
+            print(f"perft: error: {where}: depth {depth}: {exc}", file=sys.stderr)
+            statuses.append(cliargs.DIFFER if isinstance(exc, HashVerificationError) else cliargs.UNJUDGED)
+            continue
+        status = cliargs.exit_status(differ=expected is not None and nodes != expected)
+        verdict = "counted" if expected is None else "agrees" if status == cliargs.AGREE else "DIFFERS"
+        _print_line(args, record | {"nodes": nodes, "seconds": round(seconds, 6), "status": verdict})
+        statuses.append(status)
+    return cliargs.worst(statuses)
+
+
+def _print_line(args, record: dict) -> None:
+    if args.json:
+        print(json.dumps(record), flush=True)
+        return
+    name = f" {record['id']}" if record["id"] else ""
+    text = f"line {record['line']}{name} depth {record['depth']}: "
+    text += f"{record['nodes']:,} nodes" if "nodes" in record else "not counted"
+    if record["expected"] is not None:
+        text += f", expected {record['expected']:,}"
+    print(f"{text}: {record['status']}  ({record['fen']})", flush=True)
 
 
 def _partial(args: argparse.Namespace, pos, exc: CountInterrupted) -> int:
@@ -85,22 +184,46 @@ def _partial(args: argparse.Namespace, pos, exc: CountInterrupted) -> int:
     return 3
 
 
+def count_options(p: argparse.ArgumentParser) -> None:
+    """The counting options of ``run``, ``perftree`` and ``uci``: backend, threads, transposition tables."""
+    p.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default="cpu")
+    p.add_argument("--threads", type=cliargs.positive_int, default=1, help="CPU threads (cpu backend)")
+    p.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")
+    p.add_argument("--tt-mb", type=cliargs.mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
+
+
 def register(sub) -> None:
-    """Add ``run`` to an ``argparse`` subparsers object; its ``func(args)`` returns the exit status."""
-    run = sub.add_parser("run", help="count the move paths of a position")
-    run.add_argument("fen", help="FEN, X-FEN or Shredder-FEN (quote it)")
-    run.add_argument("depth", type=cliargs.depth, help="plies")
+    """Add ``run``, ``perftree`` and ``uci`` to an ``argparse`` subparsers object; each one's
+    ``func(args)`` returns the exit status."""
+    from . import perftree, uci
+
+    run = sub.add_parser(
+        "run", help="count the move paths of a position (or of every line of a file / standard input)",
+        description="Count perft(POSITION, DEPTH): POSITION is a FEN, X-FEN or Shredder-FEN (quoted), "
+                    "startpos, - (FEN or EPD lines on standard input) or a FILE of them, one result line "
+                    "each; EPD perft operations (D1 20; D2 400) are checked, and without DEPTH every one "
+                    "of them is counted.",
+        examples=["perft run startpos 6 --moves e2e4", 'perft run "FEN" 5 --divide',
+                  "perft run perftsuite.epd 3 --json", "cat positions.epd | perft run -"])
+    run.add_argument("position", metavar="POSITION", help="FEN / X-FEN / Shredder-FEN (quote it), startpos, - or FILE")
+    run.add_argument("depth", metavar="DEPTH", type=cliargs.depth, nargs="?", default=None,
+                     help="plies (optional for EPD lines with D<n> operations)")
+    run.add_argument("--moves", nargs="+", default=[], metavar="UCI",
+                     help="UCI moves played from POSITION first (e2e4 e7e5; Chess960 castling king-takes-rook)")
     run.add_argument("--divide", action="store_true", help="counts per root move (Stockfish's format)")
-    run.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default="cpu")
-    run.add_argument("--threads", type=cliargs.positive_int, default=1, help="CPU threads (cpu backend)")
+    count_options(run)
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
-    run.add_argument("--json", action="store_true", help="print one JSON object")
-    run.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")
-    run.add_argument("--tt-mb", type=cliargs.mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
+    run.add_argument("--json", action="store_true", help="print one JSON object (one per line for many positions)")
     run.add_argument("--verify-seed", type=cliargs.seed, default=None, metavar="SEED",
                      help="with --tt: count again with this Zobrist key seed; exit 1 if the counts differ")
     run.add_argument("--max-seconds", type=cliargs.seconds, default=None, metavar="S",
-                     help="stop after S seconds (checked between root moves): exit 3 with the partial divide")
+                     help="stop after S seconds: exit 3 with the partial divide (the root moves counted in full)")
     run.add_argument("--force", action="store_true",
                      help="count even when the estimate says it takes more than a day")
     run.set_defaults(func=_cmd_run)
+    for protocol in (perftree, uci):
+        p = sub.add_parser(protocol.NAME, help=protocol.HELP, description=protocol.DESCRIPTION,
+                           examples=protocol.EXAMPLES)
+        protocol.arguments(p)
+        count_options(p)
+        p.set_defaults(func=protocol.command)

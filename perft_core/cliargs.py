@@ -1,5 +1,5 @@
-"""Argument types shared by the ``perft`` subcommands (argparse ``type=`` callables), and the
-parser class whose errors are one line with exit status 2.
+"""Argument types shared by the ``perft`` subcommands (argparse ``type=`` callables), the parser
+class whose errors are one line with exit status 2, and the exit-status rule of every subcommand.
 
 Each type raises ``argparse.ArgumentTypeError`` with a message naming what was expected and what came.
 """
@@ -11,12 +11,75 @@ import os
 from pathlib import Path
 
 
+# -- exit statuses: one rule for every subcommand ------------------------------------------------
+
+AGREE, DIFFER, UNJUDGED, LIMITED, INTERRUPTED = 0, 1, 2, 3, 130
+
+EXIT_STATUS_HELP = """exit status (every perft command):
+  0    every count agrees (with the table, the reference, the EPD operations)
+  1    at least one count differs, whatever else happened
+  2    nothing could be judged: bad input, a broken engine, or nothing counted
+  3    stopped by a limit (--max-seconds, a time budget) before anything differed
+  130  interrupted (Ctrl-C)"""
+"""The rule as printed at the end of every subcommand's ``--help`` and in README."""
+
+
+def exit_status(*, differ: bool = False, broken: bool = False, judged: bool = True, limited: bool = False) -> int:
+    """The exit status of a command from what happened, by the one rule of :data:`EXIT_STATUS_HELP`.
+
+    Args:
+        differ: at least one count differs from what was expected (wins over everything else).
+        broken: bad input or a broken engine kept something from being judged.
+        judged: at least one count was compared (False: nothing was judged).
+        limited: a time limit or budget stopped the work before it finished.
+
+    Returns:
+        1 when ``differ``; else 2 when ``broken`` or not ``judged`` (and not ``limited``); else 3 when
+        ``limited``; else 0. (130, interrupted, is the dispatcher's.)
+    """
+    if differ:
+        return DIFFER
+    if broken:
+        return UNJUDGED
+    if limited:
+        return LIMITED
+    return AGREE if judged else UNJUDGED
+
+
+def worst(statuses) -> int:
+    """Combine the exit statuses of several counts (``perft run`` over many positions) by the same
+    rule: 1 if any is 1, else 2 if any is 2, else 3 if any is 3, else 0 (an empty list: 2)."""
+    statuses = list(statuses)
+    for status in (DIFFER, UNJUDGED, LIMITED):
+        if status in statuses:
+            return status
+    return AGREE if statuses else UNJUDGED
+
+
 class UsageError(Exception):
     """Bad command-line input; reported on one line with exit status 2."""
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Descriptions wrapped to the terminal; text with its own line breaks (the epilog) kept as is."""
+
+    def _fill_text(self, text, width, indent):
+        return text if "\n" in text else super()._fill_text(text, width, indent)
+
+
 class Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose own errors raise UsageError (one line, exit 2) instead of exiting."""
+    """An ArgumentParser whose own errors raise UsageError (one line, exit 2) instead of exiting,
+    and whose help ends with examples (``examples=[command lines]``) and :data:`EXIT_STATUS_HELP`."""
+
+    def __init__(self, *args, examples: list[str] | tuple[str, ...] = (), **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+        self.set_examples(examples)
+
+    def set_examples(self, examples) -> None:
+        """End the help with ``examples`` (command lines) and the exit statuses."""
+        head = "examples:\n" + "".join(f"  {line}\n" for line in examples) + "\n" if examples else ""
+        self.epilog = head + EXIT_STATUS_HELP
 
     def error(self, message: str):
         raise UsageError(message)

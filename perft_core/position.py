@@ -43,6 +43,10 @@ def _name(square: int) -> str:
     return _FILES[square % 8] + str(square // 8 + 1)
 
 
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+"""The start position; ``"startpos"`` stands for it wherever a FEN is read (:meth:`Position.from_fen`)."""
+
+
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Position:
     """An immutable chess position that perft can count from.
@@ -73,6 +77,7 @@ class Position:
     def from_fen(cls, text: str, chess960: bool | None = None) -> Position:
         """Parse and validate a FEN, X-FEN or Shredder-FEN string (6 fields, or 4 as in EPD).
 
+        ``"startpos"`` is the start position (:data:`STARTPOS`), as in UCI's ``position startpos``.
         Missing move counters (EPD) default to ``0 1``.  ``chess960=None`` infers Chess960
         from the castling field: Shredder file letters, or rights whose king or rook is off
         the standard e/a/h squares.  ``chess960=False`` rejects such rights.
@@ -84,6 +89,8 @@ class Position:
         """
         if not isinstance(text, str):
             raise TypeError(f"FEN must be a str, not {type(text).__name__}")
+        if text.strip() == "startpos":  # as UCI's ``position startpos``
+            text = STARTPOS
         parts = text.split()
         if len(parts) not in (4, 6):
             raise FenError("fields", f"expected 6 fields (or 4 as in EPD), got {len(parts)}", text)
@@ -427,16 +434,21 @@ def _attacked(board: _Board, square: int, by_white: bool) -> bool:
     return False
 
 
-def as_position(fen_or_position: "str | Position") -> Position:
-    """A Position from a FEN / X-FEN / Shredder-FEN string (Chess960 inferred), or the Position itself.
+def as_position(fen_or_position: "str | Position | chess.Board") -> Position:
+    """A Position from a FEN / X-FEN / Shredder-FEN string (Chess960 inferred), a python-chess
+    ``chess.Board`` (its current position, with its ``chess960`` flag and en passant square), or
+    the Position itself.
 
-    Raises FenError for a bad FEN and TypeError for anything else.
+    Raises FenError for a bad FEN or board and TypeError for anything else.
     """
     if isinstance(fen_or_position, Position):
         return fen_or_position
     if isinstance(fen_or_position, str):
         return Position.from_fen(fen_or_position)
-    raise TypeError(f"expected a FEN string or a Position, got {type(fen_or_position).__name__}")
+    if type(fen_or_position).__module__.split(".")[0] == "chess" and hasattr(fen_or_position, "chess960"):
+        board = fen_or_position  # python-chess is a dependency, but only a Board handed in needs it
+        return Position.from_fen(board.fen(shredder=board.chess960, en_passant="fen"), chess960=board.chess960)
+    raise TypeError(f"expected a FEN string, a chess.Board or a Position, got {type(fen_or_position).__name__}")
 
 
 def _zobrist_seed(seed: object) -> int:

@@ -1,4 +1,6 @@
-"""The progress bar and the time limit of one long count (used by :mod:`perft_core.api`).
+"""The progress bar and the time limit of one long count (used by :mod:`perft_core.api`), and the
+progress lines written instead of a bar when stderr is not a terminal (:class:`ProgressLines`:
+``perft run``, ``suite``, ``report`` and ``perft deep`` share them).
 
 A watched count runs root move by root move (one call of the CPU extension per root move; on the
 GPU backends the driver also reports each finished BFS chunk through its ``progress`` hook). After
@@ -16,6 +18,59 @@ from .estimate import Estimate, format_seconds
 #: A count estimated to take longer than this (seconds) shows a progress bar on a terminal.
 BAR_SECONDS = 2.0
 
+PROGRESS_LINE_SECONDS = 60.0
+"""Without a terminal (a log file, a batch job), a progress line at most this often."""
+
+LINES_SECONDS = 10.0
+"""Without a terminal, work estimated (or found) to take longer than this many seconds writes
+progress lines and a final summary line; shorter work stays quiet."""
+
+
+def duration(seconds: float) -> str:
+    """``1 h 05 min``, ``12 min 30 s``, ``45 s``: a time for a progress line."""
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s >= 60:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s} s"
+
+
+class ProgressLines:
+    """Progress as lines on stderr, for when it is not a terminal: at most one line every
+    ``every`` seconds, and a final summary line. Each line says what is done (``what``, e.g.
+    ``12/20 root moves``), the share of the work done, the nodes counted, the time, nodes/s and
+    the ETA: ``<label> <what> (<share> %<of>), <nodes> nodes in <time>, <rate> M nodes/s, ETA <time>``.
+
+    Args:
+        label: the line's prefix (``perft run:``, ``perft deep: count``).
+        of: words after the share (`` of the estimated nodes``).
+        every: seconds between two lines at least (default :data:`PROGRESS_LINE_SECONDS`).
+        file: where to write (default stderr, looked up at each line).
+    """
+
+    def __init__(self, label: str, of: str = "", every: float | None = None, file=None):
+        self.label, self.of, self.file = label, of, file
+        self.every = PROGRESS_LINE_SECONDS if every is None else every
+        self.last = 0.0
+        self.lines = 0
+
+    def report(self, what: str, share: float, nodes: int, elapsed: float, final: bool = False) -> bool:
+        """Write a line when ``every`` seconds passed since the last one (since the start for the
+        first), or always when ``final`` (then with no ETA). ``share``: the fraction done (0..1),
+        ``elapsed``: seconds since the start. Returns whether a line was written."""
+        if not final and elapsed - self.last < self.every:
+            return False
+        self.last = elapsed
+        self.lines += 1
+        share = min(max(share, 0.0), 1.0)
+        rate = nodes / max(elapsed, 1e-9)
+        eta = elapsed * (1 - share) / share if share > 0 and not final else None
+        print(f"{self.label} {what} ({100 * share:.1f} %{self.of}), {nodes:,} nodes in {duration(elapsed)}, "
+              f"{rate / 1e6:,.0f} M nodes/s" + (f", ETA {duration(eta)}" if eta is not None else ""),
+              file=self.file or sys.stderr, flush=True)
+        return True
+
 
 class Deadline(Exception):
     """The time limit of a watched count passed (internal: the API turns it into CountInterrupted)."""
@@ -28,6 +83,11 @@ def wants_bar(progress: bool | None) -> bool:
     return bool(progress)
 
 
+def wants_lines(progress: bool | None) -> bool:
+    """Progress lines instead of a bar: ``progress`` None (auto) and stderr not a terminal."""
+    return progress is None and not sys.stderr.isatty()
+
+
 class Watch:
     """Progress and deadline of one count; a context manager that draws a rich bar on stderr.
 
@@ -36,9 +96,11 @@ class Watch:
         max_seconds: wall seconds after which :meth:`advance` raises :class:`Deadline`; None: no limit.
         bar: draw the bar (rich, on stderr, removed at the end).
         passes: how many times the tree is counted (2 with a verify seed): scales the bar's total.
+        lines: write :class:`ProgressLines` on stderr instead (a line a minute, a summary at the end).
     """
 
-    def __init__(self, estimate: Estimate | None, max_seconds: float | None, bar: bool, passes: int = 1):
+    def __init__(self, estimate: Estimate | None, max_seconds: float | None, bar: bool, passes: int = 1,
+                 lines: bool = False):
         self.estimate = estimate
         self.max_seconds = max_seconds
         self.t0 = time.monotonic()
@@ -48,6 +110,8 @@ class Watch:
         self._task = None
         total = max(float(estimate.nodes) * passes, 1.0) if estimate is not None else None
         self._total = total
+        self._lines = ProgressLines(f"perft {estimate.depth}:") if lines and estimate is not None else None
+        self._moves = ""
         if bar and estimate is not None:
             from rich.console import Console
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -66,6 +130,10 @@ class Watch:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
+        if self._lines is not None:  # the summary: all of it when the count finished, else the share counted
+            done = self.done + self.move_nodes
+            share = 1.0 if exc[0] is None else done / self._total
+            self._lines.report(self._moves or "0 root moves", share, done, self.elapsed(), final=True)
 
     def elapsed(self) -> float:
         """Wall seconds since the watch was made."""
@@ -86,10 +154,14 @@ class Watch:
         """A root move finished with ``nodes``; move the bar, then check the time."""
         self.done += int(nodes)
         self.move_nodes = 0
-        self._show(self.done, f"{moves_done}/{moves_total} moves")
+        self._show(self.done, f"{moves_done}/{moves_total} root moves")
         self.check()
 
     def _show(self, done: int, moves: str | None = None) -> None:
+        if moves is not None:
+            self._moves = moves
+        if self._lines is not None:
+            self._lines.report(self._moves or "0 root moves", done / self._total, done, self.elapsed())
         if self._bar is None:
             return
         elapsed = self.elapsed()

@@ -182,7 +182,7 @@ def watches(monkeypatch):
     made = []
     real = watch.Watch
 
-    def spy(est, max_seconds, bar, passes=1):
+    def spy(est, max_seconds, bar, passes=1, lines=False):
         made.append(bar)
         return real(est, max_seconds, False, passes)
 

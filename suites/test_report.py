@@ -12,7 +12,8 @@ import pytest
 
 from oracle import cli
 from oracle.engines import PythonChessEngine
-from oracle.report import fmt_nps, render_html, render_markdown, speed_chart_svg, write_report
+from oracle.report import (GLANCE_TAGS, failure_anchor, fmt_nps, glance, render_html, render_markdown,
+                           speed_chart_svg, write_report)
 from oracle.runner import RunResult, run_suite, select_rows
 
 FAKES = Path(__file__).parent / "fake_engines"
@@ -90,12 +91,46 @@ def test_html_is_one_self_contained_file(failing_run):
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
     assert "<script" not in html.lower()
     assert not re.search(r'(src|href)\s*=\s*["\']?(https?:)?//', html)
-    assert html.count("<details") == 3  # a table per suite
+    assert html.count("<details") == 3 + 1  # a table per suite, and the speed chart (collapsed)
     assert "<svg" in html
     for row in failing_run.failures():
         if row.localization:
             assert row.localization.fen in html
             assert " ".join(row.localization.missing) in html
+
+
+def test_glance_counts_every_row_per_suite_and_tag_failures_first(failing_run):
+    run = RunResult.from_dict(failing_run.to_dict())
+    groups = glance(run)
+    failing = [g for g in groups if g.failed or g.errors]
+    assert failing and groups[:len(failing)] == failing  # failing groups first
+    assert {g.name for g in failing} >= {"tricky", "en_passant"}  # the en passant bug, by suite and by tag
+    for g in groups:
+        rows = [r for r in run.rows if (r.suite == g.name if g.kind == "suite" else g.name in r.tags)]
+        assert g.passed == sum(r.status == "pass" for r in rows) and g.failed == sum(r.status == "fail" for r in rows)
+        first = next((r for r in rows if r.status in ("fail", "error")), None)
+        assert g.first_failure == (failure_anchor(first) if first else None)
+        assert g.total == len(rows) + (run.over_budget.get(g.name, 0) if g.kind == "suite"
+                                       else run.over_budget_tags.get(g.name, 0))
+    assert {g.name for g in groups if g.kind == "tag"} == {t for t in GLANCE_TAGS if any(
+        t in r.tags for r in run.rows) or run.over_budget_tags.get(t)}  # only the tags some row has
+    html, md = render_html(run), render_markdown(run)
+    for g in failing:  # each failing group links to its first localized failure, which is on the page
+        assert f'href="#{g.first_failure}"' in html and f'id="{g.first_failure}"' in html
+        assert f"[{g.name}](#{g.first_failure})" in md and f'<a id="{g.first_failure}">' in md
+
+
+def test_glance_counts_rows_over_the_node_budget_per_tag(passing_run):
+    over = {}
+    for row in rows():
+        if row.nodes > 500:
+            for tag in row.tags:
+                over[tag] = over.get(tag, 0) + 1
+    assert passing_run.over_budget_tags == over and over
+    by_name = {(g.kind, g.name): g for g in glance(passing_run)}
+    for tag in set(over) & set(GLANCE_TAGS):
+        assert by_name[("tag", tag)].not_run == over[tag]
+    assert all(g.failed == 0 for g in by_name.values())
 
 
 def test_html_escapes_text(failing_run):
@@ -153,4 +188,4 @@ def test_cli_report_writes_the_published_files(tmp_path, capsys):
     data = json.loads((tmp_path / "conformance.json").read_text())
     assert data["environment"]["backend"] == "cpu" and data["max_nodes"] == 20000
     assert data["suites"] == ["startpos", "cpw", "tricky", "perftsuite", "chess960", "deep"]
-    assert (tmp_path / "conformance.html").read_text().count("<details") == len(data["suites"])
+    assert (tmp_path / "conformance.html").read_text().count("<details") == len(data["suites"]) + 1  # + speed

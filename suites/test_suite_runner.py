@@ -15,7 +15,9 @@ from oracle_fakes import FAKES, Broken, broken
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
-BUGS = [bug for bug in broken.BUGS if bug != "good"]
+# knight-wrap bites only where a knight on an edge file "attacks" squares beside the other king
+# across the edge: no cpw/tricky row within these budgets shows it (test_explain.py judges it)
+BUGS = [bug for bug in broken.BUGS if bug not in ("good", "knight-wrap")]
 
 
 def small_rows(max_nodes: int = 10_000) -> list:
@@ -89,7 +91,7 @@ def test_en_passant_bug_names_the_capture():
 def test_time_budget_skips_the_rest():
     run = run_suite(PythonChessEngine(), small_rows(), max_seconds=1e-9)
     assert all(r.status == "skipped" for r in run.rows)
-    assert run.ok and run.exit_status == 0 and run.summary()[-1].skipped == len(run.rows)
+    assert run.ok and run.exit_status == 3 and run.summary()[-1].skipped == len(run.rows)
 
 
 class Flaky(BaseEngine):
@@ -240,10 +242,9 @@ def test_cli_diff_bad_input(args, message, capsys):
     assert err.startswith("perft: error: bad FEN") and message in err and err.count("\n") == 1
 
 
-def test_cli_diff_bad_depth_is_a_usage_error():
-    with pytest.raises(SystemExit) as info:
-        cli.main(["diff", "--engine", "python-chess", KIWIPETE, "-1"])
-    assert info.value.code == 2
+def test_cli_diff_bad_depth_is_a_usage_error(capsys):
+    assert cli.main(["diff", "--engine", "python-chess", KIWIPETE, "-1"]) == 2
+    assert capsys.readouterr().err.startswith("perft: error: argument DEPTH: ")
 
 
 def test_cli_diff_broken_engine_exits_2(capsys):

@@ -58,10 +58,11 @@ def test_a_wrong_count_in_the_file_fails(epd, capsys):
 
 
 @pytest.mark.parametrize("name, text, message", [
-    ("a.epd", f"{CPW3}\n", "a.epd:1: no ';D<depth> <nodes>' field"),
-    ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 x\n", "a.epd:2: the node count must be a non-negative integer"),
-    ("a.epd", f"{CPW3} ;depth 1 14\n", "a.epd:1: expected ';D<depth> <nodes>'"),
-    ("a.epd", "8/8/8/8 w - - ;D1 3\n", "a.epd:1: bad FEN"),
+    ("a.epd", f"{CPW3}\n", "a.epd:1: no 'D<depth> <nodes>' operation"),
+    ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 x\n", "a.epd:2: EPD operations 'D2 x'"),
+    ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 2.5\n", "a.epd:2: EPD operation D2: expected a node count"),
+    ("a.epd", f"{CPW3} ;depth 1 14\n", "a.epd:1: EPD operations 'depth 1 14'"),
+    ("a.epd", "8/8/8/8 w - - ;D1 3\n", "a.epd:1: board: expected 8 ranks"),  # worded as perft run's
     ("a.epd", "# nothing\n", "a.epd: no perft row"),
     ("a.csv", "fen,nodes\nx,1\n", "a.csv:1: the header must name fen, depth and nodes; missing depth"),
     ("a.csv", f'fen,depth,nodes\n"{CPW3}",1,14\n"{CPW3}",-2,191\n', "a.csv:3: the depth must be"),

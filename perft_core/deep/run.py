@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import _core
+from .. import _core, watch
 from ..api import BACKENDS
 from ..position import Position
 from . import units as units_mod
@@ -191,19 +191,10 @@ def _sampled(key_hex: str, fraction: float) -> bool:
     return fraction >= 1 or int(key_hex[-8:], 16) < fraction * 2**32
 
 
-PROGRESS_LINE_SECONDS = 60.0
+PROGRESS_LINE_SECONDS = watch.PROGRESS_LINE_SECONDS
 """Without a terminal (a log file, a batch job), a progress line at most this often, and one at the
-end of each phase."""
-
-
-def _duration(seconds: float) -> str:
-    """``1 h 05 min``, ``12 min 30 s``, ``45 s``: a time for a progress line."""
-    s = int(round(seconds))
-    if s >= 3600:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
-    if s >= 60:
-        return f"{s // 60} min {s % 60:02d} s"
-    return f"{s} s"
+end of each phase (:class:`perft_core.watch.ProgressLines`)."""
+_duration = watch.duration
 
 
 class _Progress:
@@ -226,7 +217,9 @@ class _Progress:
 
     def phase(self, name: str, rows: list[dict]):
         self.t0, self.nodes, self.done, self.total = time.perf_counter(), 0, 0, len(rows)
-        self.name, self.est_total, self.est_done, self.last_line = name, sum(r["estimate"] for r in rows) or 1, 0.0, 0.0
+        self.name, self.est_total, self.est_done = name, sum(r["estimate"] for r in rows) or 1, 0.0
+        self.printer = watch.ProgressLines(f"perft deep: {name}", of=" of the estimated nodes",
+                                           every=PROGRESS_LINE_SECONDS)
         if self.bar is None:
             return None
         return self.bar.add_task(name, total=self.est_total, units=f"0/{len(rows)} units", rate="")
@@ -244,15 +237,8 @@ class _Progress:
             self.bar.update(task, advance=est, units=f"{self.done}/{self.total} units",
                             rate=f"{rate / 1e6:,.0f} M nodes/s")
             return
-        if self.done < self.total and elapsed - self.last_line < PROGRESS_LINE_SECONDS:
-            return
-        self.last_line = elapsed
-        share = min(self.est_done / self.est_total, 1.0)
-        eta = elapsed * (1 - share) / share if share > 0 else None
-        print(f"perft deep: {self.name} {self.done}/{self.total} units ({100 * share:.1f} % of the estimated "
-              f"nodes), {self.nodes:,} nodes in {_duration(elapsed)}, {rate / 1e6:,.0f} M nodes/s"
-              + (f", ETA {_duration(eta)}" if eta is not None and self.done < self.total else ""),
-              file=sys.stderr, flush=True)
+        self.printer.report(f"{self.done}/{self.total} units", self.est_done / self.est_total, self.nodes, elapsed,
+                            final=self.done >= self.total)
 
     def __enter__(self):
         if self.bar is not None:

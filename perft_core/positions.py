@@ -1,0 +1,121 @@
+"""Where a position comes from on the command line: ``startpos`` or a FEN, UCI moves after it, and
+lines of FEN / EPD (standard input or a file, EPD perft operations ``D1 20; D2 400`` included).
+
+Shared by ``perft run``, ``perft perftree``, ``perft uci`` and the oracle's table files
+(:func:`oracle.tables.load_file`), so that every one of them reads positions, moves and EPD the same
+way and words an error the same way (:class:`perft_core.errors.FenError`: ``<field>: <problem>``).
+EPD operations are read by python-chess (``chess.Board.from_epd``).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from .errors import FenError, IllegalMoveError
+from .position import STARTPOS, Position
+
+__all__ = ["STARTPOS", "EpdLine", "position_from", "read_epd", "read_lines"]
+
+_DEPTH_OP = re.compile(r"D(\d+)")
+
+
+def position_from(spec: str, moves: Sequence[str] = (), chess960: bool | None = None) -> Position:
+    """The position ``spec`` (``startpos`` or a FEN / X-FEN / Shredder-FEN / 4-field EPD) after the
+    UCI ``moves`` played in order.
+
+    Args:
+        spec: ``"startpos"`` or a FEN string.
+        moves: UCI moves (``e2e4``, ``e7e8q``; a promotion letter may be upper case, ``a7b8Q``, as
+            perftree writes it). Castling is the king's move (``e1g1``) in standard chess and
+            king-takes-rook (``e1h1``) in Chess960.
+        chess960: as for :meth:`Position.from_fen` (None: inferred from the castling field).
+
+    Returns:
+        A :class:`Position`.
+
+    Raises:
+        FenError: a bad FEN (the message starts with the field at fault).
+        IllegalMoveError: a malformed or illegal move; the message says which one, after which moves.
+    """
+    pos = Position.from_fen(spec, chess960=chess960)
+    for i, move in enumerate(moves):
+        uci = move[:4] + move[4:].lower()
+        try:
+            pos = pos.push(uci)
+        except IllegalMoveError as exc:
+            after = f" after {' '.join(moves[:i])}" if i else ""
+            raise IllegalMoveError(f"move {i + 1} of the moves{after}: {exc}") from None
+    return pos
+
+
+@dataclass(frozen=True)
+class EpdLine:
+    """One line of positions input: ``fen`` (as written: 6 FEN fields, or EPD's 4 plus its
+    ``hmvc``/``fmvn`` counters), ``counts`` (the EPD perft operations, ``{depth: nodes}``, empty
+    when there are none), ``id`` (the EPD ``id`` operation or None) and ``line`` (1-based)."""
+
+    fen: str
+    counts: dict[int, int] = field(default_factory=dict)
+    id: str | None = None
+    line: int = 0
+
+
+def read_epd(text: str, line: int = 0) -> EpdLine:
+    """Read one line: ``startpos``, a FEN, or an EPD record whose operations may hold perft counts
+    (``D1 20; D2 400``, as perftsuite.epd writes them; ``;D1 20 ;D2 400`` too).
+
+    The position is read by :meth:`Position.from_fen` (errors worded as for ``perft run``), the
+    operations by python-chess's ``chess.Board.from_epd``. Returns an :class:`EpdLine`.
+
+    Raises:
+        FenError: a bad FEN (``<field>: <problem>``).
+        ValueError: malformed EPD operations, or a ``D<n>`` operation that is not a node count.
+    """
+    text = text.strip()
+    head, sep, tail = text.partition(";")
+    words = head.split()
+    if words == ["startpos"]:
+        words = STARTPOS.split()
+    counters = len(words) >= 6 and words[4].isdigit() and words[5].isdigit()  # a FEN's, before any operation
+    fen, extra = " ".join(words[:6 if counters else 4]), words[6 if counters else 4:]
+    Position.from_fen(fen)  # the position's errors in the engine's words, before python-chess's
+    ops_text = " ".join(extra) + sep + tail if extra else tail
+    if not ops_text.strip():
+        return EpdLine(fen, line=line)
+    import chess
+
+    try:
+        _, ops = chess.Board.from_epd(" ".join(words[:4]) + " " + ops_text, chess960=True)
+    except ValueError as exc:
+        raise ValueError(f"EPD operations {ops_text.strip()!r}: {exc}") from None
+    counts = {}
+    for op, value in ops.items():
+        if m := _DEPTH_OP.fullmatch(op):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"EPD operation {op}: expected a node count, got {value!r}")
+            counts[int(m.group(1))] = value
+    if not counters and ("hmvc" in ops or "fmvn" in ops):
+        fen += f" {ops.get('hmvc', 0)} {ops.get('fmvn', 1)}"
+        Position.from_fen(fen)
+    name = ops.get("id")
+    return EpdLine(fen, counts, name if isinstance(name, str) else None, line)
+
+
+def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLine]:
+    """Every position in ``lines`` (blank lines and ``#`` comments skipped), read by :func:`read_epd`.
+
+    A line that cannot be read is ``<source>:<line>: <problem>``: raised as ValueError, or, when
+    ``on_error`` is given, passed to ``on_error(message)`` and skipped.
+    """
+    for number, text in enumerate(lines, 1):
+        if not text.strip() or text.lstrip().startswith("#"):
+            continue
+        try:
+            entry = read_epd(text, number)
+        except (FenError, ValueError) as exc:
+            if on_error is None:
+                raise ValueError(f"{source}:{number}: {exc}") from None
+            on_error(f"{source}:{number}: {exc}")
+            continue
+        yield entry

@@ -1,0 +1,201 @@
+"""Where positions come from: ``startpos``, ``--moves``, FEN / EPD lines on standard input or in a
+file (``perft run -``, ``perft run FILE``) with their EPD perft operations checked, and a
+``chess.Board`` handed to the API. Also the command's shape: bare ``perft``, ``--version``, every
+subcommand's help (description, example, the exit statuses) and the one exit-status rule.
+"""
+from __future__ import annotations
+
+import io
+import json
+
+import chess
+import pytest
+
+import perft_core
+from oracle.engines import PythonChessEngine
+from perft_cli import build_parser, main
+from perft_core import cliargs
+from perft_core.positions import read_epd
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+SHREDDER = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+
+
+def run(capsys, *argv: str, stdin: str | None = None, monkeypatch=None) -> tuple[int, str, str]:
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def pychess(fen: str, depth: int, moves=()) -> int:
+    return PythonChessEngine().perft(fen, depth, list(moves))
+
+
+# -- startpos and --moves ------------------------------------------------------------------------
+
+
+def test_startpos_with_moves(capsys):
+    status, out, _ = run(capsys, "run", "startpos", "4", "--moves", "e2e4", "e7e5")
+    assert status == 0 and out == f"Nodes searched: {pychess(chess.STARTING_FEN, 4, ['e2e4', 'e7e5'])}\n"
+    status, out, _ = run(capsys, "run", "startpos", "3", "--json")
+    assert json.loads(out)["nodes"] == 8902 and json.loads(out)["fen"] == chess.STARTING_FEN
+
+
+def test_moves_divide_and_chess960_castling(capsys):
+    status, out, _ = run(capsys, "run", KIWIPETE, "2", "--moves", "e1g1", "--divide")
+    want = PythonChessEngine().divide(KIWIPETE, 2, ["e1g1"])
+    assert status == 0 and out.endswith(f"\nNodes searched: {sum(want.values())}\n")
+    assert {line.split(": ")[0]: int(line.split(": ")[1]) for line in out.splitlines()[:-2]} == want
+
+
+@pytest.mark.parametrize("moves, problem", [
+    (["e2e5"], "move 1 of the moves: 'e2e5' is not a legal move"),
+    (["e2e4", "e2e4"], "move 2 of the moves after e2e4"),
+    (["castle"], "malformed UCI move"),
+])
+def test_bad_moves_are_one_line_and_status_2(capsys, moves, problem):
+    status, out, err = run(capsys, "run", "startpos", "2", "--moves", *moves)
+    assert status == 2 and out == "" and err.count("\n") == 1 and problem in err
+
+
+def test_api_takes_a_chess_board():
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert perft_core.perft(board, 3) == pychess(chess.STARTING_FEN, 3, ["e2e4"])
+    board960 = chess.Board(SHREDDER, chess960=True)
+    assert perft_core.divide(board960, 2) == PythonChessEngine().divide(SHREDDER, 2)
+    ep = chess.Board("rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3")
+    assert "e5f6" in perft_core.divide(ep, 1)  # the en passant square survives the hand-over
+    with pytest.raises(TypeError, match="chess.Board"):
+        perft_core.perft(42, 1)
+
+
+# -- many positions: standard input, a file, EPD operations --------------------------------------
+
+
+EPD = f"""# a comment, then a blank line
+
+{KIWIPETE.rsplit(' ', 2)[0]} ;D1 48 ;D2 2039
+startpos
+8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1
+{SHREDDER.rsplit(' ', 2)[0]} id "shredder"; D1 21;
+"""
+
+
+def test_stdin_lines_one_result_each_epd_checked(capsys, monkeypatch):
+    status, out, err = run(capsys, "run", "-", "2", "--json", stdin=EPD, monkeypatch=monkeypatch)
+    records = [json.loads(line) for line in out.splitlines()]
+    assert status == 0 and err == ""
+    assert [r["line"] for r in records] == [3, 4, 5, 6]
+    assert [r["nodes"] for r in records] == [2039, 400, 191, pychess(SHREDDER, 2)]
+    assert [r["expected"] for r in records] == [2039, None, None, None]  # only an EPD D2 operation is checked at depth 2
+    assert [r["status"] for r in records] == ["agrees", "counted", "counted", "counted"]
+    assert records[3]["id"] == "shredder"
+
+
+def test_without_depth_every_epd_operation_is_counted(capsys, tmp_path):
+    path = tmp_path / "mine.epd"
+    path.write_text(EPD.replace("startpos\n", "").replace("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1\n", ""))
+    status, out, _ = run(capsys, "run", str(path))
+    assert status == 0
+    assert out.splitlines()[0].startswith("line 3 depth 1: 48 nodes, expected 48: agrees")
+    assert out.splitlines()[2].startswith("line 4 shredder depth 1: 21 nodes, expected 21: agrees")
+    assert len(out.splitlines()) == 3
+
+
+def test_a_wrong_epd_count_exits_1_whatever_else_happened(capsys, tmp_path):
+    path = tmp_path / "wrong.epd"
+    path.write_text(f"{KIWIPETE} ;D1 48 ;D2 2040\nnot a fen at all here ;D1 3\n{KIWIPETE} ;D1 48\n")
+    status, out, err = run(capsys, "run", str(path))
+    assert status == 1  # a count differs (line 1, depth 2), although line 2 could not be read
+    assert "line 1 depth 2: 2,039 nodes, expected 2,040: DIFFERS" in out
+    assert f"perft: error: {path}:2: board: expected 8 ranks" in err
+    assert "line 3 depth 1: 48 nodes, expected 48: agrees" in out  # the lines after a bad one still count
+
+
+def test_positions_input_errors(capsys, tmp_path, monkeypatch):
+    status, out, err = run(capsys, "run", "-", "2", stdin="# nothing\n", monkeypatch=monkeypatch)
+    assert status == 2 and err == "perft: error: no position in standard input\n"
+    status, out, err = run(capsys, "run", str(tmp_path / "none.epd"), "2")
+    assert status == 2 and "does not exist" in err
+    status, out, err = run(capsys, "run", "-", stdin=f"{KIWIPETE}\n", monkeypatch=monkeypatch)
+    assert status == 2 and "perft: error: stdin:1: no DEPTH given and no EPD perft operation" in err
+    status, out, err = run(capsys, "run", "-", "1", "--divide", stdin=f"{KIWIPETE}\n", monkeypatch=monkeypatch)
+    assert status == 2 and "--divide counts one position" in err
+
+
+def test_read_epd_uses_the_engines_fen_words_and_python_chess_operations():
+    line = read_epd(f"{KIWIPETE.rsplit(' ', 2)[0]} hmvc 3; fmvn 7; D1 48; D2 2039; id \"kiwi\";", 9)
+    assert (line.fen, line.counts, line.id, line.line) == (KIWIPETE.replace("0 1", "3 7"), {1: 48, 2: 2039}, "kiwi", 9)
+    with pytest.raises(perft_core.FenError, match="^castling: "):
+        read_epd("4k3/8/8/8/8/8/8/4K3 w K - ;D1 5")
+    with pytest.raises(ValueError, match="EPD operation D1: expected a node count"):
+        read_epd(f"{KIWIPETE} ;D1 4.5")
+
+
+# -- the command's shape -------------------------------------------------------------------------
+
+
+def test_bare_perft_prints_usage_and_version(capsys):
+    status, out, err = run(capsys)
+    assert status == 2 and err.startswith("usage: perft") and "SUBCOMMAND" in err and "exit status" in err
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out == f"perft-oracle {perft_core.__version__}\n"
+
+
+def test_every_subcommand_help_has_a_description_an_example_and_the_exit_statuses():
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) >= {"run", "perftree", "uci", "deep", "diff", "suite", "report"}
+    for name, parser in sub.choices.items():
+        text = parser.format_help()
+        assert parser.description, name
+        examples = text.split("examples:\n")[1].split("\n\n")[0]
+        assert f"perft {name} " in examples, name
+        assert text.rstrip().endswith(cliargs.EXIT_STATUS_HELP.rstrip()), name
+
+
+@pytest.mark.parametrize("facts, status", [
+    ({}, 0),
+    ({"differ": True, "broken": True, "limited": True}, 1),  # a wrong count wins over everything
+    ({"broken": True, "limited": True}, 2),
+    ({"judged": False}, 2),
+    ({"limited": True}, 3),
+    ({"limited": True, "judged": False}, 3),
+])
+def test_the_exit_status_rule(facts, status):
+    assert cliargs.exit_status(**facts) == status
+
+
+def test_worst_combines_by_the_same_rule():
+    assert cliargs.worst([0, 3, 2, 1, 0]) == 1 and cliargs.worst([0, 3, 2]) == 2 and cliargs.worst([0, 3]) == 3
+    assert cliargs.worst([0, 0]) == 0 and cliargs.worst([]) == 2
+
+
+def test_a_suite_with_a_wrong_count_and_a_crashed_engine_exits_1():
+    from oracle.runner import RunResult, RowResult
+
+    rows = [RowResult("s", "a", chess.STARTING_FEN, 1, 20, got=20, status="pass"),
+            RowResult("s", "b", chess.STARTING_FEN, 2, 400, got=399, status="fail"),
+            RowResult("s", "c", chess.STARTING_FEN, 3, 8902, status="error", error="crashed")]
+    run = RunResult("e", None, ["s"], None, None, rows=rows)
+    assert run.exit_status == 1
+    run.rows = rows[::2]
+    assert run.exit_status == 2
+    run.rows = [rows[0], RowResult("s", "d", chess.STARTING_FEN, 4, 197281, status="skipped")]
+    assert run.exit_status == 3
+    run.rows = []
+    assert run.exit_status == 2  # nothing was judged
+
+
+def test_a_refused_line_is_one_error_and_the_others_still_count(capsys, monkeypatch):
+    from perft_core import estimate
+
+    monkeypatch.setattr(estimate, "DEFAULT_MAX_ESTIMATE_SECONDS", 1e-9)  # every count "takes too long"
+    status, out, err = run(capsys, "run", "-", "2", stdin=f"{KIWIPETE}\nstartpos\n", monkeypatch=monkeypatch)
+    assert status == 2 and out == ""
+    assert err.count("perft: error: stdin:") == 2 and "add --force to count anyway" in err
+    status, out, err = run(capsys, "run", "-", "2", "--force", stdin=f"{KIWIPETE}\nstartpos\n", monkeypatch=monkeypatch)
+    assert status == 0 and len(out.splitlines()) == 2
