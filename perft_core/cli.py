@@ -28,6 +28,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     limits = {"max_seconds": args.max_seconds, "force": args.force, "progress": False if args.json else None,
               "max_estimate_seconds": estimate.DEFAULT_MAX_ESTIMATE_SECONDS}
+    from .gpu.registry import table_statistics
+
+    tables0 = table_statistics(args.backend) if args.tt else None
     t0 = time.perf_counter()
     try:
         if args.divide:
@@ -53,6 +56,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "fen": pos.fen(), "depth": args.depth, "nodes": nodes, "divide": parts,
             "seconds": seconds, "nodes_per_second": nps, "backend": args.backend, "version": __version__,
+            "tables": table_statistics(args.backend, tables0) if args.tt else None,
         }))
         return 0
     if parts is not None:

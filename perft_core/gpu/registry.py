@@ -57,3 +57,19 @@ def _make_driver(backend: str, tt_mb: float | None):
         return TTBfsDriver(CupyKernels(), memory_bytes=int(gpu_mb) << 20 if gpu_mb else None,
                            fault_plan=plan, tt_bytes=tt_bytes)
     raise ValueError(f"unknown GPU backend {backend!r}")
+
+
+def table_statistics(backend: str, since: dict | None = None) -> dict | None:
+    """The process's ``backend`` driver's table statistics (``TTBfsDriver.tt_statistics``), with
+    the cumulative counters (probes, hits, host probes and hits) less those of ``since`` (an
+    earlier result of this function), so that the difference is one count's; None when the
+    backend is not a GPU one or its driver was never made (nothing was counted through it)."""
+    drv = _DRIVERS.get(backend)
+    if drv is None:
+        return None
+    stats = drv.tt_statistics()
+    before = (since or {}).get("by_depth", {})
+    for r, row in stats["by_depth"].items():
+        for key in ("probes", "hits", "host_probes", "host_hits"):
+            row[key] -= before.get(r, {}).get(key, 0)
+    return stats
