@@ -56,7 +56,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps({
             "fen": pos.fen(), "depth": args.depth, "nodes": nodes, "divide": parts,
             "seconds": seconds, "nodes_per_second": nps, "backend": args.backend, "version": __version__,
-            "tables": table_statistics(args.backend, tables0) if args.tt else None,
+            **({"tables": table_statistics(args.backend, tables0)} if args.tt else {}),
         }))
         return 0
     if parts is not None:
@@ -100,7 +100,8 @@ def register(sub) -> None:
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")
-    run.add_argument("--tt-mb", type=cliargs.mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
+    run.add_argument("--tt-mb", type=cliargs.mib, default=None, metavar="MIB",
+                     help="table memory budget, MiB (default 256 on the CPU, 60 %% of the driver's memory on a GPU)")
     run.add_argument("--verify-seed", type=cliargs.seed, default=None, metavar="SEED",
                      help="with --tt: count again with this Zobrist key seed; exit 1 if the counts differ")
     run.add_argument("--max-seconds", type=cliargs.seconds, default=None, metavar="S",
