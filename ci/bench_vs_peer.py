@@ -1,7 +1,11 @@
 """Benchmark against perft_gpu_2026 in the same run: ours and the peer, each in its own process.
 
     python ci/bench_vs_peer.py [--peer .peer/perft_gpu] [--runs 1] [--only "CPW 6 d8" ...] [--tables both|no|yes]
-                               [--json out.json]
+                               [--api] [--walks N [--seed S]] [--json out.json]
+
+``--api`` times ours through the public API (``perft_core.perft``: the estimate's guard, limits,
+the process's driver), each call with and without the run-time estimate and, with tables, once
+more answered from the tables (issue 27's per-call figures); without it, the drivers alone.
 
 The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
 its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
@@ -99,14 +103,17 @@ def published_count(fen: str, depth: int) -> int | None:
 
 def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list | None = None) -> list[dict]:
     """Runs inside the worker process (``--api``): every row through the public API
-    (``perft_core.perft(..., backend="gpu", tt=...)``), each after one warm-up count at depth - 1;
-    each run times the default call (with the run-time estimate) and the call with
-    ``max_estimate_seconds=None`` (no estimate), alternately."""
+    (``perft_core.perft(..., backend="gpu", tt=...)``), each after one warm-up count at depth - 1.
+    Each run times the default call (with the run-time estimate's guard) and the call with
+    ``max_estimate_seconds=None`` (no estimate), alternately, with tables cold each time (the host
+    cache cleared, as in the driver mode); with tables, ``repeat_s`` is the default call once more
+    with the tables as the last call left them (answered from the host cache)."""
     import perft_core
     from perft_core.gpu import get_driver
 
     out = []
     walks = [tuple(w) for w in walks or []]
+    drv = get_driver("gpu")
     for tt, rows in ((False, ROWS + walks), (True, TT_ROWS + walks)):
         if tables != "both" and tt != (tables == "yes"):
             continue
@@ -115,24 +122,33 @@ def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list
                 continue
             pos = perft_core.Position.from_fen(fen)
             perft_core.perft(pos, depth - 1, backend="gpu", tt=tt)  # warm-up at depth - 1
-            times, bare, nodes = [], [], None
+            times, bare, nodes, kernel = [], [], None, 0.0
             for _ in range(runs):
+                drv.host_cache.clear()
                 t = time.perf_counter()
                 nodes = perft_core.perft(pos, depth, backend="gpu", tt=tt)
                 times.append(time.perf_counter() - t)
+                kernel = drv.stats.kernel_seconds
+                drv.host_cache.clear()
                 t = time.perf_counter()
                 again = perft_core.perft(pos, depth, backend="gpu", tt=tt, max_estimate_seconds=None)
                 bare.append(time.perf_counter() - t)
                 if again != nodes:
                     nodes = -1  # flagged WRONG below
-            s = get_driver("gpu", None).stats
+            repeat = None
+            if tt:
+                t = time.perf_counter()
+                if perft_core.perft(pos, depth, backend="gpu", tt=tt) != nodes:
+                    nodes = -1
+                repeat = time.perf_counter() - t
+            s = drv.stats
             out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
                         "seconds": statistics.median(times), "times": times, "no_estimate_s": statistics.median(bare),
-                        "no_estimate_times": bare, "kernel_s": s.kernel_seconds, "gpu_depth": s.gpu_depth,
+                        "no_estimate_times": bare, "repeat_s": repeat, "kernel_s": kernel, "gpu_depth": s.gpu_depth,
                         "gpu_calls": s.gpu_calls})
             print(f"  ours API {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.4f} s, "
-                  f"without the estimate {statistics.median(bare):.4f} s (kernels {s.kernel_seconds:.4f} s, "
-                  f"{s.gpu_calls} calls)", file=sys.stderr, flush=True)
+                  f"without the estimate {statistics.median(bare):.4f} s (kernels {kernel:.4f} s)"
+                  + (f", again from the tables {repeat * 1e3:.2f} ms" if tt else ""), file=sys.stderr, flush=True)
     return out
 
 
