@@ -1,7 +1,11 @@
 """Benchmark against perft_gpu_2026 in the same run: ours and the peer, each in its own process.
 
     python ci/bench_vs_peer.py [--peer .peer/perft_gpu] [--runs 1] [--only "CPW 6 d8" ...] [--tables both|no|yes]
-                               [--json out.json]
+                               [--api] [--walks N [--seed S]] [--json out.json]
+
+``--api`` times ours through the public API (``perft_core.perft``: the estimate's guard, limits,
+the process's driver), each call with and without the run-time estimate and, with tables, once
+more answered from the tables (issue 27's per-call figures); without it, the drivers alone.
 
 The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
 its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
@@ -18,8 +22,8 @@ before the peer's start, so neither holds the other's GPU memory.
 
 Counts: a published count (CPW table, OEIS A048987) where one exists; otherwise our two counting
 paths (with and without tables) must agree. The peer's counts are shown, not trusted.
-Prints a table with peer/ours ratios (> 1: we are faster) against the issue's targets (1.2x without
-tables, 1.0x with). Exit 1 on a wrong count of ours, 0 otherwise. About 3 minutes on an H200.
+Prints a table with peer/ours ratios (> 1: we are faster) against the issue's targets (1.2x with and
+without tables, issue 27). Exit 1 on a wrong count of ours, 0 otherwise. About 3 minutes on an H200.
 """
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ ROWS = [
 ]
 TT_ROWS = ROWS[:1] + [("startpos 10", STARTPOS, 10)] + ROWS[1:]
 KNOWN = {(KIWIPETE, 7): 374_190_009_323}
-TARGET = {False: 1.2, True: 1.0}
+TARGET = {False: 1.2, True: 1.2}  # issue 27: 1.2x with and without tables
 PEER_LINE = re.compile(r"Perft\s*\(\s*(\d+)\s*\)\s*:\s*([\d,]+)\s*,\s*time\s*:\s*([\d.eE+-]+)\s*s")
 
 
@@ -95,6 +99,57 @@ def published_count(fen: str, depth: int) -> int | None:
         return published(ids[fen], depth)[1] if fen in ids else None
     except KeyError:
         return None
+
+
+def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list | None = None) -> list[dict]:
+    """Runs inside the worker process (``--api``): every row through the public API
+    (``perft_core.perft(..., backend="gpu", tt=...)``), each after one warm-up count at depth - 1.
+    Each run times the default call (with the run-time estimate's guard) and the call with
+    ``max_estimate_seconds=None`` (no estimate), alternately, with tables cold each time (the host
+    cache cleared, as in the driver mode); with tables, ``repeat_s`` is the default call once more
+    with the tables as the last call left them (answered from the host cache)."""
+    import perft_core
+    from perft_core.gpu import get_driver
+
+    out = []
+    walks = [tuple(w) for w in walks or []]
+    drv = get_driver("gpu")
+    for tt, rows in ((False, ROWS + walks), (True, TT_ROWS + walks)):
+        if tables != "both" and tt != (tables == "yes"):
+            continue
+        for name, fen, depth in rows:
+            if only and name not in only:
+                continue
+            pos = perft_core.Position.from_fen(fen)
+            perft_core.perft(pos, depth - 1, backend="gpu", tt=tt)  # warm-up at depth - 1
+            times, bare, nodes, kernel = [], [], None, 0.0
+            for _ in range(runs):
+                drv.host_cache.clear()
+                t = time.perf_counter()
+                nodes = perft_core.perft(pos, depth, backend="gpu", tt=tt)
+                times.append(time.perf_counter() - t)
+                kernel = drv.stats.kernel_seconds
+                drv.host_cache.clear()
+                t = time.perf_counter()
+                again = perft_core.perft(pos, depth, backend="gpu", tt=tt, max_estimate_seconds=None)
+                bare.append(time.perf_counter() - t)
+                if again != nodes:
+                    nodes = -1  # flagged WRONG below
+            repeat = None
+            if tt:
+                t = time.perf_counter()
+                if perft_core.perft(pos, depth, backend="gpu", tt=tt) != nodes:
+                    nodes = -1
+                repeat = time.perf_counter() - t
+            s = drv.stats
+            out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
+                        "seconds": statistics.median(times), "times": times, "no_estimate_s": statistics.median(bare),
+                        "no_estimate_times": bare, "repeat_s": repeat, "kernel_s": kernel, "gpu_depth": s.gpu_depth,
+                        "gpu_calls": s.gpu_calls})
+            print(f"  ours API {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.4f} s, "
+                  f"without the estimate {statistics.median(bare):.4f} s (kernels {kernel:.4f} s)"
+                  + (f", again from the tables {repeat * 1e3:.2f} ms" if tt else ""), file=sys.stderr, flush=True)
+    return out
 
 
 def ours(runs: int, only: set[str] | None, tables: str = "both", walks: list | None = None) -> list[dict]:
@@ -170,11 +225,14 @@ def main() -> int:
     ap.add_argument("--walks", type=int, default=0, help="add this many random-game positions (see above)")
     ap.add_argument("--seed", type=int, default=1, help="the random games' seed")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--api", action="store_true",
+                    help="time ours through the public API (perft_core.perft: estimate, limits, driver), "
+                         "with and without the run-time estimate, instead of the driver alone")
     ap.add_argument("--worker", type=json.loads, help=argparse.SUPPRESS)  # the walk rows
     args = ap.parse_args()
     only = set(args.only) if args.only else None
     if args.worker is not None:
-        print(json.dumps(ours(args.runs, only, args.tables, args.worker)))
+        print(json.dumps((ours_api if args.api else ours)(args.runs, only, args.tables, args.worker)))
         return 0
 
     t0 = time.perf_counter()
@@ -182,7 +240,7 @@ def main() -> int:
     if only:
         only |= {name for name, _fen, _depth in walks}
     cmd = [sys.executable, __file__, "--worker", json.dumps(walks), "--runs", str(args.runs), "--tables",
-           args.tables] + (["--only", *only] if only else [])
+           args.tables] + (["--only", *only] if only else []) + (["--api"] if args.api else [])
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         print(f"bench_vs_peer: our worker failed (exit {proc.returncode})", file=sys.stderr)
@@ -220,12 +278,13 @@ def main() -> int:
         peer_check = None if p.get("nodes") is None else ("same" if p["nodes"] == r["nodes"] else "differs")
         target = TARGET[r["tt"]]
         rows.append([r["row"], "TT" if r["tt"] else "no TT", f"{r['nodes']:,}", check, f"{r['seconds']:.3f}",
+                     f"{r['no_estimate_s']:.3f}" if "no_estimate_s" in r else None,
                      f"{p['seconds']:.3f}" if p.get("seconds") else None, peer_check,
                      f"{ratio:.2f}" if ratio else None,
                      None if ratio is None else ("ok" if ratio >= target else f"below {target:.1f}x")])
     print()
-    print(markdown(["row", "tables", "nodes", "our count", "ours s", "perft_gpu_2026 s", "peer count", "peer/ours",
-                    "target"], rows, "llrlrrlrl"))
+    print(markdown(["row", "tables", "nodes", "our count", "ours s", "ours s, no estimate", "perft_gpu_2026 s",
+                    "peer count", "peer/ours", "target"], rows, "llrlrrrlrl"))
     print(f"\nbench_vs_peer: {time.perf_counter() - t0:.0f} s in all")
     if args.json:
         Path(args.json).write_text(json.dumps(mine, indent=2))

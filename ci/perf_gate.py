@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from perfgate import static, timing  # noqa: E402
 from perfgate.workloads import (  # noqa: E402
-    WORKLOADS, Variant, WrongNodeCount, build_driver, gpu_info, release_device_memory)
+    WORKLOADS, Variant, WrongNodeCount, HostDelay, build_driver, gpu_info, release_device_memory)
 
 PASS, FAIL, CANNOT_RUN, WRONG_COUNT = 0, 1, 2, 3
 
@@ -62,6 +62,9 @@ def parser() -> argparse.ArgumentParser:
                         "tolerance is max(floor, 2 x its baseline spread), or its hand-set value in the baseline")
     t.add_argument("--slow", type=_positive, metavar="PERCENT",
                    help="plant a PERCENT %% slowdown in the kernels (-DPC_SLOWDOWN_PERCENT): the gate should FAIL")
+    t.add_argument("--host-delay", type=_positive, metavar="MS",
+                   help="plant a host-side delay of MS milliseconds before every count (wall time only, kernels "
+                        "unchanged): the short workloads, judged on wall and kernel time, should FAIL")
     t.add_argument("--runs", type=_positive, help="timed runs per workload (default: per workload, 5..15)")
     t.add_argument("--leaf3", choices=("list", "stream"), default="list", help="fused-leaf variant (experiment)")
     t.add_argument("--leaf-threads", type=_positive, default=128, help="leaf kernel block size (experiment)")
@@ -92,8 +95,14 @@ def timing_command(args: argparse.Namespace, gpu: dict[str, str] | None = None,
         print("perf_gate: --update records the default kernels only; drop --slow/--leaf3/--leaf-threads/--define/"
               "--kernel-option", file=sys.stderr)
         return CANNOT_RUN
+    host_delay = getattr(args, "host_delay", None)
+    if args.update and host_delay:
+        print("perf_gate: --update records the default kernels only; drop --host-delay", file=sys.stderr)
+        return CANNOT_RUN
     if args.slow:
         print(f"timing gate: kernels slowed by {args.slow} % on purpose (PC_SLOWDOWN_PERCENT): expected to FAIL")
+    if host_delay:
+        print(f"timing gate: {host_delay:g} ms of host time added to every count on purpose: expected to FAIL")
     try:
         gpu = gpu or gpu_info()
     except Exception as exc:  # ImportError, CUDARuntimeError
@@ -126,6 +135,12 @@ def timing_command(args: argparse.Namespace, gpu: dict[str, str] | None = None,
                 k = live["driver"].k
                 print(f"kernels for {'TT' if w.tt else 'no-TT'} workloads: {k.build} ({k.build_reason})")
             return live["driver"]
+
+    if host_delay:
+        undelayed = driver_for
+
+        def driver_for(w):
+            return HostDelay(undelayed(w), host_delay / 1e3)
 
     try:
         result = timing.run_gate(WORKLOADS, driver_for, baseline, args.tolerance, args.runs,

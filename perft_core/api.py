@@ -32,7 +32,7 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
         threads: CPU threads for the cpu backend (the tree is split two plies below the root).
         tt: count through transposition tables (same counts): CPU tables (perft_core.zobrist) or,
             on the GPU backends, device tables plus a host cache (perft_core.gpu.ttdriver).
-        tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 30 % of the GPU
+        tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 60 % of the GPU
             driver's memory on the GPU backends (fixed when the process's driver is made).
         verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
             HashVerificationError if the two counts differ.
@@ -40,9 +40,11 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
             about CALL_SECONDS each, a root move split into its descendants' calls when needed, and,
             on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
         max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
-            longer than this many seconds; default one day; None: never refuse. Counts through
-            tables (tt) are refused only when even a count through perfect tables would be longer
-            (``Estimate.tt_seconds``).
+            longer than this many seconds; default one day; None: never refuse, and no estimate
+            is made at all (the oracle's reference calls). A bound of about 1 ms
+            (``estimate.within_limit``) comes first; the sampled estimate (20-250 ms) is made only
+            when the bound says the count could be longer. Counts through tables (tt) are refused
+            only when even a count through perfect tables would be longer (``Estimate.tt_seconds``).
         force: count even when the estimate exceeds max_estimate_seconds (no estimate is made
             then, unless a progress bar is shown).
         progress: draw a progress bar on stderr (counts estimated over 2 s): True, False, or None
@@ -174,16 +176,24 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
     """
     from . import watch
     from .errors import CountInterrupted, CountRefused
-    from .estimate import estimate, format_seconds
+    from .estimate import estimate, format_seconds, within_limit
 
     _check_limits(max_seconds, max_estimate_seconds, force, progress)
     bar = watch.wants_bar(progress)
     # A TT count's estimate is the plain count's time, an upper bound that can be wildly high (a
     # walled position counts 2**64 nodes in a second through its tables): a TT count is refused only
     # when even the count through perfect tables (Estimate.tt_seconds) is over the limit.
-    refusing = not force and max_estimate_seconds is not None
-    lines = watch.wants_lines(progress)  # no terminal: a line a minute for a count over LINES_SECONDS
-    est = estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb) if refusing or bar or lines else None
+    # The sampled estimate costs 20-250 ms (and two small GPU counts): it is made only when a cheap
+    # bound (about 1 ms) says the count could exceed the limit or last long enough for progress
+    # lines, for a progress bar, or to split a time-limited CPU count; a short count pays the bound
+    # alone (issue 27).
+    refusing = not force and max_estimate_seconds is not None and not within_limit(pos, depth, backend,
+                                                                                  max_estimate_seconds)
+    # no terminal: a line a minute for a count over LINES_SECONDS
+    lines = watch.wants_lines(progress) and not within_limit(pos, depth, backend, watch.LINES_SECONDS)
+    split = max_seconds is not None and backend == "cpu" and not tt
+    est = (estimate(pos, depth, backend=backend, threads=threads, tt=tt, tt_mb=tt_mb)
+           if refusing or bar or lines or split else None)
     if refusing and est.seconds > max_estimate_seconds and est.tt_seconds > max_estimate_seconds:
         raise CountRefused(est, max_estimate_seconds,
                            f"{est.describe()}: over the limit of {format_seconds(max_estimate_seconds)}")
@@ -280,15 +290,22 @@ def _cpu_moves(pos, depth, moves, threads, tt, tt_mb, verify_seed, w, parts, spl
 
 
 def _gpu_moves(drv, pos, depth, moves, w, parts) -> dict[str, int]:
-    """Count each root move's subtree with the GPU driver into ``parts``; chunks report to ``w``."""
+    """Count each root move's subtree with the GPU driver into ``parts``; chunks report to ``w``.
+
+    With tables, the root moves share them (``keep_tables``, as a deep run's units do): positions
+    below one root move that transpose into another's were counted again with tables rebuilt for
+    every move (startpos perft 12 with a time limit: 20 counts of perft 11 with cold tables)."""
     drv.progress = w.chunk
+    if drv.tt_enabled:
+        drv.keep_tables(("watched", pos.fen()), plan_depth=depth, game=pos)
     try:
         for i, move in enumerate(moves, 1):
-            n = drv.perft(pos.push(move), depth - 1)
+            n = drv.count_roots([pos.push(move)], depth - 1, game=pos)[0]  # the root's castling geometry
             parts[move] = n
             w.advance(n, i, len(moves))
     finally:
         drv.progress = None
+        drv.keep_tables(None)
     return parts
 
 

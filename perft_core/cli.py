@@ -33,13 +33,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _count(args, pos, depth: int, max_seconds: float | None, divide: bool):
-    """``(nodes, divide or None, seconds)`` of one count with the command's backend and options."""
+    """``(nodes, divide or None, seconds, tables or None)`` of one count with the command's backend
+    and options; ``tables``: with --tt, the tables' statistics of this count (GPU backends)."""
     from . import estimate
     from .api import divide as api_divide, perft
+    from .gpu.registry import table_statistics
 
     tt = {"tt": args.tt, "tt_mb": args.tt_mb, "verify_seed": args.verify_seed} if args.tt else {}
     limits = {"max_seconds": max_seconds, "force": args.force, "progress": False if args.json else None,
               "max_estimate_seconds": estimate.DEFAULT_MAX_ESTIMATE_SECONDS}
+    tables0 = table_statistics(args.backend) if args.tt else None
     t0 = time.perf_counter()
     try:
         if divide:
@@ -50,7 +53,8 @@ def _count(args, pos, depth: int, max_seconds: float | None, divide: bool):
             nodes = perft(pos, depth, backend=args.backend, threads=args.threads, **tt, **limits)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
-    return nodes, parts, time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    return nodes, parts, seconds, table_statistics(args.backend, tables0) if args.tt else None
 
 
 def _count_one(args, pos, depth: int, max_seconds: float | None) -> int:
@@ -59,7 +63,7 @@ def _count_one(args, pos, depth: int, max_seconds: float | None) -> int:
     from .zobrist import HashVerificationError
 
     try:
-        nodes, parts, seconds = _count(args, pos, depth, max_seconds, args.divide)
+        nodes, parts, seconds, tables = _count(args, pos, depth, max_seconds, args.divide)
     except CountInterrupted as exc:
         return _partial(args, pos, exc)
     except HashVerificationError as exc:  # --verify-seed: the two key seeds disagree
@@ -70,6 +74,7 @@ def _count_one(args, pos, depth: int, max_seconds: float | None) -> int:
         print(json.dumps({
             "fen": pos.fen(), "depth": depth, "nodes": nodes, "divide": parts,
             "seconds": seconds, "nodes_per_second": nps, "backend": args.backend, "version": __version__,
+            **({"tables": tables} if tables is not None else {}),
         }))
         return cliargs.AGREE
     if parts is not None:
@@ -136,7 +141,7 @@ def _check_line(args, entry, t0: float) -> int:
             _print_line(args, record | {"status": "skipped: --max-seconds spent"})
             continue
         try:
-            nodes, _, seconds = _count(args, pos, depth, left, False)
+            nodes, _, seconds, _ = _count(args, pos, depth, left, False)
         except CountInterrupted as exc:
             statuses.append(cliargs.LIMITED)
             _print_line(args, record | {"status": f"stopped by --max-seconds after {exc.seconds:.1f} s"})
@@ -189,7 +194,8 @@ def count_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default="cpu")
     p.add_argument("--threads", type=cliargs.positive_int, default=1, help="CPU threads (cpu backend)")
     p.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")
-    p.add_argument("--tt-mb", type=cliargs.mib, default=256, metavar="MIB", help="table memory budget, MiB (default 256)")
+    p.add_argument("--tt-mb", type=cliargs.mib, default=None, metavar="MIB",
+                   help="table memory budget, MiB (default 256 on the CPU, 60 %% of the driver's memory on a GPU)")
 
 
 def register(sub) -> None:

@@ -44,11 +44,12 @@ class UciSession:
     """The state of one UCI conversation: options and the current position.
 
     Args:
-        backend, threads, tt, tt_mb: as for :func:`perft_core.divide` (``tt_mb`` in MiB).
+        backend, threads, tt, tt_mb: as for :func:`perft_core.divide` (``tt_mb`` in MiB; None: the
+            backend's own budget, 256 on the CPU, 60 % of the driver's memory on a GPU).
         out, err: text streams for answers and for diagnostics.
     """
 
-    def __init__(self, backend: str = "cpu", threads: int = 1, tt: bool = False, tt_mb: float = 256,
+    def __init__(self, backend: str = "cpu", threads: int = 1, tt: bool = False, tt_mb: float | None = None,
                  out=None, err=None):
         self.backend, self.threads, self.tt, self.tt_mb = backend, threads, tt, tt_mb
         self.out = out or sys.stdout
@@ -86,7 +87,8 @@ class UciSession:
                  "option name UCI_Chess960 type check default false",
                  f"option name Threads type spin default {self.threads} min 1 max 1024"]
         if self.tt:
-            lines.append(f"option name Hash type spin default {int(self.tt_mb)} min 1 max 1048576")
+            default = int(self.tt_mb) if self.tt_mb is not None else 256  # None: the backend's own budget
+            lines.append(f"option name Hash type spin default {default} min 1 max 1048576")
         self._say(*lines, "uciok")
 
     def _cmd_isready(self, _):

@@ -201,3 +201,17 @@ def test_subprocess_bad_fen(command):
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("perft: error: "), proc.stderr
+
+
+def test_json_with_gpu_tables_has_statistics_per_remaining_depth(capsys):
+    """Issue 27: `perft run --tt --json` on a GPU backend shows the tables' probes, hits, host cache
+    probes and hits of this count per remaining depth (the root's own depth is one host probe)."""
+    status, out, err = run(capsys, "run", KIWIPETE, "3", "--backend", "gpu-emulated", "--tt", "--json")
+    assert status == 0, err
+    data = json.loads(out)
+    assert data["nodes"] == 97862
+    by_depth = data["tables"]["by_depth"]
+    assert by_depth["3"]["host_probes"] == 1 and by_depth["3"]["probes"] == 0
+    status, out, err = run(capsys, "run", KIWIPETE, "3", "--backend", "gpu-emulated", "--tt", "--json")
+    again = json.loads(out)["tables"]["by_depth"]["3"]
+    assert again["host_probes"] == 1 and again["host_hits"] == 1  # this count's own figures, answered from the cache

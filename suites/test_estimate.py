@@ -248,3 +248,65 @@ def test_tt_counts_are_refused_only_when_perfect_tables_would_be_too_slow():
     assert perft_core.perft(WALLED, 22, tt=True, tt_mb=64, max_estimate_seconds=600) > 2**64
     fen, counts = _table("cpw", "pos3")
     assert perft_core.perft(fen, 5, tt=True, max_estimate_seconds=1e-9, force=True) == counts[5]
+
+
+# ----- issue 27: no fixed costs on short counts ----------------------------------------------------
+BOUND_ROWS = [(s, r) for s, r in POSITIONS] + [("startpos", "startpos")]
+
+
+@pytest.mark.parametrize("suite,row_id", POSITIONS)
+def test_node_bound_is_never_far_under_a_published_count(suite, row_id):
+    """The cheap bound (a few CPU plies at the top growth, x2) against every published depth: at
+    least 0.75x (0.92x is the lowest over all 172 bundled counts of 10^6 nodes or more; the speed
+    floors add another 10-100x). With the measured growth or without the margin it falls to 0.46x."""
+    fen, counts = _table(suite, row_id)
+    for depth, nodes in counts.items():
+        if depth >= 3:
+            assert estimate_mod.node_bound(fen, depth) >= 0.75 * nodes, (fen, depth)
+
+
+def _no_sampled_estimate(monkeypatch):
+    calls = []
+
+    def boom(*args, **kwargs):
+        calls.append(args)
+        raise AssertionError("the sampled estimate ran for a count the cheap bound clears")
+
+    monkeypatch.setattr(estimate_mod, "estimate", boom)
+    return calls
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu-emulated"])
+def test_short_count_pays_the_bound_only(monkeypatch, backend):
+    _no_sampled_estimate(monkeypatch)
+    assert perft_core.perft(START, 4, backend=backend) == 197281
+    assert perft_core.perft(START, 4, backend=backend, tt=True) == 197281
+    assert sum(perft_core.divide(START, 3, backend=backend).values()) == 8902
+
+
+def test_long_count_still_gets_the_sampled_estimate_and_is_refused():
+    with pytest.raises(CountRefused) as info:
+        perft_core.perft(START, 14)  # one CPU core: bound 3e21 nodes / 5e7 nodes/s is over a day
+    assert info.value.estimate.depth == 14  # the sampled estimate ran and is carried
+
+
+def test_no_estimate_at_all_with_max_estimate_seconds_none(monkeypatch):
+    """The oracle's reference calls (max_estimate_seconds=None, progress=False): neither the bound
+    nor the estimate. (With progress=None and no terminal the bound decides whether a count is long
+    enough for progress lines.)"""
+    _no_sampled_estimate(monkeypatch)
+
+    def no_bound(*args, **kwargs):
+        raise AssertionError("the bound ran")
+
+    monkeypatch.setattr(estimate_mod, "within_limit", no_bound)
+    assert perft_core.perft(START, 5, max_estimate_seconds=None, progress=False) == 4865609
+    assert perft_core.perft(START, 4, backend="gpu-emulated", tt=True, max_estimate_seconds=None,
+                            progress=False) == 197281
+
+
+def test_a_tight_limit_still_refuses_a_short_count():
+    """The bound clears only what is surely within the limit: a limit of a microsecond sends startpos
+    perft 6 to the sampled estimate, which refuses it."""
+    with pytest.raises(CountRefused):
+        perft_core.perft(START, 6, max_estimate_seconds=1e-6)

@@ -348,3 +348,54 @@ def test_parts_add_up_on_random_positions(kernels, fen, parts, depth):
         got.append(drv.perft(pos, depth))
         assert_clean(drv)
     assert sum(got) == perft_core.perft(pos, depth)
+
+
+# ----- issue 27: table statistics, tables shared by a watched count's root moves ---------------------
+def test_table_statistics_per_remaining_depth_add_up(kernels):
+    """tt_statistics: per remaining depth, probes and hits add up to the driver's totals, a hit is a
+    probe, stores are the probes not found, and occupied slots (read from the table) plus evictions
+    are the stores; 1,024-slot tables for ~10^4 positions must show evictions."""
+    drv = make_driver(kernels, tt_bytes=400_000)
+    assert drv.perft(perft_core.Position.from_fen(POS3), 7) == 178633661
+    stats = drv.tt_statistics()["by_depth"]
+    assert set(drv.tts) <= set(stats) and drv.tts
+    assert sum(r["probes"] for r in stats.values()) == drv.tt_stats["probes"]
+    assert sum(r["hits"] for r in stats.values()) == drv.tt_stats["hits"] > 0
+    for r, row in stats.items():
+        assert 0 <= row["hits"] <= row["probes"] and 0 <= row["host_hits"] <= row["host_probes"]
+        if r in drv.tts:
+            e = np.asarray(drv.tts[r].entries.get() if hasattr(drv.tts[r].entries, "get") else drv.tts[r].entries)
+            assert row["occupied"] == int(np.count_nonzero(e.reshape(-1, 2)[:, 1]))
+            assert row["stores"] == row["probes"] - row["hits"]  # tables planned once in this count
+            assert row["occupied"] + row["evictions"] == row["stores"]
+    assert any(stats[r]["evictions"] > 0 and stats[r]["slots"] == 1024 for r in drv.tts)
+
+
+def test_watched_count_shares_tables_across_root_moves(kernels, monkeypatch):
+    """A count with a time limit goes root move by root move; with tables they share one set of
+    device tables (keep_tables), so later root moves hit what earlier ones stored (each root move
+    here is a single BFS call, which alone would make no device table), and the count is exact."""
+    from perft_core.gpu import registry
+
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=16 << 20, audit=True)
+    monkeypatch.setitem(registry._DRIVERS, "gpu-emulated", drv)
+    if not isinstance(kernels, type(_emulated())):
+        monkeypatch.setitem(registry._DRIVERS, "gpu", drv)
+    backend = "gpu-emulated" if isinstance(kernels, type(_emulated())) else "gpu"
+    assert perft_core.perft(STARTPOS, 6, backend=backend, tt=True, max_seconds=3600) == 119060324
+    assert drv.tt_stats["hits"] > 0 and drv._keep is None  # shared, then released
+    assert_clean(drv)
+
+
+def test_count_answered_by_the_host_cache_counts_no_distinct_positions(kernels):
+    """The distinct positions per ply (a host expansion of up to 250,000 boards) are counted only
+    when a level goes out in several BFS calls: a count answered from the host cache skips them."""
+    drv = make_driver(kernels)
+    pos = perft_core.Position.from_fen(KIWIPETE)
+    assert drv.perft(pos, 4) == 4085603
+
+    def boom(*args):
+        raise AssertionError("distinct positions counted for a count the host cache answers")
+
+    drv._distinct = boom
+    assert drv.perft(pos, 4) == 4085603

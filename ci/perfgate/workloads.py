@@ -1,8 +1,11 @@
 """The fixed GPU benchmark set and its timing loop (the timing gate and ci/bench_gpu.py share both).
 
-A workload is one perft call whose node count is published (the Chess Programming Wiki's table,
-read from oracle/data/cpw_perft_results.csv), so every timed run also checks the count: a wrong
-count raises ``WrongNodeCount`` and fails louder than slowness.
+A workload is one perft call whose node count is known: published (the Chess Programming Wiki's
+table, read from oracle/data/cpw_perft_results.csv) or, past that table's depths, computed
+(oracle/data/deep_counts.csv rows of status "computed": this project's GPU code without tables,
+with them and with a second key seed agreeing, the smaller ones confirmed by an independent CPU
+engine: NOTES "Session 10"). Every timed run also checks the count: a wrong count raises
+``WrongNodeCount`` and fails louder than slowness.
 
 Workloads with ``tt=True`` are timed with ``perft_core.gpu.ttdriver.TTBfsDriver`` (cold tables every
 count); the others with ``BfsDriver``. The gate builds one driver at a time, switching once.
@@ -52,7 +55,7 @@ def published(position: str, depth: int, table: Path = CPW_TABLE) -> tuple[str, 
 class Workload:
     """One timed perft call.
 
-    nodes: the expected count (published); runs: timed runs after the warm-up counts; tt: counted
+    nodes: the expected count (published, or computed: see the module docstring); runs: timed runs after the warm-up counts; tt: counted
     with the GPU transposition tables; peer_s: perft_gpu_2026's seconds on an H200 (bench_gpu.py's
     comparison), or None; tolerance: a fixed tolerance for a new baseline (None: from the spread).
     """
@@ -103,7 +106,7 @@ WORKLOADS: tuple[Workload, ...] = (
 
 
 class WrongNodeCount(AssertionError):
-    """A timed run returned a node count other than the workload's published one."""
+    """A timed run returned a node count other than the workload's expected one."""
 
     def __init__(self, workload: Workload, got: int):
         self.workload, self.got = workload, got
@@ -183,6 +186,23 @@ def measure(driver, workload: Workload, runs: int | None = None, warmup: int = 2
         kernel.append(sum(ks) / repeat if all(k is not None for k in ks) else None)
         overhead.append(getattr(stats_of(), "overhead_share", None))
     return Measurement(workload.name, workload.nodes, tuple(times), tuple(overhead), repeat, tuple(kernel))
+
+
+class HostDelay:
+    """A driver whose every ``perft`` first sleeps ``seconds`` on the host (kernels untouched): the
+    planted wall-only slowdown of ``perf_gate.py timing --host-delay MS``, like the per-call fixed
+    costs of issue 27 (a run-time estimate of 0.1-0.25 s before a 0.04 s count). Every other
+    attribute is the wrapped driver's (stats, host_cache)."""
+
+    def __init__(self, driver, seconds: float, sleep: Callable[[float], None] = time.sleep):
+        self._driver, self._seconds, self._sleep = driver, seconds, sleep
+
+    def perft(self, pos, depth: int) -> int:
+        self._sleep(self._seconds)
+        return self._driver.perft(pos, depth)
+
+    def __getattr__(self, name: str):
+        return getattr(self._driver, name)
 
 
 def select(names: Sequence[str] | None) -> tuple[Workload, ...]:

@@ -46,10 +46,10 @@ class CoreEngine(BaseEngine):
         try:
             position = self._position(fen, moves)
             func = perft_core.divide if what == "divide" else perft_core.perft
-            # force: no run-time estimate (0.1-0.25 s a call on the GPU): the oracle makes hundreds
-            # of small calls and bounds its own time (max_seconds)
+            # no run-time estimate nor its bound: the oracle makes hundreds of small calls and
+            # bounds its own time (max_seconds)
             return func(position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
-                        verify_seed=verify_seed, progress=False, force=True)
+                        verify_seed=verify_seed, progress=False, max_estimate_seconds=None)
         except Exception as exc:  # an engine failure, whatever its type, is reported as one
             raise EngineError(self.name, f"{type(exc).__name__} while counting",
                               command=command, output=str(exc)) from exc

@@ -17,7 +17,7 @@ def get_driver(backend: str, tt_mb: float | None = None):
 
     One driver per device and process (each holds its arena): a ``TTBfsDriver`` that counts with
     or without transposition tables (its ``tt_enabled``). ``tt_mb`` sizes its TTs (MiB; default
-    30 % of its memory), fixed when the driver is made: asking later for another size raises
+    60 % of its memory, ttdriver.TT_SHARE), fixed when the driver is made: asking later for another size raises
     ValueError. The emulated memory comes from ``PERFT_EMULATED_MB`` (default 256 MiB), the real
     device's from ``PERFT_GPU_MB`` (default 85 % of the free memory: set it to leave room for
     another GPU program, e.g. an engine under test); a fault plan from ``PERFT_FAULT_PLAN``.
@@ -57,3 +57,19 @@ def _make_driver(backend: str, tt_mb: float | None):
         return TTBfsDriver(CupyKernels(), memory_bytes=int(gpu_mb) << 20 if gpu_mb else None,
                            fault_plan=plan, tt_bytes=tt_bytes)
     raise ValueError(f"unknown GPU backend {backend!r}")
+
+
+def table_statistics(backend: str, since: dict | None = None) -> dict | None:
+    """The process's ``backend`` driver's table statistics (``TTBfsDriver.tt_statistics``), with
+    the cumulative counters (probes, hits, host probes and hits) less those of ``since`` (an
+    earlier result of this function), so that the difference is one count's; None when the
+    backend is not a GPU one or its driver was never made (nothing was counted through it)."""
+    drv = _DRIVERS.get(backend)
+    if drv is None:
+        return None
+    stats = drv.tt_statistics()
+    before = (since or {}).get("by_depth", {})
+    for r, row in stats["by_depth"].items():
+        for key in ("probes", "hits", "host_probes", "host_hits"):
+            row[key] -= before.get(r, {}).get(key, 0)
+    return stats

@@ -33,6 +33,12 @@ AUDIT_BYTES = 64
 # The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
 # hash table of 2-4 slots a board (uint32), slot, head and group (uint32) and rank (uint64) a board.
 MERGE_TEMP_BYTES_PER_BOARD = 36
+TT_SHARE = 0.6
+"""The tables' default share of the driver's device memory (the BFS arena gets the rest). Measured
+on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 200 s with 30 %
+(35.5 GiB: the remaining-depth-3 table 96 % full, 7.2 G of 9.2 G stores evicted) and 66 % with
+88 GiB; perft 11 took 21.1 s with 30 % and 20.8 s with 49 %; counts of one BFS call use no table."""
+HITS_SLOTS = 64  # device hit counters of a BFS call, one per remaining depth
 
 
 PART_DEPTH = 3
@@ -99,7 +105,7 @@ class DeviceTT:
 class TTBfsDriver(BfsDriver):
     """BfsDriver with transposition tables (``backend`` option ``tt=True``).
 
-    Args (beyond BfsDriver's): ``tt_bytes`` device bytes for the TTs (default 30 % of the memory;
+    Args (beyond BfsDriver's): ``tt_bytes`` device bytes for the TTs (default ``TT_SHARE`` of the memory;
     taken out of ``memory_bytes`` when that is not given),
     ``seed`` Zobrist key seed, ``audit`` record every stored entry's position (for tests),
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
@@ -114,7 +120,7 @@ class TTBfsDriver(BfsDriver):
         # Split the device memory between the BFS arena and the TTs before allocating either.
         total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
         if tt_bytes is None:
-            tt_bytes = int(total * 0.3)
+            tt_bytes = int(total * TT_SHARE)
             total -= tt_bytes
         elif memory_bytes is None:
             total -= tt_bytes
@@ -154,6 +160,10 @@ class TTBfsDriver(BfsDriver):
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0}
+        # Per remaining depth r: device probes and hits, host cache probes and hits (cumulative), and
+        # the device stores into the present table of r since it was planned (see tt_statistics).
+        self.depth_stats: dict[int, dict[str, int]] = {}
+        self._table_stores: dict[int, int] = {}
 
     def reseed(self, seed: int) -> None:
         """Key with another Zobrist seed from now on; forgets the host cache (its keys change)."""
@@ -214,7 +224,7 @@ class TTBfsDriver(BfsDriver):
             if self._level_bound is not None:
                 self._growth_per_ply = self._kept_growth
             if self._level_bound is None and g < depth:
-                self._level_bound = (depth, self._distinct(root, us, depth))
+                self._level_bound = (depth, self._lazy_distinct(root, us, depth))
         else:
             self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
             self.tt_arena.reset()
@@ -222,8 +232,10 @@ class TTBfsDriver(BfsDriver):
             # stored (a call stores in its upsweep, after its last probe): a count that is one BFS
             # call skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing, probes and
             # stores), so they are planned when a level is first sent in more than one chunk.
+            # The distinct positions (a host expansion of up to 250,000 boards, ~20 ms) are counted
+            # only then too: a count answered from the host cache costs about a millisecond.
             if g < depth:
-                distinct = self._distinct(root, us, depth)
+                distinct = self._lazy_distinct(root, us, depth)
                 self._pending_tts = (depth, g, distinct)
                 self._level_bound = (depth, distinct)
         return g
@@ -377,6 +389,17 @@ class TTBfsDriver(BfsDriver):
             self._warm = False
         return out
 
+    def _lazy_distinct(self, root, us: int, depth: int):
+        """A function returning ``_distinct(root, us, depth)``, counted on its first call only."""
+        memo: list[list[float]] = []
+
+        def get() -> list[float]:
+            if not memo:
+                memo.append(self._distinct(root, us, depth))
+            return memo[0]
+
+        return get
+
     def _distinct(self, root, us: int, depth: int) -> list[float]:
         """Distinct positions per ply 0..depth below ``root`` (see :func:`distinct_per_ply`)."""
         return distinct_per_ply(np.array([root], dtype=np.uint64), us, depth, self._expand_host, self._host_keys)
@@ -412,6 +435,36 @@ class TTBfsDriver(BfsDriver):
                 self.tt_stats["tt_disabled"] += 1
                 continue
             self.tts[r] = DeviceTT(r, slots, entries, audit)
+            self._table_stores[r] = 0
+
+    def _depth_stat(self, r: int) -> dict[str, int]:
+        got = self.depth_stats.get(r)
+        if got is None:
+            got = self.depth_stats[r] = {"probes": 0, "hits": 0, "host_probes": 0, "host_hits": 0}
+        return got
+
+    def tt_statistics(self) -> dict:
+        """The tables' statistics per remaining depth, for people (``perft run --json``, deep stores).
+
+        Returns ``{"by_depth": {r: {...}}, "host_cache_entries": int}``; each remaining depth ``r``
+        (int) has ``probes`` and ``hits`` (device table lookups and finds), ``host_probes`` and
+        ``host_hits`` (the lossless host cache, above the launch depth), all cumulative over this
+        driver's counts (subtract two snapshots for one count), and, where a device table of depth
+        r exists now: ``slots``, ``occupied`` (slots holding an entry: one pass over the table),
+        ``stores`` (entries written since the table was planned: probed boards not found, zero
+        counts included though never stored, so an upper bound) and ``evictions`` (stores that
+        replaced another position's entry or were lost to a same-slot store: ``stores - occupied``,
+        at least 0). Reading ``occupied`` costs one device pass over the tables (about 10 ms per
+        40 GB on an H200), so only this call pays it, never a count.
+        """
+        out: dict[int, dict[str, int]] = {r: dict(v) for r, v in self.depth_stats.items()}
+        xp = self.k.xp
+        for r, tt in self.tts.items():
+            occupied = int(xp.count_nonzero(tt.entries.reshape(-1, 2)[:, 1]))
+            stores = self._table_stores.get(r, 0)
+            row = out.setdefault(r, {"probes": 0, "hits": 0, "host_probes": 0, "host_hits": 0})
+            row.update(slots=int(tt.slots), occupied=occupied, stores=stores, evictions=max(0, stores - occupied))
+        return {"by_depth": dict(sorted(out.items())), "host_cache_entries": len(self.host_cache)}
 
     def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
         return host_keys(boards, us, self._ci_bytes, self.z_host)
@@ -446,19 +499,24 @@ class TTBfsDriver(BfsDriver):
             np.add.at(values, live[parents], below)
             return values[inverse]
         todo = []
+        row = self._depth_stat(depth) if self.tables else None
         for i in live:
             hit = self.host_cache.get((int(keys[i, 0]), int(keys[i, 1]), depth)) if self.tables else None
             if hit is None:
                 todo.append(i)
             else:
                 self.tt_stats["host_hits"] += 1
+                row["host_hits"] += 1
                 values[i] = hit
+        if row is not None:
+            row["host_probes"] += len(live)
         if not todo:
             return values[inverse]
         idx = np.array(todo)
         chunk = self._chunk_tt(len(idx), depth)
         if self._pending_tts is not None and chunk < len(idx):
-            self._plan_tts(*self._pending_tts)
+            plan_depth, g_plan, distinct = self._pending_tts
+            self._plan_tts(plan_depth, g_plan, distinct())
             self._pending_tts = None
         for sel, got in self._chunks(idx, chunk, lambda p: self._bfs_tt(boards[p], keys[p], us, depth), depth,
                                      self._adapt_chunk if self.adaptive and self.chunk_leaf_moves is None else None):
@@ -516,6 +574,8 @@ class TTBfsDriver(BfsDriver):
                 chunk = min(chunk, int(self.chunk_leaf_moves // max(per_root // BYTES_PER_MOVE, 1)))
             return max(1, chunk)
         count_depth, distinct = self._level_bound
+        if callable(distinct):  # counted on first use (_lazy_distinct)
+            distinct = distinct()
         ply0 = count_depth - depth
         growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
 
@@ -580,12 +640,13 @@ class TTBfsDriver(BfsDriver):
             k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
             if left == PART_DEPTH and self.parts > 1:
                 k.part_filter(keys, n, self.parts, self.part, counts, values)
-            if tt is not None:  # hits counted on the device; read once at the end of the call
+            if tt is not None:  # hits counted on the device, per remaining depth; read once at the end of the call
                 self.tt_stats["probes"] += n
+                self._depth_stat(left)["probes"] += n
                 if self._hits_dev is None:
-                    self._hits_dev = k.xp.empty(1, dtype=np.uint64)
+                    self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
                     k.zero(self._hits_dev)
-                k.count_hits(counts, values, n, self._hits_dev)
+                k.count_hits(counts, values, n, self._hits_dev[left:left + 1])
             offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
             total = k.scan(counts, n, offsets)
             if total == 0:
@@ -622,7 +683,14 @@ class TTBfsDriver(BfsDriver):
         self.stats.allocations.append(a.ordinal)
         self._last_call = (a.used, max((lv["n_made"] for lv in levels if lv["group_of"] is not None), default=0))
         if self._hits_dev is not None:
-            self.tt_stats["hits"] += int(self._hits_dev[0])
+            hits = np.asarray(self._hits_dev.get() if hasattr(self._hits_dev, "get") else self._hits_dev)
+            for lv in levels:  # each remaining depth is one level of a call
+                if lv["tt"] is not None:
+                    r, found = lv["tt"].remaining, int(hits[lv["tt"].remaining])
+                    self._depth_stat(r)["hits"] += found
+                    self.tt_stats["hits"] += found
+                    # every board not found stores its count (zero counts excepted, see bfs_store)
+                    self._table_stores[r] = self._table_stores.get(r, 0) + lv["n"] - found
         out = levels[0]["values"]
         return np.asarray(out.get() if hasattr(out, "get") else out).copy()
 
