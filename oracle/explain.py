@@ -414,6 +414,7 @@ def _extra_candidates(board: chess.Board, legal: set[str]) -> list[Hypothesis]:
         found[uci] = Hypothesis("extra", (uci,), label, fens=(fen,), rank=rank)
 
     checked = board.is_check()
+    checkers = board.checkers()
     for move in board.generate_pseudo_legal_moves():
         if board.is_legal(move) or board.is_castling(move):
             continue
@@ -422,10 +423,12 @@ def _extra_candidates(board: chess.Board, legal: set[str]) -> list[Hypothesis]:
             add(move, "an en passant capture that exposes the king", 0)
         elif piece == chess.KING:
             add(move, "a king step into check", 4)
+        elif board.is_pinned(us, move.from_square):
+            add(move, "a move of a pinned piece off its line", 6)
+        elif len(checkers) > 1 and _answers_one(board, move, checkers):
+            add(move, "a move that answers only one of two checks", 5)
         elif checked:
             add(move, "a move that does not answer the check", 5)
-        else:
-            add(move, "a move of a pinned piece off its line", 6)
     for rook in chess.scan_forward(board.clean_castling_rights() & own & chess.BB_BACKRANKS):
         king = board.king(us)
         if king is None or chess.square_rank(king) != chess.square_rank(rook):
@@ -460,6 +463,12 @@ def _extra_candidates(board: chess.Board, legal: set[str]) -> list[Hypothesis]:
                 continue
             add(chess.Move(square, to), f"a {chess.piece_name(piece)} step that wraps around the board's edge", 8)
     return list(found.values())
+
+
+def _answers_one(board: chess.Board, move: chess.Move, checkers: chess.SquareSet) -> bool:
+    """Whether ``move`` captures one of the checkers or blocks one check (double check)."""
+    king = board.king(board.turn)
+    return any(move.to_square == c or chess.BB_SQUARES[move.to_square] & chess.between(king, c) for c in checkers)
 
 
 def _castle_uci(board: chess.Board, move: chess.Move) -> str:

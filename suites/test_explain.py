@@ -30,6 +30,8 @@ CASES = {
     "castle-through-check": ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "moves", "extra"),
     "illegal-king-step": ("4k3/8/8/8/2b5/8/8/4K3 w - - 0 1", "moves", "extra"),
     "king-beside-pawn": ("8/8/3p4/8/4K3/8/8/7k w - - 0 1", "moves", "extra"),
+    "double-check-blocks": ("4r1k1/8/8/4n3/8/8/3N4/Q3K3 b - - 0 1", "moves", "extra"),
+    "evasion-ignores-pins": ("3rk3/8/8/8/8/8/3B4/r2K4 w - - 0 1", "moves", "extra"),
     # move generation: missing moves of every special kind
     "no-ep": ("7k/8/8/2p5/8/8/1P6/K7 w - - 0 1", "moves", "missing"),
     "no-underpromotion": ("n1n5/PPPk4/8/8/8/8/4Kppp/5N1N b - - 0 1", "moves", "missing"),

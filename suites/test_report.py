@@ -12,6 +12,8 @@ import pytest
 
 from oracle import cli
 from oracle.engines import PythonChessEngine
+from html import escape as html_escape
+
 from oracle.report import (GLANCE_TAGS, failure_anchor, fmt_nps, glance, render_html, render_markdown,
                            speed_chart_svg, write_report)
 from oracle.runner import RunResult, run_suite, select_rows
@@ -97,6 +99,8 @@ def test_html_is_one_self_contained_file(failing_run):
         if row.localization:
             assert row.localization.fen in html
             assert " ".join(row.localization.missing) in html
+            # the same verdict as the text and --json: its kind and its few words
+            assert f"<th>verdict</th><td>{row.localization.kind}: {html_escape(row.localization.summary())}</td>" in html
 
 
 def test_glance_counts_every_row_per_suite_and_tag_failures_first(failing_run):

@@ -118,6 +118,38 @@ def knight_wrap_attacks(board: chess.Board) -> list[chess.Move]:
             or board.is_castling(m)]
 
 
+def double_check_blocks(board: chess.Board) -> list[chess.Move]:
+    """In double check, also lets a piece capture or block one of the two checkers."""
+    moves = list(board.legal_moves)
+    checkers = board.checkers()
+    if len(checkers) < 2:
+        return moves
+    king = board.king(board.turn)
+    for move in board.generate_pseudo_legal_moves():
+        if board.piece_type_at(move.from_square) == chess.KING or board.is_legal(move):
+            continue
+        if board.is_pinned(board.turn, move.from_square):
+            continue
+        if any(move.to_square == c or chess.BB_SQUARES[move.to_square] & chess.between(king, c) for c in checkers):
+            moves.append(move)
+    return moves
+
+
+def evasion_ignores_pins(board: chess.Board) -> list[chess.Move]:
+    """In check, lets a pinned piece capture the checker or block the check."""
+    moves = list(board.legal_moves)
+    checkers = board.checkers()
+    if len(checkers) != 1:
+        return moves
+    king, checker = board.king(board.turn), next(iter(checkers))
+    for move in board.generate_pseudo_legal_moves():
+        if board.is_legal(move) or not board.is_pinned(board.turn, move.from_square):
+            continue
+        if move.to_square == checker or chess.BB_SQUARES[move.to_square] & chess.between(king, checker):
+            moves.append(move)
+    return moves
+
+
 def promotion_as_push(board: chess.Board) -> list[chess.Move]:
     """Writes a queen promotion as a plain pawn push (the pawn stays a pawn on the last rank)."""
     return [chess.Move(m.from_square, m.to_square) if m.promotion == chess.QUEEN else m for m in board.legal_moves]
@@ -136,6 +168,8 @@ BUGS = {
     "king-beside-pawn": king_beside_pawn,
     "promotion-as-push": promotion_as_push,
     "knight-wrap": knight_wrap_attacks,
+    "double-check-blocks": double_check_blocks,
+    "evasion-ignores-pins": evasion_ignores_pins,
 }
 
 
