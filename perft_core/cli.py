@@ -15,6 +15,7 @@ import time
 from . import cliargs
 from .cliargs import UsageError
 from .errors import CountInterrupted, CountRefused
+from .threads import available_cores
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -92,7 +93,8 @@ def register(sub) -> None:
     run.add_argument("depth", type=cliargs.depth, help="plies")
     run.add_argument("--divide", action="store_true", help="counts per root move (Stockfish's format)")
     run.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default="cpu")
-    run.add_argument("--threads", type=cliargs.positive_int, default=1, help="CPU threads (cpu backend)")
+    run.add_argument("--threads", type=cliargs.positive_int, default=None, metavar="N",
+                     help=f"CPU threads (cpu backend); default: every core this process may run on ({available_cores()} here)")
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
     run.add_argument("--json", action="store_true", help="print one JSON object")
     run.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")

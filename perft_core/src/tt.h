@@ -439,7 +439,7 @@ inline Key128 play_key(const Board& b, int us, Move m, const Key128& k, const Ca
 }
 
 // Divide through the tables: the count below each root move. Threads share the tables and take
-// subtrees one or two plies below the root from a shared counter (as pc_host::divide_counts).
+// subtrees of balanced size from a shared counter (pc_host::split_divide, as pc_host::divide_counts).
 template <int F>
 std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads, Table& tt) {
     std::vector<u128> out(moves.size(), 0);
@@ -449,18 +449,18 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     struct Item {
         Board b;
         Key128 k;
-        int root, us;
+        int root, us, depth;
     };
     const ZobristKeys& z = tt.keys();
     Search probe_keys(tt, r.ci);
     const Key128 k0 = root_key(r.board, r.us, r.ci, z);
     std::vector<Item> items;
-    const int below = pc_host::split_divide(
-        r, Item{r.board, k0, -1, r.us}, moves, depth, threads, items,
+    pc_host::split_divide(
+        r, Item{r.board, k0, -1, r.us, depth}, moves, depth, threads, items,
         [&](const Item& p, Move m, const Board& c, int root) {
             Key128 ck = p.us == WHITE ? child_key<WHITE, F>(p.k, p.b, m, probe_keys)
                                       : child_key<BLACK, F>(p.k, p.b, m, probe_keys);
-            return Item{c, ck, root, p.us ^ 1};
+            return Item{c, ck, root, p.us ^ 1, 0};
         });
     std::vector<u128> sums(moves.size(), 0);
     std::mutex sums_mutex;
@@ -468,7 +468,7 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     pc_host::run_workers(threads, items.size(), [&]() {
         Search s(tt, r.ci);
         for (size_t k; (k = next.fetch_add(1)) < items.size();) {
-            u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, below, s);
+            u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, items[k].depth, s);
             std::lock_guard<std::mutex> g(sums_mutex);
             sums[items[k].root] += c;
         }
