@@ -7,15 +7,19 @@ Rows (issue 25): startpos 7, Kiwipete 6, CPW positions 3 (d7), 4 (d6), 5 (d5), 6
 Chess960 positions of the CPW set without castling rights (the peers do not implement Chess960
 castling; without rights they count the same tree), bulk counting, no tables, ours on one thread
 (``threads=1``); then the table rows: startpos 7 and Kiwipete 6 through our CPU tables of 256 MiB
-(``tt=True, tt_mb=256``) against ``mperft -h 256``.
+(``tt=True, tt_mb=256``) against ``mperft -h 256``, both timed with their tables' memory (see
+``mperft``).
 
 Peers: ``mperft`` (MPerft 2.0, MIT; one thread, ``-b``) and ``ellxor_perft`` (BSD-2; always every
 online CPU) are copied with their README and licences from ``--peers`` (default
 ``/work/shared/peers/cpu`` or $PERFT_CPU_PEERS) into the git-ignored ``.peer/cpu/``, and run from
-there in their own process; their own reported time is used (their process start and ours excluded).
-Stockfish (Debian package ``stockfish``) is timed from ``go perft`` to ``Nodes searched`` on one
-thread. Runs are interleaved (each run goes through every row and program) and the minimum of the
-runs is kept. Every count is checked against the known count; a wrong count is a failure (exit 1).
+there in their own process. Times: CPU seconds for one thread (ours: this process's CPU time around
+the call; MPerft: its process's CPU time less a run that counts nothing), so a machine shared with
+other work disturbs them less than wall time; ellxor's own wall time (it runs on every CPU); our
+``--scaling`` runs in wall time; Stockfish (Debian package ``stockfish``, one thread) in wall time
+from ``go perft`` to ``Nodes searched``. Runs are interleaved (each run goes through every row and
+program) and the minimum of the runs is kept. Every count is checked against the known count; a
+wrong count is a failure (exit 1). A peer that cannot count a row (a crash) is reported and skipped.
 Ratios are peer seconds / our seconds (above 1: ours is faster).
 """
 from __future__ import annotations
@@ -26,6 +30,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -73,28 +78,50 @@ def copy_peers(src: Path, dest: Path = ROOT / ".peer" / "cpu") -> Path | None:
 
 
 def ours(fen: str, depth: int, tables: bool, threads: int = 1) -> tuple[int, float]:
-    """(nodes, seconds) of our CPU perft in this process (extension loaded, tables made before timing)."""
-    args = perft_core.Position.from_fen(fen)._core_args()
+    """(nodes, seconds) of our CPU perft in this process (extension loaded before timing): CPU
+    seconds of this process on one thread, wall seconds on several."""
+    clock = time.process_time if threads == 1 else time.perf_counter
     if tables:
         from perft_core import zobrist
 
-        table = zobrist.TranspositionTable(depth, TT_MB)  # allocated lazily by the OS: its pages count in the time
-        t = time.perf_counter()
-        n = zobrist.perft_tt(fen, depth, threads=threads, table=table)
-        return n, time.perf_counter() - t
-    t = time.perf_counter()
+        t = clock()  # the tables' making and their pages (zeroed by the OS when first touched) count
+        n = zobrist.perft_tt(fen, depth, threads=threads, table=zobrist.TranspositionTable(depth, TT_MB))
+        return n, clock() - t
+    args = perft_core.Position.from_fen(fen)._core_args()
+    t = clock()
     n = _core.perft(args, depth, threads)
-    return n, time.perf_counter() - t
+    return n, clock() - t
+
+
+def _child_cpu(cmd: list[str]) -> tuple[str, float]:
+    """(stdout, CPU seconds, user + system) of a command run to its end."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return out, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def mperft(path: Path, fen: str, depth: int, tables: bool) -> tuple[int, float]:
-    """(nodes, seconds) as MPerft reports them: ``perft D : N leaves in S s``."""
+    """(nodes, CPU seconds) of MPerft (one thread): its process's CPU time less that of a run with
+    neither tables nor work (``-d 1 -b``: process start, move tables). With ``-h`` that time holds
+    the clearing of its whole table, which its own report leaves out; ours holds the pages it
+    touches (the OS zeroes them), so both pay for their tables."""
     cmd = [str(path), "-f", fen, "-d", str(depth), "-b"] + (["-h", str(TT_MB)] if tables else [])
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m = re.search(rf"perft\s+{depth}\s*:\s*(\d+) leaves in\s+([\d.]+) s", out)
+    out, cpu = _child_cpu(cmd)
+    m = re.search(rf"perft\s+{depth}\s*:\s*(\d+) leaves in", out)
     if not m:
         raise RuntimeError(f"mperft: no result line in {out[-300:]!r}")
-    return int(m.group(1)), float(m.group(2))
+    return int(m.group(1)), cpu - _mperft_start(path)
+
+
+_START: dict[Path, float] = {}
+
+
+def _mperft_start(path: Path) -> float:
+    """CPU seconds of ``mperft -d 1 -b`` (no tables), least of 5 runs, measured once."""
+    if path not in _START:
+        _START[path] = min(_child_cpu([str(path), "-d", "1", "-b"])[1] for _ in range(5))
+    return _START[path]
 
 
 def ellxor(path: Path, fen: str, depth: int) -> tuple[int, float]:

@@ -229,6 +229,12 @@ class Table {
         else store_lossless(d, k, count, b, us, ci, st);
     }
 
+    // Asks the CPU to fetch the lossy bucket of key k in level d (a miss in a table of hundreds of
+    // MiB costs a trip to memory; prefetched while the siblings are made, it overlaps).
+    void prefetch(int d, const Key128& k) const {
+        if (kind(d) == LEVEL_LOSSY) __builtin_prefetch(bucket_ptr(d, k));
+    }
+
     // The bucket of key k in level d: a lossy level's two-entry bucket, a lossless level's chain.
     u64 bucket(int d, const Key128& k) const {
         return kinds_[d] == LEVEL_LOSSY ? tt16_slot(k, sizes_[d] / 2) : kinds_[d] == LEVEL_LOSSLESS ? tt16_slot(k, sizes_[d]) : 0;
@@ -412,13 +418,18 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
     if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
         total = pc_host::perft_rec<Us>(b, s.ci, depth);
     } else {
+        // Children and their keys first, each child's bucket prefetched; then the counts.
         Move list[PC_MAX_MOVES];
+        Board child[PC_MAX_MOVES];
+        Key128 key[PC_MAX_MOVES];
         const int n = generate_moves<Us>(b, s.ci, list);
         for (int i = 0; i < n; ++i) {
-            Board c = b;
-            make_move<Us>(c, list[i], s.ci);
-            total += tt_rec<Us ^ 1, F>(c, child_key<Us, F>(k, b, list[i], s), depth - 1, s);
+            child[i] = b;
+            make_move<Us>(child[i], list[i], s.ci);
+            key[i] = child_key<Us, F>(k, b, list[i], s);
+            s.tt.prefetch(depth - 1, key[i]);
         }
+        for (int i = 0; i < n; ++i) total += tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s);
     }
     if (use) s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
     return total;
