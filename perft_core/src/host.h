@@ -123,31 +123,18 @@ inline int legal(const Root& r, Move* out) {
     return r.us == WHITE ? generate_moves<WHITE>(r.board, r.ci, out) : generate_moves<BLACK>(r.board, r.ci, out);
 }
 
-// Make + bulk count of one move, out of line: the rare moves of LeafParentSink.
+// Perft 2 without a move list: PerftSink (pc_bfs.h) with the plain moves and captures of pieces
+// and pawns (nearly all moves) made and bulk-counted inline; castling, en passant, double pushes
+// and promotions keep PerftSink's make_and_count. 5 % fewer instructions and 2-5 % less time than
+// PerftSink alone, whose call per move GCC keeps out of line (NOTES.md, session 10).
 template <int Us>
-__attribute__((noinline)) u32 make_and_count_cold(const Board& b, Move m, const CastleInfo& ci) {
-    Board g = b;
-    make_move<Us>(g, m, ci);
-    return count_moves<Us ^ 1>(g, ci);
-}
-
-// Perft 2 without a move list (the host's PerftSink, pc_bfs.h): each generated move is made and its
-// replies bulk-counted at once. Plain moves and captures of pieces and pawns (nearly all of them)
-// are made and counted inline; castling, en passant, double pushes and promotions call
-// make_and_count_cold. 5 % fewer instructions and 2-5 % less time than PerftSink's one out-of-line
-// call per move (NOTES.md, session 10).
-template <int Us>
-struct LeafParentSink {
-    const Board& b;
-    const CastleInfo& ci;
-    u64 n = 0;
-    LeafParentSink(const Board& board, const CastleInfo& castle) : b(board), ci(castle) {}
+struct LeafParentSink : PerftSink<Us> {
+    using PerftSink<Us>::PerftSink;
     PC_HD void hot(int from, int to) {
-        Board g = b;
-        make_move<Us>(g, make_mv(from, to, MF_NORMAL), ci);
-        n += count_moves<Us ^ 1>(g, ci);
+        Board g = this->b;
+        make_move<Us>(g, make_mv(from, to, MF_NORMAL), this->ci);
+        this->n += count_moves<Us ^ 1>(g, this->ci);
     }
-    PC_HD void cold(int from, int to, int flag) { n += make_and_count_cold<Us>(b, make_mv(from, to, flag), ci); }
     PC_HD void piece(int from, u64 to) {
         while (to) hot(from, pop_lsb(to));
     }
@@ -156,17 +143,9 @@ struct LeafParentSink {
         while (to) {
             const int t = pop_lsb(to);
             if (flag == MF_NORMAL) hot(t - delta, t);
-            else cold(t - delta, t, flag);
+            else this->visit(t - delta, t, flag);
         }
     }
-    PC_HD void promos(u64 to, int delta) {
-        while (to) {
-            const int t = pop_lsb(to);
-            for (int f = MF_PROMO_N; f <= MF_PROMO_Q; ++f) cold(t - delta, t, f);
-        }
-    }
-    PC_HD void one(int from, int to, int flag) { cold(from, to, flag); }
-    PC_HD void pins(u64) {}
 };
 
 template <int Us>
