@@ -19,10 +19,8 @@ import os
 import platform
 import sys
 
-from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
+from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
-
-ParallelCompile("PERFT_BUILD_JOBS", default=0).install()  # the translation units on every core
 
 FLAGS = ["-O3", "-fno-plt", "-Wall", "-Wextra", "-Wno-unused-parameter"]
 SOURCES = ["perft_core/_core.cpp", "perft_core/src/zobrist.cpp", "perft_core/src/batch.cpp"]
