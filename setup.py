@@ -1,8 +1,12 @@
 """Build the CPU backend: the chess core in kernels/ compiled by the host C++ compiler.
 
-The extension is tuned for the machine that builds it (``-march=native``) because perft is
-always built where it runs (``pip install .``).  Set ``PERFT_MARCH=x86-64-v2`` (or any
-``-march`` value, or ``none``) to build a portable binary instead.
+A portable build by default: on x86-64 two copies of the extension, ``perft_core._core_base``
+(the compiler's baseline instruction set) and ``perft_core._core_v3`` (``-march=x86-64-v3``: AVX2,
+BMI1/BMI2, with PEXT slider lookups, ``-DPC_HOST_PEXT``); ``perft_core/_core.py`` loads the second
+where the CPU has those features (run-time dispatch), so one wheel runs everywhere at full speed.
+Elsewhere only ``_core_base`` is built. ``PERFT_MARCH=native`` (or any ``-march`` value, or
+``none``) asks for one local build for that target instead (``_core_base`` alone; add
+``PERFT_PEXT=1`` where the target has a fast BMI2 PEXT).
 
 When nvcc is found, the build also compiles the GPU kernels (kernels/pc_kernels.cu) to one cubin
 per architecture beside the kernel sources, so a first GPU count on a fresh machine pays no NVRTC
@@ -12,25 +16,36 @@ architectures (default sm_80, sm_90, sm_100, those nvcc supports); ``PERFT_CUDA_
 import importlib.util
 import json
 import os
+import platform
 import sys
 
 from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
 
-march = os.environ.get("PERFT_MARCH", "native")
-flags = ["-O3", "-fno-plt", "-Wall", "-Wextra", "-Wno-unused-parameter"]
-if march != "none":
-    flags.append(f"-march={march}")
+FLAGS = ["-O3", "-fno-plt", "-Wall", "-Wextra", "-Wno-unused-parameter"]
+SOURCES = ["perft_core/_core.cpp", "perft_core/src/zobrist.cpp", "perft_core/src/batch.cpp"]
+HEADERS = [os.path.join(d, f) for d in ("kernels", "perft_core/src") for f in os.listdir(d) if f.endswith(".h")]
 
-ext = Pybind11Extension(
-    "perft_core._core",
-    ["perft_core/_core.cpp", "perft_core/src/zobrist.cpp", "perft_core/src/batch.cpp"],
-    include_dirs=["kernels", "perft_core"],
-    cxx_std=17,
-    extra_compile_args=flags,
-    extra_link_args=["-pthread"],
-    depends=[os.path.join(d, f) for d in ("kernels", "perft_core/src") for f in os.listdir(d) if f.endswith(".h")],
-)
+
+def core_extension(suffix: str, march: str | None, pext: bool) -> Pybind11Extension:
+    """The extension ``perft_core._core_<suffix>`` built for ``-march=<march>`` (None: the compiler's
+    default); ``pext``: slider attacks by BMI2 PEXT (kernels/pc_tables.h, ``PC_HOST_PEXT``)."""
+    flags = FLAGS + ([f"-march={march}"] if march else []) + (["-DPC_HOST_PEXT"] if pext else [])
+    return Pybind11Extension(
+        f"perft_core._core_{suffix}", SOURCES, include_dirs=["kernels", "perft_core"], cxx_std=17,
+        extra_compile_args=flags, extra_link_args=["-pthread"], depends=HEADERS,
+        define_macros=[("PC_MODULE_NAME", f"_core_{suffix}")],
+    )
+
+
+def core_extensions() -> list[Pybind11Extension]:
+    """The CPU extension builds this environment asks for (module docstring)."""
+    march = os.environ.get("PERFT_MARCH", "").strip()
+    if march:
+        return [core_extension("base", None if march == "none" else march, os.environ.get("PERFT_PEXT") == "1")]
+    if platform.machine().lower() in ("x86_64", "amd64"):
+        return [core_extension("base", None, False), core_extension("v3", "x86-64-v3", True)]
+    return [core_extension("base", None, False)]
 
 
 def record_build_commit() -> None:
@@ -78,4 +93,4 @@ class BuildWithKernels(build_ext):
 
 
 record_build_commit()
-setup(ext_modules=[ext], cmdclass={"build_ext": BuildWithKernels})
+setup(ext_modules=core_extensions(), cmdclass={"build_ext": BuildWithKernels})

@@ -76,6 +76,21 @@ inline void init_magics(Magic* magics, const int (*dirs)[2], u32 base) {
     }
 }
 
+#ifdef PC_HOST_PEXT
+// The PEXT table (pc_tables.h): each square's attacks for every subset of its mask, copied from the
+// magic table at the subset's PEXT index.
+inline void init_pext(const Magic* magics) {
+    for (int sq = 0; sq < 64; ++sq) {
+        const Magic& m = magics[sq];
+        u64 b = 0;
+        do {
+            g_pext_slider[m.offset + pext_index(m, b)] = g_tables_host.slider[m.offset + (u32)((b * m.magic) >> m.shift)];
+            b = (b - m.mask) & m.mask;
+        } while (b);
+    }
+}
+#endif
+
 inline u64 leaper(int sq, const int (*d)[2], int n) {
     u64 att = 0;
     for (int i = 0; i < n; ++i) {
@@ -96,6 +111,10 @@ inline void init_tables() {
     Tables& t = g_tables_host;
     init_magics(t.small.rook, ROOK_DIRS, 0);
     init_magics(t.small.bishop, BISHOP_DIRS, PC_ROOK_ENTRIES);
+#ifdef PC_HOST_PEXT
+    init_pext(t.small.rook);
+    init_pext(t.small.bishop);
+#endif
     for (int s = 0; s < 64; ++s) {
         t.small.knight[s] = leaper(s, KN, 8);
         t.small.king[s] = leaper(s, KG, 8);

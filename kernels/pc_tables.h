@@ -77,7 +77,18 @@ PC_HD u64 zone_knight(int sq) { return PC_SLD(PC_S.zone_knight[sq]); }
 PC_HD u64 zone_diag(int sq) { return PC_SLD(PC_S.zone_diag[sq]); }
 PC_HD u64 zone_orth(int sq) { return PC_SLD(PC_S.zone_orth[sq]); }
 
+// PC_HOST_PEXT (host only; set by setup.py for the CPU extension built for x86-64-v3, never by a GPU
+// build): slider attacks by BMI2 PEXT of the occupancy under the mask, from a table of their own laid
+// out like the magic one (same per-square offsets and sizes), filled by pc_init_host.h.
+#if defined(PC_HOST_PEXT) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+inline u64 g_pext_slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];
+PC_HD u64 pext_index(const Magic& m, u64 occ) { return __builtin_ia32_pext_di(occ, m.mask); }
+#endif
+
 PC_HD u64 magic_lookup(const Magic& m, u64 occ) {
+#if defined(PC_HOST_PEXT) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+    return g_pext_slider[m.offset + (u32)pext_index(m, occ)];
+#endif
     u64 mask = PC_SLD(m.mask), mul = PC_SLD(m.magic);
     u32 off = PC_SLD(m.offset), sh = PC_SLD(m.shift);
     return PC_LD(PC_T.slider[off + (u32)(((occ & mask) * mul) >> sh)]);

@@ -28,6 +28,7 @@ import sys
 import chess
 
 from oracle.drill import locate
+from perft_core.threads import available_cores
 from oracle.engines import DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, make_engine
 from oracle.runner import RunResult, run_suite, select_rows
 from perft_core import cliargs
@@ -109,8 +110,9 @@ def register(subparsers) -> None:
                    help="suites (or FILE.epd / FILE.csv) to run (default: every bundled suite)")
     p.add_argument("--index", default=None, metavar="DIR",
                    help="write DIR/index.md from every report DIR/*.json (no engine is run)")
-    p.add_argument("--threads", type=cliargs.positive_int, default=os.cpu_count() or 1, metavar="N",
-                   help="threads for the backend (default: all cores)")
+    p.add_argument("--threads", type=cliargs.positive_int, default=None, metavar="N",
+                   help=f"threads for the CPU backend (default: every core this process may run on, "
+                        f"{available_cores()} here)")
     _budget_args(p)
     p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds one command of an --engine may take (default {DEFAULT_TIMEOUT:g})")
@@ -141,8 +143,9 @@ def _engine_args(p: argparse.ArgumentParser, default_engine: str | None) -> None
                    help="engine under test: cpu, gpu, python-chess, or a command line"
                         + (f" (default {default_engine})" if default_engine else ""))
     _protocol_args(p)
-    p.add_argument("--threads", type=cliargs.positive_int, default=1, metavar="N",
-                   help="threads for our backends (default 1)")
+    p.add_argument("--threads", type=cliargs.positive_int, default=None, metavar="N",
+                   help=f"threads for our CPU backend (default: every core this process may run on, "
+                        f"{available_cores()} here)")
     p.add_argument("--timeout", type=cliargs.seconds, default=DEFAULT_TIMEOUT, metavar="S",
                    help=f"seconds an engine command may take (default {DEFAULT_TIMEOUT:g})")
 

@@ -2,14 +2,19 @@
 //
 // Compiles the chess core in kernels/ with the host compiler. The perft recursion is templated on
 // the side to move and bulk-counts the last ply (count_moves instead of make + count). Threads
-// split the tree two plies below the root and take subtrees from a shared counter.
+// take subtrees of balanced size (split_divide in src/host.h) from a shared counter.
 #include "src/host.h"
 #include "src/modules.h"
 
 using namespace pc_host;
 
 
-PYBIND11_MODULE(_core, m) {
+#ifndef PC_MODULE_NAME
+#define PC_MODULE_NAME _core_base
+#endif
+
+// Built once per instruction set (setup.py: _core_base, _core_v3); perft_core/_core.py picks one.
+PYBIND11_MODULE(PC_MODULE_NAME, m) {
     m.doc() = "perft CPU backend: the kernels/ chess core compiled for the host";
     pc_init::init_tables();
     register_extra(m);
@@ -71,6 +76,22 @@ PYBIND11_MODULE(_core, m) {
         for (size_t i = 0; i < moves.size(); ++i) out.emplace_back(uci(r, moves[i]), counts[i]);
         return out;
     }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, "[(uci, nodes)] for each root move.");
+
+    m.def("split_counts", [](const py::tuple& args, int depth, int threads) {
+        check_depth(depth);
+        Root r = parse_args(args);
+        std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
+        struct Item { Board b; int root; int us; int depth; };
+        std::vector<Item> items;
+        std::vector<std::tuple<std::string, int, u64>> out;
+        py::gil_scoped_release nogil;
+        split_divide(r, Item{r.board, -1, r.us, depth}, moves, depth, threads, items,
+                     [](const Item& p, Move, const Board& c, int root) { return Item{c, root, p.us ^ 1, 0}; });
+        for (const Item& it : items) out.emplace_back(uci(r, moves[it.root]), it.depth, perft_any(it.b, r.ci, it.us, it.depth));
+        return out;
+    }, py::arg("args"), py::arg("depth"), py::arg("threads"),
+       "The work items a threaded perft of B hands to `threads` workers, in the order they are taken: "
+       "[(root move UCI, plies left, nodes)] (tests of the split's balance).");
 
     m.def("tables_blob", []() {
         return py::bytes(reinterpret_cast<const char*>(&g_tables_host), sizeof(Tables));

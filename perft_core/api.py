@@ -3,22 +3,23 @@ from __future__ import annotations
 
 from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
+from .threads import resolve_threads
 
 BACKENDS = ("cpu", "gpu", "gpu-emulated")
 
 
-def _check(depth: object, backend: str, threads: object) -> None:
+def _check(depth: object, backend: str, threads: object) -> int:
+    """Validates the options; returns the thread count (None: every available core)."""
     if isinstance(depth, bool) or not isinstance(depth, int):
         raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
     if depth < 0:
         raise ValueError(f"depth must be a non-negative integer, got {depth}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    return resolve_threads(threads)
 
 
-def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int = 1,
+def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int | None = None,
           tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None,
           max_seconds: float | None = None, max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS,
           force: bool = False, progress: bool | None = None) -> int:
@@ -29,7 +30,9 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
             ``chess.Board`` or a Position.
         depth: plies, an int >= 0; perft(…, 0) is 1.
         backend: "cpu" (C++ extension), "gpu" (CuPy) or "gpu-emulated" (the GPU driver on NumPy).
-        threads: CPU threads for the cpu backend (the tree is split two plies below the root).
+        threads: CPU threads for the cpu backend; None (default): every core this process may run
+            on (``os.sched_getaffinity``; perft_core.threads). The tree is split into subtrees
+            that balance across threads (perft_core/src/host.h).
         tt: count through transposition tables (same counts): CPU tables (perft_core.zobrist) or,
             on the GPU backends, device tables plus a host cache (perft_core.gpu.ttdriver).
         tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 60 % of the GPU
@@ -61,7 +64,7 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
         CountInterrupted: max_seconds passed; carries the root moves counted in full (``partial``).
         perft_core.zobrist.HashVerificationError: the verify_seed count differs.
     """
-    _check(depth, backend, threads)
+    threads = _check(depth, backend, threads)
     pos = as_position(fen_or_position)
     use_tt = _use_tt(tt, verify_seed)
     watched = _watched(pos, depth, backend, threads, use_tt, tt_mb, verify_seed, max_seconds,
@@ -79,7 +82,7 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
     return _gpu_count(backend, use_tt, tt_mb, verify_seed, lambda drv: drv.perft(pos, depth))
 
 
-def divide(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int = 1,
+def divide(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int | None = None,
            tt: bool = False, tt_mb: float | None = None, verify_seed: int | None = None,
            max_seconds: float | None = None, max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS,
            force: bool = False, progress: bool | None = None) -> dict[str, int]:
@@ -92,7 +95,7 @@ def divide(fen_or_position: "str | Position | chess.Board", depth: int, *, backe
     Raises:
         FenError, ValueError, CountRefused, CountInterrupted, HashVerificationError: as for :func:`perft`.
     """
-    _check(depth, backend, threads)
+    threads = _check(depth, backend, threads)
     pos = as_position(fen_or_position)
     use_tt = _use_tt(tt, verify_seed)
     if depth == 0:

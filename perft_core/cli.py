@@ -19,6 +19,7 @@ from . import cliargs, positions
 from .uci import print_divide
 from .cliargs import UsageError
 from .errors import CountInterrupted, CountRefused
+from .threads import available_cores
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -192,7 +193,8 @@ def _partial(args: argparse.Namespace, pos, exc: CountInterrupted) -> int:
 def count_options(p: argparse.ArgumentParser) -> None:
     """The counting options of ``run``, ``perftree`` and ``uci``: backend, threads, transposition tables."""
     p.add_argument("--backend", choices=("cpu", "gpu", "gpu-emulated"), default="cpu")
-    p.add_argument("--threads", type=cliargs.positive_int, default=1, help="CPU threads (cpu backend)")
+    p.add_argument("--threads", type=cliargs.positive_int, default=None, metavar="N",
+                   help=f"CPU threads (cpu backend); default: every core this process may run on ({available_cores()} here)")
     p.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")
     p.add_argument("--tt-mb", type=cliargs.mib, default=None, metavar="MIB",
                    help="table memory budget, MiB (default 256 on the CPU, 60 %% of the driver's memory on a GPU)")

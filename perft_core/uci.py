@@ -49,9 +49,11 @@ class UciSession:
         out, err: text streams for answers and for diagnostics.
     """
 
-    def __init__(self, backend: str = "cpu", threads: int = 1, tt: bool = False, tt_mb: float | None = None,
+    def __init__(self, backend: str = "cpu", threads: int | None = None, tt: bool = False, tt_mb: float | None = None,
                  out=None, err=None):
-        self.backend, self.threads, self.tt, self.tt_mb = backend, threads, tt, tt_mb
+        from .threads import resolve_threads
+
+        self.backend, self.threads, self.tt, self.tt_mb = backend, resolve_threads(threads), tt, tt_mb
         self.out = out or sys.stdout
         self.err = err or sys.stderr
         self.chess960 = False

@@ -116,7 +116,7 @@ class TranspositionTable:
     serve several searches (any root position, same seed): entries depend only on the position.
 
     ``record_positions=True`` (tests) keeps the position of every entry for the audit; such a
-    table serves single-threaded searches only.
+    table serves single-threaded searches only (``threads=None`` then means 1).
 
     Raises:
         ValueError: bad depth, budget or seed.
@@ -124,6 +124,7 @@ class TranspositionTable:
 
     def __init__(self, max_depth: int, mb: float = DEFAULT_TT_MB, *, seed: int | None = None,
                  min_depth: int = 2, lossless_from: int | None = None, record_positions: bool = False):
+        self.record_positions = bool(record_positions)
         max_depth = _depth(max_depth)
         if max_depth > 64:
             raise ValueError(f"max_depth must be <= 64, got {max_depth}")
@@ -208,10 +209,13 @@ def _tables(depth: int, table: TranspositionTable | None, tt_mb: float, seed: in
     return table
 
 
-def _threads(threads: object) -> int:
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive integer, got {threads!r}")
-    return threads
+def _threads(threads: object, table: TranspositionTable | None = None) -> int:
+    """The thread count (perft_core.threads); None with a recording table: 1."""
+    from .threads import resolve_threads
+
+    if threads is None and table is not None and table.record_positions:
+        return 1
+    return resolve_threads(threads)
 
 
 def _fault(planted_bug: str | None) -> int:
@@ -231,22 +235,22 @@ def _check_verify(verify_seed: int | None, seed: int | None, table: Transpositio
         raise ValueError(f"verify_seed must differ from the key seed {_seed(seed):#x}")
 
 
-def perft_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: float = DEFAULT_TT_MB,
+def perft_tt(position: str | Position, depth: int, *, threads: int | None = None, tt_mb: float = DEFAULT_TT_MB,
              seed: int | None = None, verify_seed: int | None = None,
              table: TranspositionTable | None = None, _planted_bug: str | None = None) -> int:
     """Perft through transposition tables: the same count as ``perft_core.perft``, faster.
 
     Tables: ``table`` if given (reused, keeps its entries), else new ones of at most ``tt_mb`` MiB
     (less for a small tree) with key ``seed``. ``verify_seed``: count again with new tables keyed
-    by that seed, and raise if the two counts differ. ``_planted_bug`` (tests only) plants a key
-    bug, see PLANTED_BUGS.
+    by that seed, and raise if the two counts differ. ``threads``: None (default) uses every
+    available core (perft_core.threads). ``_planted_bug`` (tests only) plants a key bug, see PLANTED_BUGS.
 
     Raises:
         HashVerificationError: the two counts of ``verify_seed`` differ.
         ValueError: bad depth, threads, budget or seed; depth above the table's max_depth.
     """
     depth = _depth(depth)
-    threads = _threads(threads)
+    threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
     args = as_position(position)._core_args()
     fault = _fault(_planted_bug)
@@ -259,7 +263,7 @@ def perft_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: f
     return nodes
 
 
-def divide_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: float = DEFAULT_TT_MB,
+def divide_tt(position: str | Position, depth: int, *, threads: int | None = None, tt_mb: float = DEFAULT_TT_MB,
               seed: int | None = None, verify_seed: int | None = None,
               table: TranspositionTable | None = None, _planted_bug: str | None = None) -> dict[str, int]:
     """Divide through transposition tables: ``{uci: nodes}`` as ``perft_core.divide`` (``{}`` at depth 0).
@@ -267,7 +271,7 @@ def divide_tt(position: str | Position, depth: int, *, threads: int = 1, tt_mb: 
     Arguments and errors as for :func:`perft_tt`; ``verify_seed`` compares the whole split.
     """
     depth = _depth(depth)
-    threads = _threads(threads)
+    threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
     if depth == 0:
         return {}

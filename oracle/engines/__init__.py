@@ -64,7 +64,7 @@ PROTOCOLS = ("uci", "perftree", "cli")
 
 
 def make_engine(spec: str, *, protocol: str = "uci", timeout: float | None = DEFAULT_TIMEOUT,
-                threads: int = 1, total_regex: str | None = None, tt: bool = False,
+                threads: int | None = None, total_regex: str | None = None, tt: bool = False,
                 verify_seed: int | None = None) -> BaseEngine:
     """Build an engine from a command-line spec.
 

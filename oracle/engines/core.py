@@ -8,7 +8,8 @@ from oracle.engines.base import BaseEngine, EngineError, check_depth
 class CoreEngine(BaseEngine):
     """Our engine, ``perft_core.divide`` / ``perft_core.perft`` with a chosen backend.
 
-    ``backend`` is passed through (``"cpu"``, ``"gpu"``, ``"gpu-emulated"``); ``threads`` too.
+    ``backend`` is passed through (``"cpu"``, ``"gpu"``, ``"gpu-emulated"``); ``threads`` too (None:
+    every core this process may run on).
     ``tt``: count through transposition tables; ``verify_seed``: the Zobrist key seed with which
     :meth:`recount` checks a count before the drill believes it (needs ``tt``). The GPU backends
     use the process's one driver (``perft_core.gpu.registry.get_driver``) for every query.
@@ -16,7 +17,7 @@ class CoreEngine(BaseEngine):
     :class:`EngineError`. Raises ``ValueError`` for ``verify_seed`` without ``tt``.
     """
 
-    def __init__(self, backend: str = "cpu", *, threads: int = 1, tt: bool = False,
+    def __init__(self, backend: str = "cpu", *, threads: int | None = None, tt: bool = False,
                  verify_seed: int | None = None):
         if verify_seed is not None and not tt:
             raise ValueError("--verify-seed needs --reference-tt (it re-counts through tables with another key seed)")

@@ -4,7 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -121,11 +123,35 @@ inline int legal(const Root& r, Move* out) {
     return r.us == WHITE ? generate_moves<WHITE>(r.board, r.ci, out) : generate_moves<BLACK>(r.board, r.ci, out);
 }
 
+// Perft 2 without a move list: PerftSink (pc_bfs.h) with the moves of pieces and the pushes and
+// captures of pawns (nearly all moves) made and bulk-counted inline; castling, en passant and
+// promotions keep PerftSink's make_and_count. 7 % fewer instructions and 2-5 % less time than
+// PerftSink alone, whose call per move GCC keeps out of line (NOTES.md, session 10).
+template <int Us>
+struct LeafParentSink : PerftSink<Us> {
+    using PerftSink<Us>::PerftSink;
+    PC_HD void hot(int from, int to, int flag) {  // flag: a constant once inlined
+        Board g = this->b;
+        make_move<Us>(g, make_mv(from, to, flag), this->ci);
+        this->n += count_moves<Us ^ 1>(g, this->ci);
+    }
+    PC_HD void piece(int from, u64 to) {
+        while (to) hot(from, pop_lsb(to), MF_NORMAL);
+    }
+    PC_HD void slider(int from, u64 to) { piece(from, to); }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        while (to) {
+            const int t = pop_lsb(to);
+            hot(t - delta, t, flag);
+        }
+    }
+};
+
 template <int Us>
 u64 perft_rec(const Board& b, const CastleInfo& ci, int depth) {
     if (depth == 1) return count_moves<Us>(b, ci);
     if (depth == 2) {  // stream the children into make + bulk count (measured ~3 % faster than a list)
-        PerftSink<Us> s(b, ci);
+        LeafParentSink<Us> s(b, ci);
         generate_legal<Us>(b, ci, s);
         return s.n;
     }
@@ -165,53 +191,104 @@ inline void run_workers(int threads, size_t items, F&& worker) {
     for (auto& th : pool) th.join();
 }
 
-// The subtrees a divide hands to its workers: one per root move or, with threads > 1 and at least
-// four plies below the root moves, one per reply (small enough to balance). `child(parent, move,
-// board, root)` makes the item for `board`, reached by `move` from item `parent`, below root move
-// number `root`; items need fields b (Board), us (side to move) and root. Returns the plies left
-// below each item.
+inline int count_legal(const Board& b, const CastleInfo& ci, int us) {
+    return (int)(us == WHITE ? count_moves<WHITE>(b, ci) : count_moves<BLACK>(b, ci));
+}
+
+// Work items of a threaded count: never split below SPLIT_MIN_PLIES plies left; split until the
+// largest estimated item is below 1 / (SPLIT_PER_THREAD * threads) of the estimated total (or
+// SPLIT_MAX_ITEMS items exist).
+constexpr int SPLIT_MIN_PLIES = 3;
+constexpr double SPLIT_PER_THREAD = 32;
+constexpr size_t SPLIT_MAX_ITEMS = 1 << 14;
+
+// The subtrees a divide hands to its workers. One item per root move; with threads > 1 the item
+// of largest estimated size is replaced by its children, again and again, until every item is a
+// small share of the whole (above): a root move that dominates is split deeper than the others,
+// never a fixed number of plies. Estimated size of an item with m legal moves and d plies left:
+// m * B^(d-1), B = the root moves' mean number of replies. The items come back largest first, so
+// the workers, taking them in turn from a shared counter, end together.
+// `child(parent, move, board, root)` makes the item for `board`, reached by `move` from item
+// `parent`, below root move number `root`; items need fields b (Board), us (side to move), root
+// and depth (plies left below the item, set here).
 template <class Item, class Child>
-inline int split_divide(const Root& r, const Item& top, const std::vector<Move>& moves, int depth, int threads,
-                        std::vector<Item>& items, Child child) {
+inline void split_divide(const Root& r, const Item& top, const std::vector<Move>& moves, int depth, int threads,
+                         std::vector<Item>& items, Child child) {
     items.clear();
     for (size_t i = 0; i < moves.size(); ++i) {
         Board c;
         play(top.b, r.ci, top.us, moves[i], c);
         items.push_back(child(top, moves[i], c, (int)i));
+        items.back().depth = depth - 1;
     }
-    int below = depth - 1;
-    if (threads > 1 && below >= 4) {
-        std::vector<Item> deeper;
-        for (const Item& it : items) {
-            Move list[PC_MAX_MOVES];
-            int n = it.us == WHITE ? generate_moves<WHITE>(it.b, r.ci, list) : generate_moves<BLACK>(it.b, r.ci, list);
-            for (int j = 0; j < n; ++j) {
-                Board c;
-                play(it.b, r.ci, it.us, list[j], c);
-                deeper.push_back(child(it, list[j], c, it.root));
-            }
+    if (threads <= 1 || items.size() == 0) return;
+    std::vector<double> est(items.size());
+    double branch = 0;
+    for (size_t i = 0; i < items.size(); ++i) branch += (est[i] = count_legal(items[i].b, r.ci, items[i].us));
+    branch = branch / (double)items.size() + 1;
+    auto size_of = [&](double m, int d) { return d <= 0 ? 1.0 : m * std::pow(branch, d - 1); };
+    double total = 0;
+    std::vector<std::pair<double, size_t>> heap;  // (estimated size, item index), largest on top
+    for (size_t i = 0; i < items.size(); ++i) {
+        est[i] = size_of(est[i], items[i].depth);
+        total += est[i];
+        heap.emplace_back(est[i], i);
+    }
+    std::make_heap(heap.begin(), heap.end());
+    std::vector<bool> dead(items.size(), false);
+    size_t live = items.size();
+    while (!heap.empty() && live < SPLIT_MAX_ITEMS) {
+        std::pop_heap(heap.begin(), heap.end());
+        const auto [size, i] = heap.back();
+        heap.pop_back();
+        if (size < total / (SPLIT_PER_THREAD * threads)) break;
+        if (items[i].depth - 1 < SPLIT_MIN_PLIES) continue;  // too small to split: stays one item
+        const Item parent = items[i];
+        Move list[PC_MAX_MOVES];
+        const int n = parent.us == WHITE ? generate_moves<WHITE>(parent.b, r.ci, list)
+                                         : generate_moves<BLACK>(parent.b, r.ci, list);
+        dead[i] = true;
+        total -= size;
+        --live;
+        for (int j = 0; j < n; ++j) {
+            Board c;
+            play(parent.b, r.ci, parent.us, list[j], c);
+            items.push_back(child(parent, list[j], c, parent.root));
+            items.back().depth = parent.depth - 1;
+            const double e = size_of(count_legal(c, r.ci, parent.us ^ 1), parent.depth - 1);
+            est.push_back(e);
+            dead.push_back(false);
+            total += e;
+            ++live;
+            heap.emplace_back(e, items.size() - 1);
+            std::push_heap(heap.begin(), heap.end());
         }
-        items.swap(deeper);
-        --below;
     }
-    return below;
+    std::vector<size_t> order;
+    for (size_t i = 0; i < items.size(); ++i)
+        if (!dead[i]) order.push_back(i);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return est[a] > est[b]; });
+    std::vector<Item> kept;
+    kept.reserve(order.size());
+    for (size_t i : order) kept.push_back(items[i]);
+    items.swap(kept);
 }
 
-// Divide: the count below each root move. With threads > 1 the work is split into subtrees one
-// or two plies below the root, taken in turn from a shared counter.
+// Divide: the count below each root move. With threads > 1 the work is split into subtrees of
+// balanced size (split_divide), taken in turn from a shared counter.
 inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads) {
     std::vector<u64> out(moves.size(), 0);
     if (depth <= 0) return out;
-    struct Item { Board b; int root; int us; };
+    struct Item { Board b; int root; int us; int depth; };
     std::vector<Item> items;
-    const int below = split_divide(r, Item{r.board, -1, r.us}, moves, depth, threads, items,
-                                   [](const Item& p, Move, const Board& c, int root) { return Item{c, root, p.us ^ 1}; });
+    split_divide(r, Item{r.board, -1, r.us, depth}, moves, depth, threads, items,
+                 [](const Item& p, Move, const Board& c, int root) { return Item{c, root, p.us ^ 1, 0}; });
     std::vector<std::atomic<u64>> sums(moves.size());
     for (auto& s : sums) s = 0;
     std::atomic<size_t> next{0};
     run_workers(threads, items.size(), [&]() {
         for (size_t k; (k = next.fetch_add(1)) < items.size();)
-            sums[items[k].root] += perft_any(items[k].b, r.ci, items[k].us, below);
+            sums[items[k].root] += perft_any(items[k].b, r.ci, items[k].us, items[k].depth);
     });
     for (size_t i = 0; i < moves.size(); ++i) out[i] = sums[i];
     return out;

@@ -229,6 +229,12 @@ class Table {
         else store_lossless(d, k, count, b, us, ci, st);
     }
 
+    // Asks the CPU to fetch the lossy bucket of key k in level d (a miss in a table of hundreds of
+    // MiB costs a trip to memory; prefetched while the siblings are made, it overlaps).
+    void prefetch(int d, const Key128& k) const {
+        if (kind(d) == LEVEL_LOSSY) __builtin_prefetch(bucket_ptr(d, k));
+    }
+
     // The bucket of key k in level d: a lossy level's two-entry bucket, a lossless level's chain.
     u64 bucket(int d, const Key128& k) const {
         return kinds_[d] == LEVEL_LOSSY ? tt16_slot(k, sizes_[d] / 2) : kinds_[d] == LEVEL_LOSSLESS ? tt16_slot(k, sizes_[d]) : 0;
@@ -412,13 +418,18 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
     if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
         total = pc_host::perft_rec<Us>(b, s.ci, depth);
     } else {
+        // Children and their keys first, each child's bucket prefetched; then the counts.
         Move list[PC_MAX_MOVES];
+        Board child[PC_MAX_MOVES];
+        Key128 key[PC_MAX_MOVES];
         const int n = generate_moves<Us>(b, s.ci, list);
         for (int i = 0; i < n; ++i) {
-            Board c = b;
-            make_move<Us>(c, list[i], s.ci);
-            total += tt_rec<Us ^ 1, F>(c, child_key<Us, F>(k, b, list[i], s), depth - 1, s);
+            child[i] = b;
+            make_move<Us>(child[i], list[i], s.ci);
+            key[i] = child_key<Us, F>(k, b, list[i], s);
+            s.tt.prefetch(depth - 1, key[i]);
         }
+        for (int i = 0; i < n; ++i) total += tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s);
     }
     if (use) s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
     return total;
@@ -439,7 +450,7 @@ inline Key128 play_key(const Board& b, int us, Move m, const Key128& k, const Ca
 }
 
 // Divide through the tables: the count below each root move. Threads share the tables and take
-// subtrees one or two plies below the root from a shared counter (as pc_host::divide_counts).
+// subtrees of balanced size from a shared counter (pc_host::split_divide, as pc_host::divide_counts).
 template <int F>
 std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads, Table& tt) {
     std::vector<u128> out(moves.size(), 0);
@@ -449,18 +460,18 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     struct Item {
         Board b;
         Key128 k;
-        int root, us;
+        int root, us, depth;
     };
     const ZobristKeys& z = tt.keys();
     Search probe_keys(tt, r.ci);
     const Key128 k0 = root_key(r.board, r.us, r.ci, z);
     std::vector<Item> items;
-    const int below = pc_host::split_divide(
-        r, Item{r.board, k0, -1, r.us}, moves, depth, threads, items,
+    pc_host::split_divide(
+        r, Item{r.board, k0, -1, r.us, depth}, moves, depth, threads, items,
         [&](const Item& p, Move m, const Board& c, int root) {
             Key128 ck = p.us == WHITE ? child_key<WHITE, F>(p.k, p.b, m, probe_keys)
                                       : child_key<BLACK, F>(p.k, p.b, m, probe_keys);
-            return Item{c, ck, root, p.us ^ 1};
+            return Item{c, ck, root, p.us ^ 1, 0};
         });
     std::vector<u128> sums(moves.size(), 0);
     std::mutex sums_mutex;
@@ -468,7 +479,7 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     pc_host::run_workers(threads, items.size(), [&]() {
         Search s(tt, r.ci);
         for (size_t k; (k = next.fetch_add(1)) < items.size();) {
-            u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, below, s);
+            u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, items[k].depth, s);
             std::lock_guard<std::mutex> g(sums_mutex);
             sums[items[k].root] += c;
         }
