@@ -81,6 +81,11 @@ class BuildWithKernels(build_ext):
 
     def run(self):
         super().run()
+        if self.inplace:  # an extension named perft_core._core (before the run-time dispatch) would
+            # shadow perft_core/_core.py, the dispatcher, and load the old code
+            for name in os.listdir("perft_core"):
+                if name.startswith("_core.") and name.endswith((".so", ".pyd")):
+                    os.remove(os.path.join("perft_core", name))
         archs = os.environ.get("PERFT_CUDA_ARCHS", "")
         if archs.strip().lower() == "none":
             return
