@@ -70,7 +70,8 @@ def test_default_threads_is_every_available_core(monkeypatch):
     real = _core.perft
     monkeypatch.setattr(_core, "perft", lambda args, depth, threads: seen.append(threads) or real(args, depth, threads))
     assert perft_core.perft(START, 3) == 8902
-    assert seen and set(seen) == {7}  # the estimate's probe counts and the count itself
+    # the count itself on every core; the estimate's node bound probes (sub-millisecond) on one thread
+    assert seen and seen[-1] == 7 and set(seen) <= {1, 7}
     with pytest.raises(ValueError, match="threads"):
         perft_core.perft(START, 3, threads=0)
 
