@@ -81,7 +81,7 @@ def register(subparsers) -> None:
                     "`perft report --out docs`; `perft report --index docs` writes docs/index.md from every "
                     "report there. Exit 0 all pass, 1 some count is wrong, 2 bad input or broken engine.")
     p.add_argument("--out", type=cliargs.output_dir, default="report", metavar="DIR", help="output folder (default: ./report)")
-    p.add_argument("--name", default=None, metavar="NAME",
+    p.add_argument("--name", type=cliargs.file_stem, default=None, metavar="NAME",
                    help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
                         "else the engine's program name)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")

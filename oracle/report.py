@@ -21,6 +21,8 @@ from pathlib import Path
 
 import jinja2
 
+from perft_core.atomic import write_text, write_texts
+
 from oracle.runner import RowResult, RunResult, SuiteSummary
 
 __all__ = ["FORMATS", "failure_anchor", "render_html", "render_index", "render_json", "render_markdown",
@@ -45,11 +47,8 @@ def write_report(run: RunResult, out_dir: str | Path, name: str = "report",
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     render = {"json": render_json, "md": render_markdown, "html": render_html}
-    paths = {}
-    for fmt in formats:
-        path = out / f"{name}.{fmt}"
-        path.write_text(render[fmt](run), encoding="utf-8")
-        paths[fmt] = path
+    paths = {fmt: out / f"{name}.{fmt}" for fmt in formats}
+    write_texts({paths[fmt]: render[fmt](run) for fmt in formats})  # all new files, or the old ones intact
     return paths
 
 
@@ -441,6 +440,5 @@ def write_index(folder: str | Path) -> Path:
     if not reports:
         raise ValueError(f"{folder}: no conformance report (*.json) in it")
     path = folder / "index.md"
-    path.write_text(render_index(reports), encoding="utf-8")
-    return path
+    return write_text(path, render_index(reports))
 

@@ -1,6 +1,7 @@
 """Public counting API: ``perft`` and ``divide`` over the available backends."""
 from __future__ import annotations
 
+from . import limits
 from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
 
@@ -16,6 +17,7 @@ def _check(depth: object, backend: str, threads: object) -> None:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
+    limits.check_count(depth, threads)  # bounds: recursion depth and threads (one-line errors, exit 2)
 
 
 def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", threads: int = 1,

@@ -10,10 +10,24 @@ import signal
 import subprocess
 from collections.abc import Sequence
 
-def six_fields(fen: str) -> str:
-    """``fen`` with the move counters ``0 1`` added when it has only the four EPD fields."""
+def engine_fen(fen: str) -> str:
+    """``fen`` as handed to an engine: one line of text, with the move counters ``0 1`` added when
+    it has only the four EPD fields.
+
+    Raises ``ValueError`` (before anything reaches an engine) for a FEN holding a control character
+    (a newline from a quoted CSV field would reach a UCI engine as two commands); the message shows
+    the FEN shortened to 120 characters.
+    """
+    bad = next((c for c in fen if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ValueError(f"FEN holds the control character {bad!r}, which no engine may be sent: {shorten(fen)!r}")
     fields = fen.split()
     return " ".join(fields + ["0", "1"]) if len(fields) == 4 else fen
+
+
+def shorten(text: str, keep: int = 120) -> str:
+    """``text`` cut to ``keep`` characters with a note of how many were left out (for error lines)."""
+    return text if len(text) <= keep else f"{text[:keep]}... ({len(text) - keep} more characters)"
 
 
 def argv_of(command: str | Sequence[str]) -> list[str]:

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, OUTPUT_KEPT, DEFAULT_TIMEOUT, BaseEngine, EngineError, tail_lines, needs_chess960
-from oracle.engines.process import argv_of, kill, pump, six_fields
+from oracle.engines.process import argv_of, kill, pump, engine_fen
 
 _UCI_LINE = re.compile(MOVE_PATTERN + r"\s*:\s*(\d+)")
 _NODES_LINE = re.compile(r"Nodes searched\s*:\s*(\d+)")
@@ -146,6 +146,7 @@ class UciEngine(BaseEngine):
     # -- queries -----------------------------------------------------------------------------
 
     def _divide(self, fen, depth, moves):
+        fen = engine_fen(fen)  # one line, checked before the engine is started or sent anything
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 raise self._fail("crashed: it exited between queries", [], [], ended=True)
@@ -157,7 +158,7 @@ class UciEngine(BaseEngine):
             self._chess960 = want960
         sent.append("isready")
         self._exchange(sent, lambda line: line.strip() == "readyok", what="isready")
-        position = f"position fen {six_fields(fen)}" + (f" moves {' '.join(moves)}" if moves else "")
+        position = f"position fen {fen}" + (f" moves {' '.join(moves)}" if moves else "")
         sent = [position, f"go perft {depth}"]
         counts: dict[str, int] = {}
         total: list[int] = []
