@@ -155,8 +155,18 @@ def _suite_names() -> str:
 
 
 def _error(message: str) -> int:
-    print(f"perft: error: {message}", file=sys.stderr)
+    from perft_core.errors import clip
+
+    print(f"perft: error: {clip(message)}", file=sys.stderr)
     return 2
+
+
+def _status(run: RunResult) -> int:
+    """The run's exit status; when it is 2, why, as one line on stderr (not only in the table)."""
+    problem = run.problem()
+    if problem is not None:
+        _error(problem)
+    return run.exit_status
 
 
 def _check_fen(fen: str) -> None:
@@ -330,7 +340,7 @@ def cmd_suite(args) -> int:
         if failures:
             print()
             print(failures)
-    return run.exit_status
+    return _status(run)
 
 
 def cmd_report(args) -> int:
@@ -386,7 +396,7 @@ def cmd_report(args) -> int:
             print(failures)
         print()
         print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return run.exit_status
+    return _status(run)
 
 
 def _report_name(command: str) -> str:

@@ -127,11 +127,28 @@ class RunResult:
         return all(row.status in ("pass", "skipped") for row in self.rows)
 
     @property
+    def judged(self) -> int:
+        """Rows whose count was compared with the table (pass or fail)."""
+        return sum(row.status in ("pass", "fail") for row in self.rows)
+
+    @property
     def exit_status(self) -> int:
-        """0 all passed, 1 some count was wrong, 2 the engine failed (errors win over failures)."""
-        if any(row.status == "error" for row in self.rows):
+        """0 all passed, 1 some count was wrong, 2 the engine failed (errors win over failures) or
+        nothing was judged (every row skipped or over budget: an "ok" that checked nothing)."""
+        if any(row.status == "error" for row in self.rows) or not self.judged:
             return 2
         return 0 if self.ok else 1
+
+    def problem(self) -> str | None:
+        """Why the exit status is 2, in one line (None when it is not)."""
+        errors = [row for row in self.rows if row.status == "error"]
+        if errors:
+            return (f"{len(errors)} rows could not be judged; first: {errors[0].suite} {errors[0].id}: "
+                    f"{str(errors[0].error).splitlines()[0] if errors[0].error else 'error'}")
+        if not self.judged:
+            return (f"nothing was judged: every row was skipped ({len(self.rows)}) or over the node budget "
+                    f"({sum(self.over_budget.values())})")
+        return None
 
     def failures(self) -> list[RowResult]:
         """The rows that failed or errored, in table order."""

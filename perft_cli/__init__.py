@@ -16,6 +16,7 @@ from typing import Sequence
 from perft_core import cli as core_cli
 from perft_core.deep import cli as deep_cli
 from perft_core.cliargs import Parser, UsageError
+from perft_core.errors import clip
 
 __all__ = ["build_parser", "main"]
 
@@ -35,15 +36,29 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``perft`` command; returns the exit status (0, 1, 2 or 130)."""
     parser = build_parser()
+    _sigterm_interrupts()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
     except (UsageError, ValueError, OSError) as exc:
-        print(f"perft: error: {exc}", file=sys.stderr)
+        print(f"perft: error: {clip(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("perft: interrupted", file=sys.stderr)
         return 130
+
+
+def _sigterm_interrupts() -> None:
+    """SIGTERM stops the command as Ctrl-C does (exit 130), so engines, clusters and files are
+    cleaned up by the same ``finally`` blocks, instead of the process dying with them left running."""
+    import signal
+    import threading
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)
 
 
 if __name__ == "__main__":

@@ -235,8 +235,7 @@ def _subtree(position, depth: int, split: int, threads: int, w) -> int:
     from . import _core
 
     if split == 0 or depth <= 1:
-        w.check()
-        return int(_core.perft(position._core_args(), depth, threads))
+        return limits.cpu_count(w, position._core_args(), depth, threads)  # stops at the deadline itself
     return sum(_subtree(position.push(m), depth - 1, split - 1, threads, w) for m in position.legal_moves())
 
 

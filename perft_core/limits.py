@@ -64,3 +64,21 @@ def check_count(depth: object, threads: object) -> None:
     """
     check_depth(depth)
     check_threads(threads)
+
+
+def cpu_count(watch, core_args: tuple, depth: int, threads: int) -> int:
+    """``_core.perft(core_args, depth, threads)`` (nodes, int) within the time limit of ``watch``
+    (a :class:`perft_core.watch.Watch`): the extension stops at the deadline itself, however long
+    the call (``--max-seconds`` with ``--force``, where no estimate splits the count into short calls).
+
+    Raises perft_core.watch.Deadline when the limit passes before the count is done.
+    """
+    from . import _core
+    from .watch import Deadline
+
+    watch.check()
+    left = 0.0 if watch.max_seconds is None else max(watch.max_seconds - watch.elapsed(), 1e-3)
+    try:
+        return int(_core.perft(core_args, depth, threads, left))
+    except _core.CountStopped:
+        raise Deadline(f"stopped after {watch.elapsed():.1f} s (max_seconds={watch.max_seconds:g})") from None
