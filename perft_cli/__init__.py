@@ -36,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``perft`` command; returns the exit status (0, 1, 2 or 130)."""
     parser = build_parser()
-    _sigterm_interrupts()
+    restore = _sigterm_interrupts()
     try:
         args = parser.parse_args(argv)
         return int(args.func(args))
@@ -46,19 +46,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("perft: interrupted", file=sys.stderr)
         return 130
+    finally:
+        restore()
 
 
-def _sigterm_interrupts() -> None:
+def _sigterm_interrupts():
     """SIGTERM stops the command as Ctrl-C does (exit 130), so engines, clusters and files are
-    cleaned up by the same ``finally`` blocks, instead of the process dying with them left running."""
+    cleaned up by the same ``finally`` blocks, instead of the process dying with them left running.
+    Returns the function that puts the previous handler back (main() called as a library)."""
     import signal
     import threading
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, interrupt)
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":
