@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from oracle import tables
 from perft_cli import main
 
+from oracle_fakes import live_processes
+
 pytestmark = pytest.mark.core
 ROOT = Path(__file__).resolve().parent.parent
 STATUSES = {0, 1, 2, 3}
@@ -51,17 +53,7 @@ engines = st.one_of(st.sampled_from(["python-chess", "cpu", "/nonexistent/engine
 def children_checked():
     """Fails if a process this one started is still alive (not a zombie) two seconds after the block."""
     def children() -> set[int]:
-        out = set()
-        for entry in os.listdir("/proc"):
-            if entry.isdigit():
-                try:
-                    with open(f"/proc/{entry}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                except OSError:
-                    continue
-                if int(fields[1]) == os.getpid() and fields[0] != "Z":
-                    out.add(int(entry))
-        return out
+        return set(live_processes(ppid=os.getpid()))
 
     before = children()
     yield

@@ -28,7 +28,7 @@ from oracle.engines import CliEngine, EngineError, UciEngine
 from perft_core.atomic import write_texts
 from perft_core.limits import LimitError
 
-from oracle_fakes import FAKES
+from oracle_fakes import FAKES, live_processes
 
 pytestmark = pytest.mark.core
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
@@ -69,21 +69,6 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def session_alive(sid: int) -> list[int]:
-    """Live processes (zombies excluded) of session ``sid``."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if fields[0] != "Z" and int(fields[4]) == sid:
-                pids.append(int(entry))
-    return pids
 
 
 def wait_gone(pids, seconds: float = 10.0) -> list[int]:
@@ -234,7 +219,7 @@ def test_f8_ctrl_c_on_a_deep_run_is_one_line_and_leaves_nothing(tmp_path):
     assert p.returncode == 130, err
     assert err.strip().splitlines() == ["perft: interrupted"], err[-3000:]
     assert seconds < 15
-    assert wait_gone(lambda: session_alive(p.pid), 15) == []
+    assert wait_gone(lambda: live_processes(sid=p.pid), 15) == []
 
 
 # ----- F4, F13: the deep store -----------------------------------------------------------------------
