@@ -4,8 +4,9 @@ Subcommands: ``run`` (``perft_core.cli``), ``deep`` (``perft_core.deep.cli``), `
 ``perft_core`` is a library that never imports this package or ``oracle``; this module is the only
 place that knows both.
 
-Exit statuses: 0 success (or engines agree), 1 a disagreement, 2 bad input or a broken engine,
-printed as one line ``perft: error: <message>`` with no traceback, 130 interrupted.
+Exit statuses: 0 success (or engines agree), 1 a disagreement, 2 bad input, a broken engine or
+nothing judged, printed as one line ``perft: error: <message>`` with no traceback, 3 stopped by a
+limit, 130 interrupted (Ctrl-C or SIGTERM).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``perft`` command; returns the exit status (0, 1, 2 or 130)."""
+    """Run the ``perft`` command; returns the exit status (0, 1, 2, 3 or 130)."""
     parser = build_parser()
     restore = _sigterm_interrupts()
     try:

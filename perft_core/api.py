@@ -37,9 +37,9 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
             driver's memory on the GPU backends (fixed when the process's driver is made).
         verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
             HashVerificationError if the two counts differ.
-        max_seconds: stop the count after this many wall seconds (checked between CPU calls of
-            about CALL_SECONDS each, a root move split into its descendants' calls when needed, and,
-            on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
+        max_seconds: stop the count after this many wall seconds (the CPU extension polls the
+            deadline itself, also with force=True; on the GPU backends, checked after each BFS
+            chunk) and raise CountInterrupted; None: no limit.
         max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
             longer than this many seconds; default one day; None: never refuse. Counts through
             tables (tt) are refused only when even a count through perfect tables would be longer
@@ -54,7 +54,8 @@ def perft(fen_or_position: str | Position, depth: int, *, backend: str = "cpu", 
 
     Raises:
         FenError: the FEN is malformed or describes a position perft is undefined for.
-        ValueError: bad depth, backend, threads, tt or limit options.
+        ValueError: bad depth, backend, threads, tt or limit options; perft_core.limits.LimitError
+            (a ValueError) for a depth over 64 plies or over 1024 threads.
         CountRefused (a ValueError): the estimate exceeds max_estimate_seconds; carries the Estimate.
         CountInterrupted: max_seconds passed; carries the root moves counted in full (``partial``).
         perft_core.zobrist.HashVerificationError: the verify_seed count differs.

@@ -3,7 +3,8 @@
 Exit statuses: 0 success, 1 the two key seeds of ``--verify-seed`` disagree, 2 bad input or a count
 estimated to take longer than a day without ``--force``, printed as one line ``perft: error: <message>``
 with no traceback (by the dispatcher), 3 stopped by ``--max-seconds``: the root moves counted so far
-are printed as a partial divide, never as a total.
+are printed as a partial divide, never as a total; 130 interrupted (Ctrl-C or SIGTERM stop the C++
+count within milliseconds, piped or not).
 """
 from __future__ import annotations
 

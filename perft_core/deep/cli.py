@@ -3,10 +3,11 @@
 ``perft deep --check FILE`` re-reads a store (every row's checksum) and counts a sample of its units
 again: exit 0 when all hold, 1 when a row was changed or a count differs.
 
-Exit statuses: 0 success; 2 bad input, a store that cannot serve the run (corrupt, another run's
-options, in use), Dask missing, a Zobrist key shared by two positions at the split, or units that
-failed on every try, printed as one line
-``perft: error: <message>``.
+Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
+a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
+missing, a Zobrist key shared by two positions at the split, or units that failed on every try,
+printed as one line ``perft: error: <message>``; 130 interrupted (the futures cancelled, a local
+cluster closed, one line).
 """
 from __future__ import annotations
 
