@@ -23,6 +23,7 @@ class StopScope {
         t_deadline_ns = max_seconds > 0 ? steady_ns() + (std::int64_t)(max_seconds * 1e9) : 0;
         if (depth < 5 || !main_thread()) return;
         g_stop.store(0);
+        t_stop = &g_stop;
         struct sigaction sa {};
         sa.sa_handler = pc_stop_handler;
         sigemptyset(&sa.sa_mask);
@@ -74,6 +75,7 @@ class StopScope {
             if (installed_[i]) sigaction(kSignals[i], &old_[i], nullptr);
         installed_[0] = installed_[1] = false;
         t_deadline_ns = 0;
+        t_stop = nullptr;
     }
 };
 

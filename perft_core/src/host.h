@@ -30,11 +30,13 @@ constexpr int MAX_DEPTH = 64;
 constexpr int MAX_THREADS = 1024;
 
 // A count stops early when g_stop is set (by the SIGINT/SIGTERM handler that _core.cpp installs
-// around a long call from Python's main thread) or when its thread's deadline passes. The
-// recursion looks at both only at nodes STOP_PLIES or more plies above the leaves (about one node
-// in ten thousand), the workers between work items. A stopped count returns a wrong sum: its caller
-// sees stop_requested() (it stays true) and discards it.
-inline std::atomic<int> g_stop{0};                 // the signal that asked to stop, 0: none
+// around a long call from Python's main thread) or when its thread's deadline passes. Only the
+// threads of that call watch g_stop (t_stop, inherited by its workers): a count on another thread
+// never sees it. The recursion looks at both only at nodes STOP_PLIES or more plies above the
+// leaves (about one node in ten thousand), the workers between work items. A stopped count
+// returns a wrong sum: its caller sees stop_requested() (it stays true) and discards it.
+inline std::atomic<int> g_stop{0};                   // the signal that asked to stop, 0: none
+inline thread_local const std::atomic<int>* t_stop = nullptr;  // &g_stop in the call that installed the handlers
 inline thread_local std::int64_t t_deadline_ns = 0;  // steady-clock deadline of this thread's count, 0: none
 constexpr int STOP_PLIES = 4;
 
@@ -44,7 +46,8 @@ inline std::int64_t steady_ns() {
 }
 
 inline bool stop_requested() {
-    return g_stop.load(std::memory_order_relaxed) != 0 || (t_deadline_ns != 0 && steady_ns() >= t_deadline_ns);
+    return (t_stop != nullptr && t_stop->load(std::memory_order_relaxed) != 0) ||
+           (t_deadline_ns != 0 && steady_ns() >= t_deadline_ns);
 }
 
 
@@ -182,7 +185,7 @@ inline void play(const Board& b, const CastleInfo& ci, int us, Move m, Board& ou
 
 // Runs `worker` on `threads` threads (inline when one thread or fewer than two work items); each
 // worker takes items from a shared counter until none is left, so when the system refuses a thread
-// the ones already started share the work. Each thread inherits the caller's deadline.
+// the ones already started share the work. Each thread inherits the caller's deadline and stop flag.
 template <class F>
 inline void run_workers(int threads, size_t items, F&& worker) {
     int nt = threads < 1 ? 1 : threads;
@@ -191,8 +194,10 @@ inline void run_workers(int threads, size_t items, F&& worker) {
         return;
     }
     const std::int64_t deadline = t_deadline_ns;
-    auto body = [&worker, deadline]() {
+    const std::atomic<int>* stop = t_stop;
+    auto body = [&worker, deadline, stop]() {
         t_deadline_ns = deadline;
+        t_stop = stop;
         worker();
     };
     std::vector<std::thread> pool;
