@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from perft_core.atomic import write_text  # noqa: E402
 from perfgate import static, timing  # noqa: E402
 from perfgate.workloads import (  # noqa: E402
     WORKLOADS, Variant, WrongNodeCount, HostDelay, build_driver, gpu_info, release_device_memory)
@@ -161,7 +162,7 @@ def timing_command(args: argparse.Namespace, gpu: dict[str, str] | None = None,
         new = timing.updated_baseline(baseline, [c.now for c in result.comparisons], WORKLOADS, gpu,
                                       timing.git_commit())
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(new.to_json())
+        write_text(path, new.to_json())  # atomic: a failed write leaves the old baseline
         print(f"\nwrote {timing.relpath(path)} ({len(new.workloads)} workloads, commit {new.meta['commit']}); "
               f"review the spreads above, then commit it")
         return PASS
@@ -224,7 +225,7 @@ def _update_budgets(args: argparse.Namespace, raw: dict, resources: dict, source
     who = static.cupy_version() if source == "cupy" else static.nvcc_version()
     provenance = f"{who}; {time.strftime('%Y-%m-%d')}; commit {timing.git_commit()}"
     new, notes = static.updated_budgets(raw, resources, source, provenance)
-    Path(args.budgets).write_text(static.dump_budgets(new))
+    write_text(args.budgets, static.dump_budgets(new))
     print(f"wrote {timing.relpath(args.budgets)} from {source} ({provenance}):")
     for line in notes or ["no budget changed"]:
         print(f"  {line}")

@@ -99,7 +99,7 @@ def register(subparsers) -> None:
                    help=f"output folder (default: ./{DEFAULT_OUT}; docs with --publish)")
     p.add_argument("--publish", action="store_true",
                    help="the published report: write to docs/ (or --out) and refresh its index.md")
-    p.add_argument("--name", default=None, metavar="NAME",
+    p.add_argument("--name", type=cliargs.file_stem, default=None, metavar="NAME",
                    help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
                         "else the engine's program name)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
@@ -175,8 +175,18 @@ def _suite_names() -> str:
 
 
 def _error(message: str) -> int:
-    print(f"perft: error: {message}", file=sys.stderr)
+    from perft_core.errors import clip
+
+    print(f"perft: error: {clip(message)}", file=sys.stderr)
     return 2
+
+
+def _status(run: RunResult) -> int:
+    """The run's exit status; when it is 2, why, as one line on stderr (not only in the table)."""
+    problem = run.problem()
+    if problem is not None:
+        _error(problem)
+    return run.exit_status
 
 
 def _check_fen(fen: str) -> None:
@@ -371,7 +381,7 @@ def cmd_suite(args) -> int:
         if failures:
             print()
             print(failures)
-    return run.exit_status
+    return _status(run)
 
 
 def cmd_report(args) -> int:
@@ -433,7 +443,7 @@ def cmd_report(args) -> int:
             print(failures)
         print()
         print("wrote " + ", ".join(str(p) for p in paths.values()))
-    return run.exit_status
+    return _status(run)
 
 
 def _report_name(command: str) -> str:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import jinja2
 
+from perft_core.atomic import write_text, write_texts
+
 from oracle.runner import RowResult, RunResult, SuiteSummary
 
 __all__ = ["FORMATS", "GLANCE_TAGS", "Group", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
@@ -49,16 +51,9 @@ def write_report(run: RunResult, out_dir: str | Path, name: str = "report",
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     render = {"json": render_json, "md": render_markdown, "html": render_html}
-    paths = {}
-    for fmt in formats:
-        paths[fmt] = _write(out / f"{name}.{fmt}", render[fmt](run))
+    paths = {fmt: out / f"{name}.{fmt}" for fmt in formats}
+    write_texts({paths[fmt]: render[fmt](run) for fmt in formats})  # all new files, or the old ones intact
     return paths
-
-
-def _write(path: Path, text: str) -> Path:
-    """Write one report file (UTF-8); every file the reports write goes through here. Returns ``path``."""
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def render_json(run: RunResult) -> str:
@@ -500,5 +495,6 @@ def write_index(folder: str | Path) -> Path:
     reports = _load_reports(folder)
     if not reports:
         raise ValueError(f"{folder}: no conformance report (*.json) in it")
-    return _write(folder / "index.md", render_index(reports))
+    path = folder / "index.md"
+    return write_text(path, render_index(reports))
 

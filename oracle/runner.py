@@ -129,6 +129,11 @@ class RunResult:
         return all(row.status in ("pass", "skipped") for row in self.rows)
 
     @property
+    def judged(self) -> int:
+        """Rows whose count was compared with the table (pass or fail)."""
+        return sum(row.status in ("pass", "fail") for row in self.rows)
+
+    @property
     def exit_status(self) -> int:
         """The rule of :func:`perft_core.cliargs.exit_status`: 1 some count was wrong (whatever else
         happened), 2 an engine error or no row counted, 3 the time budget skipped rows, else 0.
@@ -138,6 +143,17 @@ class RunResult:
         statuses = {row.status for row in self.rows}
         return exit_status(differ="fail" in statuses, broken="error" in statuses,
                            judged=bool(statuses & {"pass", "fail"}), limited="skipped" in statuses)
+
+    def problem(self) -> str | None:
+        """Why the exit status is 2, in one line (None when it is not)."""
+        errors = [row for row in self.rows if row.status == "error"]
+        if errors:
+            return (f"{len(errors)} rows could not be judged; first: {errors[0].suite} {errors[0].id}: "
+                    f"{str(errors[0].error).splitlines()[0] if errors[0].error else 'error'}")
+        if not self.judged:
+            return (f"nothing was judged: every row was skipped ({len(self.rows)}) or over the node budget "
+                    f"({sum(self.over_budget.values())})")
+        return None
 
     def failures(self) -> list[RowResult]:
         """The rows that failed or errored, in table order."""

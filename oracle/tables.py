@@ -204,12 +204,14 @@ def load_file(path: str) -> list[TableRow]:
     """
     import os
 
+    from oracle.engines.process import engine_fen
+
     ext = os.path.splitext(path)[1].lower()
     if ext not in (".epd", ".csv"):
         raise TableFileError(f"unknown suite {path!r}; known suites: {', '.join(SUITES)}; "
                              "or a table file FILE.epd / FILE.csv")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a spreadsheet's byte-order mark is not part of "fen"
             text = f.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise TableFileError(f"{path}: cannot read it: {exc}") from None
@@ -219,6 +221,7 @@ def load_file(path: str) -> list[TableRow]:
     rows = []
     for line, row_id, fen, depth, nodes in raw_rows:
         try:
+            engine_fen(fen)
             chess960 = _needs_chess960(fen)
             row_tags = tags(fen, chess960)
         except ValueError as exc:
@@ -230,7 +233,7 @@ def load_file(path: str) -> list[TableRow]:
 
 def _count(path: str, line: int, what: str, text: str) -> int:
     text = text.strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # str.isdigit() alone takes "٢٠" and "²"
         raise TableFileError(f"{path}:{line}: {what} must be a non-negative integer, got {text!r}")
     return int(text)
 

@@ -7,8 +7,9 @@ place that knows both.
 
 Exit statuses, one rule for every subcommand (:data:`perft_core.cliargs.EXIT_STATUS_HELP`, at the
 end of every ``--help``): 0 all agree, 1 at least one count differs (whatever else happened), 2
-nothing could be judged (bad input, a broken engine: one line ``perft: error: <message>``, no
-traceback), 3 stopped by a limit, 130 interrupted. Bare ``perft`` prints the usage (status 2).
+nothing could be judged (bad input, a broken engine, nothing judged: one line
+``perft: error: <message>``, no traceback), 3 stopped by a limit, 130 interrupted (Ctrl-C or
+SIGTERM). Bare ``perft`` prints the usage (status 2).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from perft_core import cli as core_cli
 from perft_core.deep import cli as deep_cli
 from perft_core import cliargs
 from perft_core.cliargs import Parser, UsageError
+from perft_core.errors import clip
 
 __all__ = ["build_parser", "main"]
 
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``perft`` command; returns the exit status (0, 1, 2, 3 or 130: :mod:`perft_core.cliargs`)."""
     parser = build_parser()
+    restore = _sigterm_interrupts()
     try:
         args = parser.parse_args(argv)
         if args.command is None:  # bare ``perft``: the usage and the subcommands, on stderr
@@ -60,11 +63,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cliargs.UNJUDGED
         return int(args.func(args))
     except (UsageError, ValueError, OSError) as exc:
-        print(f"perft: error: {exc}", file=sys.stderr)
+        print(f"perft: error: {clip(exc)}", file=sys.stderr)
         return cliargs.UNJUDGED
     except KeyboardInterrupt:
         print("perft: interrupted", file=sys.stderr)
         return cliargs.INTERRUPTED
+    finally:
+        restore()
+
+
+def _sigterm_interrupts():
+    """SIGTERM stops the command as Ctrl-C does (exit 130), so engines, clusters and files are
+    cleaned up by the same ``finally`` blocks, instead of the process dying with them left running.
+    Returns the function that puts the previous handler back (main() called as a library)."""
+    import signal
+    import threading
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    old = signal.signal(signal.SIGTERM, interrupt)
+    return lambda: signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,81 @@
 // Compiles the chess core in kernels/ with the host compiler. The perft recursion is templated on
 // the side to move and bulk-counts the last ply (count_moves instead of make + count). Threads
 // take subtrees of balanced size (split_divide in src/host.h) from a shared counter.
+#include <csignal>
+
 #include "src/host.h"
 #include "src/modules.h"
 
 using namespace pc_host;
+
+extern "C" void pc_stop_handler(int sig) { g_stop.store(sig, std::memory_order_relaxed); }
+
+// The stop request of one count (see stop_requested in src/host.h): its deadline (max_seconds > 0)
+// and, for a count that can be long (depth >= 5) made from Python's main thread, SIGINT and SIGTERM
+// handlers that ask it to stop. Python's own handlers would run only once the call returned;
+// finish() puts them back and hands them the signal, so Ctrl-C still raises KeyboardInterrupt and
+// SIGTERM still does what it did, within a few milliseconds instead of at the end of the count.
+class StopScope {
+  public:
+    StopScope(int depth, double max_seconds) {
+        t_deadline_ns = max_seconds > 0 ? steady_ns() + (std::int64_t)(max_seconds * 1e9) : 0;
+        if (depth < 5 || !main_thread()) return;
+        g_stop.store(0);
+        t_stop = &g_stop;
+        struct sigaction sa {};
+        sa.sa_handler = pc_stop_handler;
+        sigemptyset(&sa.sa_mask);
+        for (int i = 0; i < 2; ++i) {
+            sigaction(kSignals[i], nullptr, &old_[i]);
+            if (old_[i].sa_handler == SIG_IGN) continue;  // an ignored signal stays ignored
+            sigaction(kSignals[i], &sa, nullptr);
+            installed_[i] = true;
+        }
+    }
+    StopScope(const StopScope&) = delete;
+    StopScope& operator=(const StopScope&) = delete;
+    ~StopScope() { restore(); }
+
+    // With the GIL held, after the count: nothing if it ran to the end; else the signal goes to
+    // Python's handler (KeyboardInterrupt for Ctrl-C) or, at a deadline, CountStopped(message,
+    // [(uci, nodes)] of the root moves counted in full) is raised.
+    void finish(py::list partial = py::list()) {
+        if (!stop_requested()) return;
+        const int sig = g_stop.exchange(0);
+        restore();
+        if (sig > 0) {
+            std::raise(sig);
+            if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+        }
+        PyErr_SetObject(stopped_type().ptr(),
+                        py::make_tuple(sig > 0 ? "stopped by a signal" : "stopped at its deadline", partial).ptr());
+        throw py::error_already_set();
+    }
+
+    static py::object& stopped_type() {
+        static py::object t;
+        return t;
+    }
+
+  private:
+    static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+    struct sigaction old_[2] {};
+    bool installed_[2] = {false, false};
+
+    static bool main_thread() {
+        py::module_ threading = py::module_::import("threading");
+        py::object main = threading.attr("main_thread")().attr("ident"), me = threading.attr("get_ident")();
+        return main.equal(me);
+    }
+
+    void restore() {
+        for (int i = 0; i < 2; ++i)
+            if (installed_[i]) sigaction(kSignals[i], &old_[i], nullptr);
+        installed_[0] = installed_[1] = false;
+        t_deadline_ns = 0;
+        t_stop = nullptr;
+    }
+};
 
 
 #ifndef PC_MODULE_NAME
@@ -18,6 +89,11 @@ PYBIND11_MODULE(PC_MODULE_NAME, m) {
     m.doc() = "perft CPU backend: the kernels/ chess core compiled for the host";
     pc_init::init_tables();
     register_extra(m);
+    StopScope::stopped_type() = py::reinterpret_steal<py::object>(
+        PyErr_NewException("perft_core._core.CountStopped", PyExc_RuntimeError, nullptr));
+    m.attr("CountStopped") = StopScope::stopped_type();
+    m.attr("MAX_DEPTH") = MAX_DEPTH;
+    m.attr("MAX_THREADS") = MAX_THREADS;
 
     m.def("legal_moves", [](const py::tuple& args) {
         Root r = parse_args(args);
@@ -52,30 +128,44 @@ PYBIND11_MODULE(PC_MODULE_NAME, m) {
         return attacked_by(r.board, square, by_white ? WHITE : BLACK, occupied(r.board));
     }, "Is `square` attacked by the given side in position B?");
 
-    m.def("perft", [](const py::tuple& args, int depth, int threads) {
+    m.def("perft", [](const py::tuple& args, int depth, int threads, double max_seconds) {
         check_depth(depth);
+        check_threads(threads);
         Root r = parse_args(args);
         if (depth == 0) return (u64)1;
-        py::gil_scoped_release nogil;
-        if (threads <= 1 || depth < 3) return perft_any(r.board, r.ci, r.us, depth);
+        StopScope stop(depth, max_seconds);
         u64 total = 0;
-        for (u64 c : divide_counts(r, legal_list(r), depth, threads)) total += c;
-        return total;
-    }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, "Perft count (nodes) of B at depth.");
-
-    m.def("divide", [](const py::tuple& args, int depth, int threads) {
-        check_depth(depth);
-        Root r = parse_args(args);
-        std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
-        std::vector<u64> counts;
         {
             py::gil_scoped_release nogil;
-            counts = divide_counts(r, moves, depth, threads);
+            if (threads <= 1 || depth < 3) total = perft_any(r.board, r.ci, r.us, depth);
+            else for (u64 c : divide_counts(r, legal_list(r), depth, threads)) total += c;
         }
-        std::vector<std::pair<std::string, u64>> out;
-        for (size_t i = 0; i < moves.size(); ++i) out.emplace_back(uci(r, moves[i]), counts[i]);
+        stop.finish();
+        return total;
+    }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, py::arg("max_seconds") = 0.0,
+       "Perft count (nodes) of B at depth. max_seconds > 0: raise CountStopped after that many seconds; "
+       "Ctrl-C raises KeyboardInterrupt within milliseconds.");
+
+    m.def("divide", [](const py::tuple& args, int depth, int threads, double max_seconds) {
+        check_depth(depth);
+        check_threads(threads);
+        Root r = parse_args(args);
+        std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
+        StopScope stop(depth, max_seconds);
+        std::vector<u64> counts;
+        std::vector<bool> done;
+        {
+            py::gil_scoped_release nogil;
+            counts = divide_counts(r, moves, depth, threads, &done);
+        }
+        py::list out;
+        for (size_t i = 0; i < moves.size(); ++i)
+            if (done.empty() || done[i]) out.append(py::make_tuple(uci(r, moves[i]), counts[i]));
+        stop.finish(out);
         return out;
-    }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, "[(uci, nodes)] for each root move.");
+    }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, py::arg("max_seconds") = 0.0,
+       "[(uci, nodes)] for each root move. max_seconds > 0: raise CountStopped(message, [(uci, nodes)] of "
+       "the moves counted in full) after that many seconds.");
 
     m.def("split_counts", [](const py::tuple& args, int depth, int threads) {
         check_depth(depth);

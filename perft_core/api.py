@@ -1,6 +1,7 @@
 """Public counting API: ``perft`` and ``divide`` over the available backends."""
 from __future__ import annotations
 
+from . import limits
 from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
 from .threads import resolve_threads
@@ -16,7 +17,9 @@ def _check(depth: object, backend: str, threads: object) -> int:
         raise ValueError(f"depth must be a non-negative integer, got {depth}")
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    return resolve_threads(threads)
+    threads = resolve_threads(threads)
+    limits.check_count(depth, threads)  # bounds: recursion depth and threads (one-line errors, exit 2)
+    return threads
 
 
 def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu", threads: int | None = None,
@@ -39,9 +42,9 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
             driver's memory on the GPU backends (fixed when the process's driver is made).
         verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
             HashVerificationError if the two counts differ.
-        max_seconds: stop the count after this many wall seconds (checked between CPU calls of
-            about CALL_SECONDS each, a root move split into its descendants' calls when needed, and,
-            on the GPU backends, each BFS chunk) and raise CountInterrupted; None: no limit.
+        max_seconds: stop the count after this many wall seconds (the CPU extension polls the
+            deadline itself, also with force=True; on the GPU backends, checked after each BFS
+            chunk) and raise CountInterrupted; None: no limit.
         max_estimate_seconds: refuse (CountRefused) a count estimated (perft_core.estimate) to take
             longer than this many seconds; default one day; None: never refuse, and no estimate
             is made at all (the oracle's reference calls). A bound of about 1 ms
@@ -59,7 +62,8 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
 
     Raises:
         FenError: the FEN is malformed or describes a position perft is undefined for.
-        ValueError: bad depth, backend, threads, tt or limit options.
+        ValueError: bad depth, backend, threads, tt or limit options; perft_core.limits.LimitError
+            (a ValueError) for a depth over 64 plies or over 1024 threads.
         CountRefused (a ValueError): the estimate exceeds max_estimate_seconds; carries the Estimate.
         CountInterrupted: max_seconds passed; carries the root moves counted in full (``partial``).
         perft_core.zobrist.HashVerificationError: the verify_seed count differs.
@@ -263,8 +267,7 @@ def _subtree(position, depth: int, split: int, threads: int, w) -> int:
     from . import _core
 
     if split == 0 or depth <= 1:
-        w.check()
-        return int(_core.perft(position._core_args(), depth, threads))
+        return limits.cpu_count(w, position._core_args(), depth, threads)  # stops at the deadline itself
     return sum(_subtree(position.push(m), depth - 1, split - 1, threads, w) for m in position.legal_moves())
 
 

@@ -6,7 +6,8 @@ Exit statuses by :func:`perft_core.cliargs.exit_status`: 0 counted (and agrees w
 operations), 1 a count differs from an EPD operation or the two key seeds of ``--verify-seed``
 disagree, 2 bad input or a count estimated to take longer than a day without ``--force``, printed
 as one line ``perft: error: <message>`` with no traceback (by the dispatcher), 3 stopped by
-``--max-seconds``: the root moves counted so far are printed as a partial divide, never as a total.
+``--max-seconds``: the root moves counted so far are printed as a partial divide, never as a total;
+130 interrupted (Ctrl-C or SIGTERM stop the C++ count within milliseconds, piped or not).
 """
 from __future__ import annotations
 

@@ -88,7 +88,7 @@ class Parser(argparse.ArgumentParser):
 def seed(text: str) -> int:
     """A Zobrist key seed: an integer in 0..2**64-1, decimal or 0x hex."""
     try:
-        value = int(text, 0)
+        value = int(text, 0) if text.isascii() else _ascii_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer seed (decimal or 0x hex), got {text!r}") from None
     if not 0 <= value < 2**64:
@@ -96,10 +96,17 @@ def seed(text: str) -> int:
     return value
 
 
+def _ascii_int(text: str) -> int:
+    """int(text) for ASCII text only: Python's int() also reads other scripts' digits ("٢٠" is 20)."""
+    if not text.isascii():
+        raise ValueError(text)
+    return int(text)
+
+
 def depth(text: str) -> int:
     """A depth in plies: an integer >= 0."""
     try:
-        value = int(text)
+        value = _ascii_int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"depth must be a non-negative integer, got {text!r}") from None
     if value < 0:
@@ -110,7 +117,7 @@ def depth(text: str) -> int:
 def positive_int(text: str) -> int:
     """An integer >= 1; ``_`` and ``,`` may group digits (``500_000_000``, ``500,000,000``)."""
     try:
-        value = int(text.replace("_", "").replace(",", ""))
+        value = _ascii_int(text.replace("_", "").replace(",", ""))
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
     if value < 1:
@@ -123,6 +130,8 @@ def positive_number(unit: str):
 
     def parse(text: str) -> float:
         try:
+            if not text.isascii():  # float() too reads other scripts' digits
+                raise ValueError(text)
             value = float(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a positive number of {unit}, got {text!r}") from None
@@ -186,6 +195,13 @@ def input_file(text: str) -> Path:
     if not os.access(path, os.R_OK):
         raise argparse.ArgumentTypeError(f"file {text!r} is not readable")
     return path
+
+
+def file_stem(text: str) -> str:
+    """A file name without folder (``--name``): it cannot lead out of the output folder. Returns it."""
+    if text in ("", ".", "..") or "/" in text or "\\" in text or any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise argparse.ArgumentTypeError(f"expected a file name without a folder, got {text!r}")
+    return text
 
 
 def output_file(text: str) -> Path:

@@ -1,4 +1,13 @@
-"""Typed errors of the perft engine."""
+"""Typed errors of the perft engine, and :func:`clip` for the lines that report them."""
+
+LINE_CHARS = 300
+"""An error line longer than this is cut (a 100,000-character FEN must not make a 100 KB line)."""
+
+
+def clip(message: str, keep: int = LINE_CHARS) -> str:
+    """``message`` with each line cut to ``keep`` characters plus a note of how many were left out."""
+    return "\n".join(line if len(line) <= keep else f"{line[:keep]}... ({len(line) - keep} more characters)"
+                     for line in str(message).split("\n"))
 
 
 class FenError(ValueError):

@@ -130,7 +130,9 @@ class Watch:
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.stop()
-        if self._lines is not None:  # the summary: all of it when the count finished, else the share counted
+        if self._lines is not None and not (exc[0] and issubclass(exc[0], KeyboardInterrupt)):
+            # the summary: all of it when the count finished, else the share counted (none when
+            # interrupted: the command says "perft: interrupted" and nothing else)
             done = self.done + self.move_nodes
             share = 1.0 if exc[0] is None else done / self._total
             self._lines.report(self._moves or "0 root moves", share, done, self.elapsed(), final=True)

@@ -1,7 +1,11 @@
-"""Shared pytest configuration: GPU tests skip with a reason where no CUDA device is usable."""
+"""Shared pytest configuration: GPU tests skip with a reason where no CUDA device is usable;
+tests marked ``core`` need the built perft_core extension: they skip with the reason where it is
+missing or broken, except in CI (``CI=true``, or ``PERFT_REQUIRE_CORE=1``), where the extension is
+built by the install and a broken one must fail the run instead of turning tests into skips."""
 from __future__ import annotations
 
 import functools
+import os
 
 import pytest
 
@@ -18,6 +22,34 @@ def gpu_unavailable_reason() -> str | None:
     except Exception as exc:  # CUDARuntimeError when there is no driver or device
         return f"no usable CUDA device: {exc}"
     return None if count > 0 else "no CUDA device found"
+
+
+@functools.cache
+def core_problem() -> str | None:
+    """None when the perft_core extension imports and counts right, else what is wrong."""
+    try:
+        import perft_core
+
+        n = perft_core.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1)  # a king in the corner: 3 moves
+    except Exception as exc:  # ImportError (not built), or anything a broken build raises
+        return f"perft_core extension not built or broken: {type(exc).__name__}: {exc}"
+    return None if n == 3 else f"perft_core extension broken: perft(K6k, 1) gave {n}, not 3"
+
+
+def core_required() -> bool:
+    """True in CI (``CI=true``) or with ``PERFT_REQUIRE_CORE=1``: a broken extension fails, not skips."""
+    return os.environ.get("CI", "").lower() in ("true", "1") or os.environ.get("PERFT_REQUIRE_CORE") == "1"
+
+
+def pytest_runtest_setup(item):
+    if "core" not in item.keywords:
+        return
+    problem = core_problem()
+    if problem is None:
+        return
+    if core_required():
+        pytest.fail(f"{problem} (CI / PERFT_REQUIRE_CORE=1: this must not be skipped)", pytrace=False)
+    pytest.skip(problem)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -4,6 +4,7 @@ of them (with a divide: :class:`Broken`; total-only: :class:`TotalOnlyFake`)."""
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 from oracle.engines import EngineError, PythonChessEngine, TotalOnlyEngine
@@ -53,3 +54,20 @@ class TotalOnlyFake(TotalOnlyEngine):
                 board.pop()
             return nodes
         return broken.perft(board, depth, self.generate, state=self.bug)
+
+
+def live_processes(ppid: int | None = None, sid: int | None = None) -> list[int]:
+    """Pids of the live processes (zombies excluded, Linux /proc) whose parent is ``ppid`` and/or
+    whose session is ``sid``: for tests that no process is left behind."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                state, parent, _, session = f.read().rsplit(")", 1)[1].split()[:4]
+        except (OSError, ValueError):
+            continue
+        if state != "Z" and ppid in (None, int(parent)) and sid in (None, int(session)):
+            pids.append(int(entry))
+    return pids

@@ -107,8 +107,16 @@ def test_emulated_merge_groups_equal_keys_in_head_order():
 # ----- on the GPU -------------------------------------------------------------------------------------------
 
 def _rows(max_nodes: int):
+    """Every 4th of the deepest rows within ``max_nodes``, and every CPW row among them."""
     rows = tables.deepest_rows(max_nodes)
-    return [r for i, r in enumerate(rows) if i % 4 == 0 or r.suite == "cpw_perft_results"]
+    return [r for i, r in enumerate(rows) if i % 4 == 0 or r.suite == "cpw"]
+
+
+def test_the_gpu_row_selection_holds_every_cpw_row():
+    """The docstring below promises all CPW rows: a suite name that matches none would keep only a quarter."""
+    chosen = {r.test_id for r in _rows(2_000_000)}
+    cpw = [r.test_id for r in tables.deepest_rows(2_000_000) if r.suite == "cpw"]
+    assert cpw and set(cpw) <= chosen
 
 
 @pytest.mark.gpu

@@ -141,15 +141,6 @@ def test_planted_depth_5_bug_is_localized_quickly():
     assert seconds < 60, f"took {seconds:.1f} s"
 
 
-def core_available() -> bool:
-    try:
-        import perft_core
-
-        return perft_core.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1) == 3
-    except Exception:
-        return False
-
-
 class Planted(BaseEngine):
     """Our fast cpu engine with one move dropped at the node reached by ``path`` from ``root`` (only
     when reached that way: from any other FEN it counts right, like a bug in carried state)."""
@@ -173,7 +164,7 @@ class Planted(BaseEngine):
         return counts
 
 
-@pytest.mark.skipif(not core_available(), reason="perft_core extension not built")
+@pytest.mark.core
 def test_planted_depth_5_bug_in_a_middlegame_worst_case():
     """A bug at one node 4 plies deep, under the most expensive move at every ply (so cheapest-first
     visits every sibling first): found against python-chess in < 60 s."""

@@ -170,16 +170,7 @@ def test_template_ships_as_package_data():
     assert resources.files("oracle").joinpath("templates/report.html.j2").is_file()
 
 
-def core_available() -> bool:
-    try:
-        import perft_core
-
-        return perft_core.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1) == 3
-    except Exception:
-        return False
-
-
-@pytest.mark.skipif(not core_available(), reason="perft_core extension not built")
+@pytest.mark.core
 def test_cli_report_writes_the_published_files(tmp_path, capsys):
     status = cli.main(["report", "--out", str(tmp_path), "--name", "conformance", "--max-nodes", "20000", "--json"])
     captured = capsys.readouterr()

@@ -3,7 +3,9 @@
 The template is a shell-style command line holding ``{fen}`` and ``{depth}``, e.g.
 ``"perft_gpu {fen} {depth} -nott"``. It is split with :func:`shlex.split` first and the
 placeholders are substituted inside each argument afterwards, so the FEN (with its spaces) is always
-one argument. The total is read from the program's output: the last line that matches one of
+one argument; inside an argument that is itself a command line (it holds a space, as the script of
+``sh -c 'prog {fen} {depth}'``) the FEN is substituted in shell quotes, so the shell that splits
+that line again still sees one word. The total is read from the program's output: the last line that matches one of
 
 - ``Nodes searched: N`` (Stockfish's ``go perft``),
 - ``Perft(NN): N`` with or without ``, time: ...`` (perft_gpu_2026 prints one per depth 1..N),
@@ -20,7 +22,7 @@ import shlex
 from collections.abc import Sequence
 
 from oracle.engines.base import DEFAULT_TIMEOUT, EngineError, TotalOnlyEngine
-from oracle.engines.process import argv_of, run_once, six_fields
+from oracle.engines.process import argv_of, run_once, engine_fen
 
 __all__ = ["CliEngine", "parse_total"]
 
@@ -93,9 +95,15 @@ class CliEngine(TotalOnlyEngine):
         self.calls = 0
 
     def command(self, fen: str, depth: int) -> list[str]:
-        """The argument vector run for ``fen`` at ``depth`` plies."""
-        fen = six_fields(fen)
-        return [arg.replace("{fen}", fen).replace("{depth}", str(depth)) for arg in self.argv]
+        """The argument vector run for ``fen`` at ``depth`` plies.
+
+        ``{fen}`` stays one argument: in an argument that also holds a space (a command line that
+        a shell will split again, as in ``sh -c 'prog {fen} {depth}'``) it is put in shell quotes.
+        Raises ValueError for a FEN with a control character (:func:`engine_fen`).
+        """
+        fen = engine_fen(fen)
+        return [arg.replace("{fen}", shlex.quote(fen) if " " in arg.replace("{fen}", "") else fen)
+                .replace("{depth}", str(depth)) for arg in self.argv]
 
     def _perft(self, fen: str, depth: int) -> int:
         argv = self.command(fen, depth)

@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, DEFAULT_TIMEOUT, BaseEngine, EngineError
-from oracle.engines.process import argv_of, run_once, six_fields
+from oracle.engines.process import argv_of, run_once, engine_fen
 
 _PERFTREE_LINE = re.compile(MOVE_PATTERN + r"\s+(\d+)")
 
@@ -27,7 +27,7 @@ class PerftreeEngine(BaseEngine):
         self.name = name or shlex.join(self.argv)
 
     def _divide(self, fen, depth, moves):
-        argv = [*self.argv, str(depth), six_fields(fen), " ".join(moves)]
+        argv = [*self.argv, str(depth), engine_fen(fen), " ".join(moves)]
         out, output = run_once(argv, self.timeout, self.name)
         try:
             return _parse_perftree(out)

@@ -1,5 +1,11 @@
 """Subprocess plumbing shared by the engines that run a program: argument vectors, FEN fields,
-killing a process's whole session and reaping it, reader threads."""
+starting a program and killing everything it started, reader threads.
+
+An engine runs in its own session, and its environment carries a token (``PERFT_ENGINE_TOKEN``)
+that every process it starts inherits: :func:`kill` ends its session and, on Linux, every process
+whose environment holds the token, so a grandchild that left the session (``setsid``) or outlived
+its parent ends with it.
+"""
 from __future__ import annotations
 
 import collections
@@ -8,10 +14,21 @@ import queue
 import shlex
 import signal
 import subprocess
+import uuid
 from collections.abc import Sequence
 
-def six_fields(fen: str) -> str:
-    """``fen`` with the move counters ``0 1`` added when it has only the four EPD fields."""
+TOKEN_VAR = "PERFT_ENGINE_TOKEN"
+
+def engine_fen(fen: str) -> str:
+    """``fen`` as handed to an engine: one line of text, with the move counters ``0 1`` added when
+    it has only the four EPD fields.
+
+    Raises ``ValueError`` (before anything reaches an engine) for a FEN holding a control character
+    (a newline from a quoted CSV field would reach a UCI engine as two commands).
+    """
+    bad = next((c for c in fen if ord(c) < 32 or ord(c) == 127), None)
+    if bad is not None:
+        raise ValueError(f"FEN holds the control character {bad!r}, which no engine may be sent: {fen!r}")
     fields = fen.split()
     return " ".join(fields + ["0", "1"]) if len(fields) == 4 else fen
 
@@ -23,12 +40,48 @@ def argv_of(command: str | Sequence[str]) -> list[str]:
     return argv
 
 
+def spawn(argv: list[str], **popen_args) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **popen_args)`` in a new session with a fresh token in its
+    environment (``proc.perft_token``), for :func:`kill`. Raises OSError when it cannot start."""
+    token = uuid.uuid4().hex
+    proc = subprocess.Popen(argv, start_new_session=True, env={**os.environ, TOKEN_VAR: token}, **popen_args)
+    proc.perft_token = token
+    return proc
+
+
+def _marked(token: str) -> list[int]:
+    """Pids of the processes whose environment holds ``TOKEN_VAR=token`` (Linux /proc; else none)."""
+    needle = f"{TOKEN_VAR}={token}".encode()
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return pids
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    if needle in f.read().split(b"\0"):
+                        pids.append(int(entry))
+            except OSError:  # gone, or not ours to read
+                pass
+    return pids
+
+
 def kill(proc: subprocess.Popen) -> None:
-    """Kill ``proc`` and everything in its session, then reap it (idempotent).
+    """Kill ``proc``, everything in its session and every process that carries its token (see the
+    module docstring), then reap it (idempotent).
 
     Only stdin is closed here: reader threads close stdout/stderr when they reach end of file,
     which they do once the process group is dead.
     """
+    token = getattr(proc, "perft_token", None)
+    for pid in _marked(token) if token else ():
+        if pid != proc.pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
     if proc.poll() is None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -80,8 +133,7 @@ def run_once(argv: list[str], timeout: float | None, name: str) -> tuple[str, st
 
     sent = shlex.join(argv)
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except OSError as exc:
         raise EngineError(name, f"cannot start: {exc}", command=sent) from exc
 

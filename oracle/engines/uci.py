@@ -12,10 +12,30 @@ import weakref
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, OUTPUT_KEPT, DEFAULT_TIMEOUT, BaseEngine, EngineError, tail_lines, needs_chess960
-from oracle.engines.process import argv_of, kill, pump, six_fields
+from oracle.engines.process import argv_of, engine_fen, kill, pump, spawn
 
 _UCI_LINE = re.compile(MOVE_PATTERN + r"\s*:\s*(\d+)")
 _NODES_LINE = re.compile(r"Nodes searched\s*:\s*(\d+)")
+_UCI_WORDS = ("id", "uciok", "readyok", "bestmove", "copyprotection", "registration", "info", "option")
+FOREIGN_LINES = 20
+"""Lines outside UCI's vocabulary allowed before ``uciok`` / ``readyok`` (a banner is usual): a
+program that prints more is not a UCI engine, and says so at once instead of after the timeout."""
+
+
+def _uci_only(limit: int = FOREIGN_LINES):
+    """A ``parse`` hook for :meth:`UciEngine._exchange` that raises ValueError at the ``limit``-th
+    line whose first word is not UCI's."""
+    foreign = []
+
+    def parse(line: str) -> None:
+        words = line.split()
+        if words and words[0] not in _UCI_WORDS:
+            foreign.append(line)
+            if len(foreign) >= limit:
+                raise ValueError(f"{len(foreign)} lines that are not UCI (the first: {foreign[0][:80]!r}); "
+                                 f"is it a UCI engine?")
+
+    return parse
 
 
 class UciEngine(BaseEngine):
@@ -53,9 +73,8 @@ class UciEngine(BaseEngine):
 
     def _start(self) -> None:
         try:
-            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, bufsize=1,
-                                    start_new_session=True)
+            proc = spawn(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, bufsize=1)
         except OSError as exc:
             raise EngineError(self.name, f"cannot start: {exc}", command=shlex.join(self.argv)) from exc
         self._proc = proc
@@ -67,7 +86,7 @@ class UciEngine(BaseEngine):
                          for stream, sink in ((proc.stdout, self._lines), (proc.stderr, self._stderr))]
         for reader in self._readers:
             reader.start()
-        self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake")
+        self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake", parse=_uci_only())
 
     def close(self) -> None:
         """Send ``quit``, give the engine a second to exit, then kill and reap it."""
@@ -146,6 +165,7 @@ class UciEngine(BaseEngine):
     # -- queries -----------------------------------------------------------------------------
 
     def _divide(self, fen, depth, moves):
+        fen = engine_fen(fen)  # one line, checked before the engine is started or sent anything
         if self._proc is None or self._proc.poll() is not None:
             if self._proc is not None:
                 raise self._fail("crashed: it exited between queries", [], [], ended=True)
@@ -156,8 +176,8 @@ class UciEngine(BaseEngine):
             sent.append(f"setoption name UCI_Chess960 value {'true' if want960 else 'false'}")
             self._chess960 = want960
         sent.append("isready")
-        self._exchange(sent, lambda line: line.strip() == "readyok", what="isready")
-        position = f"position fen {six_fields(fen)}" + (f" moves {' '.join(moves)}" if moves else "")
+        self._exchange(sent, lambda line: line.strip() == "readyok", what="isready", parse=_uci_only())
+        position = f"position fen {fen}" + (f" moves {' '.join(moves)}" if moves else "")
         sent = [position, f"go perft {depth}"]
         counts: dict[str, int] = {}
         total: list[int] = []

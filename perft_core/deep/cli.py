@@ -1,9 +1,13 @@
 """``perft deep``: a deep perft as work units on Dask with a durable store (dispatched by ``perft_cli``).
 
-Exit statuses: 0 success; 2 bad input, a store that cannot serve the run (corrupt, another run's
-options, in use), Dask missing, a Zobrist key shared by two positions at the split, or units that
-failed on every try, printed as one line
-``perft: error: <message>``.
+``perft deep --check FILE`` re-reads a store (every row's checksum) and counts a sample of its units
+again: exit 0 when all hold, 1 when a row was changed or a count differs.
+
+Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
+a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
+missing, a Zobrist key shared by two positions at the split, or units that failed on every try,
+printed as one line ``perft: error: <message>``; 130 interrupted (the futures cancelled, a local
+cluster closed, one line).
 """
 from __future__ import annotations
 
@@ -29,6 +33,9 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     from .run import DeepError, deep_perft
     from .units import KeyCollisionError
 
+    if args.check is not None:
+        return _check(args)
+
     if args.resume is None and (args.fen is None or args.depth is None):
         raise UsageError("deep needs FEN and DEPTH, or --resume FILE")
     if args.verify_seed is not None and not args.tt and args.resume is None:
@@ -53,8 +60,25 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     for m in result.mismatches:
         print(f"mismatch: unit {m['unit']} part {m['part']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
               f"without tables {m['recount']}")
+    for r in result.tampered:
+        print(f"perft deep: unit {r['unit']} part {r['part']} of the store failed its checksum (count {r['count']}): "
+              f"counted again, not summed", file=sys.stderr)
     print(result.summary())
     return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    """``--check FILE``: exit 0 when every row holds its checksum and the sample counts agree, else 1."""
+    from .check import check_store
+
+    if args.fen is not None or args.resume is not None or args.store is not None:
+        raise UsageError("--check FILE takes no FEN, DEPTH, --store or --resume")
+    result = check_store(args.check, sample=args.check_sample, backend=args.backend or "cpu")
+    if args.json:
+        print(json.dumps(result.__dict__ | {"ok": result.ok}))
+    else:
+        print("\n".join(result.lines()))
+    return 0 if result.ok else 1
 
 
 def register(sub) -> None:
@@ -76,6 +100,10 @@ def register(sub) -> None:
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed")
     p.add_argument("--verify-sample", type=_fraction, metavar="FRACTION",
                    help="verify only this fraction of the units (chosen by key)")
+    p.add_argument("--check", metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
+                   "again: exit 0 when all hold, 1 when not")
+    p.add_argument("--check-sample", type=_fraction, default=0.01, metavar="FRACTION",
+                   help="with --check: the fraction of units counted again (default 0.01, at least one)")
     p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "
                    "else a line a minute on stderr)")
     p.set_defaults(func=_cmd_deep)

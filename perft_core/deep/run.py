@@ -19,12 +19,12 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .. import _core, watch
+from .. import _core, limits, watch
 from ..api import BACKENDS
 from ..position import Position
 from . import units as units_mod
 from . import worker
-from .store import RUN_OPTIONS, Store, StoreError
+from .store import RUN_OPTIONS, Store, StoreError, StoreWriteError
 
 _RETRIES = 2
 
@@ -48,7 +48,9 @@ class DeepResult:
     of this call's counting phase (first submission to last result, after a small warm-up count
     on every worker; 0 if nothing was left);
     unit_seconds: the workers' seconds over all units of the run, every session (first counts);
-    tt_probes / tt_hits: device TT probes and hits over those counts (GPU backends with TTs, else 0).
+    tt_probes / tt_hits: device TT probes and hits over those counts (GPU backends with TTs, else 0);
+    tampered: unit rows whose checksum failed when the store was opened (dicts: idx, unit, part,
+    fen, count), counted again by this call instead of summed.
     """
 
     nodes: int
@@ -69,6 +71,7 @@ class DeepResult:
     unit_seconds: float = 0.0
     tt_probes: int = 0
     tt_hits: int = 0
+    tampered: list[dict] = field(default_factory=list)
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -92,8 +95,8 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
             raise StoreError(f"store {store} already exists; continue it with --resume {store} or choose a new file")
     elif store is not None:
         raise ValueError("give either store= (a new run) or resume= (continue one), not both")
-    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 0):
-        raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+    if depth is not None:
+        limits.check_depth(depth)
     if backend is not None and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if tt is not None and not isinstance(tt, bool):
@@ -102,9 +105,8 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
         raise ValueError("give at most one of workers, gpus and scheduler")
     _positive("workers", workers)
     _positive("gpus", gpus)
-    if split_ply is not None and (isinstance(split_ply, bool) or not isinstance(split_ply, int) or split_ply < 0
-                                  or (depth is not None and split_ply > depth)):
-        raise ValueError(f"split ply must be an integer in 0..depth, got {split_ply!r}")
+    if split_ply is not None:
+        limits.check_split_ply(split_ply, depth)
     if verify_seed is not None:
         if isinstance(verify_seed, bool) or not isinstance(verify_seed, int) or not 0 <= verify_seed < 2**64:
             raise ValueError(f"verify seed must be an integer in 0..2**64-1, got {verify_seed!r}")
@@ -140,18 +142,58 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).
-        with dask.config.set({"distributed.scheduler.work-stealing": False}):
+        with dask.config.set({"distributed.scheduler.work-stealing": False}), _workers_ignore_ctrl_c():
             cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, dashboard_address=None)
         desc = f"LocalCUDACluster of {gpus} GPU workers"
     else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+        with _workers_ignore_ctrl_c():
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
         desc = f"LocalCluster of {workers} processes"
     try:
         with Client(cluster) as client:
             _wait_for_workers(client, 1, desc)
-            yield client, desc
+            try:
+                yield client, desc
+            except BaseException:  # stopped: the workers go down with the cluster, quietly
+                _quiet(client)
+                raise
     finally:
         cluster.close()
+
+
+@contextmanager
+def _workers_ignore_ctrl_c():
+    """SIGINT ignored while a local cluster starts its processes, which inherit that: Ctrl-C on a
+    terminal reaches the whole process group, and only the client should answer it (it cancels the
+    futures and closes the cluster), not every worker with its own traceback."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def _silence_logs() -> None:
+    """Run on a worker of a cluster that is closing: its logs would only report the close."""
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.CRITICAL + 1)
+
+
+def _quiet(client) -> None:
+    """Silence the workers' logs before their cluster closes under a stopped run (else every worker
+    prints the scheduler going away); best effort, never an error of its own."""
+    try:
+        client.run(_silence_logs)
+        client.run(_silence_logs, nanny=True)
+    except BaseException:  # noqa: BLE001 - a second Ctrl-C or a gone worker: close anyway
+        pass
 
 
 WORKER_START_SECONDS = 120.0
@@ -352,21 +394,25 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
         futures[fut.key] = batch
         ac.add(fut)
 
-    for _ in range(max(4 * len(workers), 16)):
-        submit_next()
     failures = []
-    for fut in ac:
-        batch = futures.pop(fut.key)
-        try:
-            result = fut.result()
-        except Exception as exc:  # the task raised on every try, or its workers kept dying
-            failures.append(f"units {batch[0]['unit']}.. ({len(batch)} rows, first {batch[0]['fen']}): "
-                            f"{type(exc).__name__}: {exc}")
-        else:
-            nodes = on_result(batch, result, fut.key)
-            progress.advance(bar, batch, nodes)
-        fut.release()
-        submit_next()
+    try:
+        for _ in range(max(4 * len(workers), 16)):
+            submit_next()
+        for fut in ac:
+            batch = futures.pop(fut.key)
+            try:
+                result = fut.result()
+            except Exception as exc:  # the task raised on every try, or its workers kept dying
+                failures.append(f"units {batch[0]['unit']}.. ({len(batch)} rows, first {batch[0]['fen']}): "
+                                f"{type(exc).__name__}: {exc}")
+            else:
+                nodes = on_result(batch, result, fut.key)
+                progress.advance(bar, batch, nodes)
+            fut.release()
+            submit_next()
+    finally:  # stopped (Ctrl-C, a full disk): nothing left running or queued on the cluster
+        if futures:
+            client.cancel(list(ac.futures), force=True)
     return failures
 
 
@@ -456,7 +502,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             return _work(client, st, cluster_desc, progress, t0, speed)
     finally:
         if st is not None:
-            st.end_session()
+            try:
+                st.end_session()
+            except StoreWriteError:  # a full disk: the error that stopped the run is the one to show
+                pass
             st.close()
 
 
@@ -516,7 +565,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     if failures:
         raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
-    rows = st.units()
+    rows = st.checked_rows()  # every row proven by its checksum before it is summed
     nodes = 0
     for r in rows:
         if r["count"] is None:
@@ -539,4 +588,5 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       parts=parts, counted_now=counted_now, verified=len(units_verified), verify=verify,
                       mismatches=mismatches, count_seconds=count_seconds,
                       unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
-                      tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows))
+                      tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
+                      tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered])

@@ -16,7 +16,17 @@ Tables:
                (without tables, after a verify mismatch).
   ``sessions`` one row per client that worked on the run: start, end, host, pid, units counted.
 
-Counts are decimal TEXT (Python ints of any size). Every finished unit is committed at once; a
+Counts are decimal TEXT (Python ints of any size). Each unit row carries ``checksum``: SHA-256 (first
+16 bytes, hex) over its key, part, depth, multiplicity, its three counts and the run's options
+(:func:`row_checksum`), written with every count. :meth:`Store.open` re-reads every row: a row whose
+checksum does not match (edited by hand, a damaged disk) is reported in ``Store.tampered`` and made
+pending again, so it is counted again, never summed; :meth:`Store.checked_rows` refuses to hand one
+out. ``perft deep --check FILE`` re-reads a store and re-counts a sample of its units
+(:mod:`perft_core.deep.check`).
+
+A write that fails (a full disk, a file size limit) raises :class:`StoreWriteError` naming the
+store; the transaction is rolled back, so the store stays resumable once space is freed. A store
+whose creation failed is removed (it holds no count). Every finished unit is committed at once; a
 count is written only where none is (``WHERE count IS NULL``), so a unit is never counted twice
 even when Dask delivers a retried task's result again. Durable against a killed process
 (``synchronous=NORMAL`` in WAL mode: a commit is in the WAL file when it returns; an OS crash
@@ -38,7 +48,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 2
+SCHEMA = 3  # 3: units.checksum (a schema-2 store gains it when it is opened)
 # The options that define a run: a resumed run must agree on every one of them.
 RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample")
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
@@ -55,7 +65,7 @@ CREATE TABLE units (
     status TEXT NOT NULL DEFAULT 'pending', count TEXT, seconds REAL, worker TEXT, device TEXT, task TEXT,
     attempts INTEGER NOT NULL DEFAULT 0, finishes INTEGER NOT NULL DEFAULT 0, verify_count TEXT,
     verify_seconds REAL, recount TEXT, recount_seconds REAL, finished TEXT, probes INTEGER, hits INTEGER,
-    UNIQUE (key, part), UNIQUE (unit, part));
+    checksum TEXT, UNIQUE (key, part), UNIQUE (unit, part));
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL,
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
@@ -64,6 +74,23 @@ CREATE TABLE sessions (
 
 class StoreError(ValueError):
     """A store that cannot serve this run: corrupt, of another run's options, in use, or missing."""
+
+
+class StoreWriteError(StoreError):
+    """A write to the store failed (disk full, file too large, I/O error); nothing of it was kept."""
+
+
+_SEALED = ("key", "part", "depth", "multiplicity", "count", "verify_count", "recount")
+
+
+def row_checksum(options: str, key: str, part: int, depth: int, multiplicity: str, count: str | None,
+                 verify_count: str | None, recount: str | None) -> str:
+    """The checksum of one unit row: SHA-256 of the run's ``options`` text and the row's fields
+    (``_SEALED``), first 16 bytes as 32 hex digits."""
+    import hashlib
+
+    text = "|".join(str(v) for v in (options, key, part, depth, multiplicity, count, verify_count, recount))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _now() -> str:
@@ -88,6 +115,10 @@ class Store:
         self.conn = conn
         self.run = self._read_run()
         self.session: int | None = None
+        self.tampered: list[dict] = []  # rows whose checksum failed when the store was opened
+        options = "|".join(str(self.run[k]) for k in (*RUN_OPTIONS, "started", "units", "parts"))
+        conn.create_function("row_checksum", 8, lambda *a: row_checksum(options, *a[1:]), deterministic=True)
+        self._options = options
 
     # ----- opening --------------------------------------------------------------------------------
     @staticmethod
@@ -121,6 +152,7 @@ class Store:
         if path.exists() and path.stat().st_size > 0:
             raise StoreError(f"store {path} already exists; continue it with --resume {path} or choose a new file")
         fd = cls._lock(path)
+        conn = None
         try:
             if path.stat().st_size > 0:  # another client created it between our check and our lock
                 raise StoreError(f"store {path} already exists; continue it with --resume {path}")
@@ -140,14 +172,23 @@ class Store:
                 ((i * parts + c, i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity), u.estimate)
                  for i, u in enumerate(units) for c in range(parts)))
             conn.execute("COMMIT")
-            return cls(path, fd, conn)
-        except BaseException:
+            store = cls(path, fd, conn)
+            store._seal("1")
+            return store
+        except BaseException as exc:
+            if conn is not None:  # a store half made holds no count: remove it, so the name can be used again
+                conn.close()
+                for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    leftover.unlink(missing_ok=True)
             os.close(fd)
+            if isinstance(exc, sqlite3.OperationalError):
+                raise StoreWriteError(f"cannot create store {path}: {exc}") from None
             raise
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> Store:
-        """Open an existing store to resume it; checks it is whole and a deep-perft store.
+    def open(cls, path: str | os.PathLike, repair: bool = True) -> Store:
+        """Open an existing store to resume it; checks it is whole and a deep-perft store, and
+        re-reads every unit row's checksum (failures in ``tampered``; with ``repair``, made pending).
 
         Raises StoreError: missing, in use, corrupt (SQLite integrity check, schema, unit rows).
         """
@@ -162,6 +203,8 @@ class Store:
                 raise StoreError(f"store {path} is corrupt: {check}")
             store = cls(path, fd, conn)
             store._check_units()
+            store._migrate()
+            store._check_checksums(repair)
             return store
         except sqlite3.DatabaseError as exc:
             os.close(fd)
@@ -179,7 +222,7 @@ class Store:
         if row is None:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
-        if run["schema"] != SCHEMA:
+        if run["schema"] not in (2, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         for k in ("seed", "verify_seed"):
@@ -195,6 +238,54 @@ class Store:
         if n != want or bad or twice:
             raise StoreError(f"store {self.path} is corrupt: {n} unit rows for {self.run['units']} units of "
                              f"{self.run['parts']} parts, {bad or 0} inconsistent, {twice or 0} counted twice")
+
+    def _migrate(self) -> None:
+        """A schema-2 store (no checksums) gains them: its rows as they stand are sealed."""
+        if self.run["schema"] == SCHEMA:
+            return
+        with self._transaction():
+            self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
+            self.conn.execute("UPDATE run SET schema = ?", (SCHEMA,))
+            self._seal("1")
+        self.run["schema"] = SCHEMA
+
+    def _seal(self, where: str, params: tuple = ()) -> None:
+        """Write the checksum of the rows matching the SQL condition ``where``."""
+        self.conn.execute(f"UPDATE units SET checksum = row_checksum(0, {', '.join(_SEALED)}) WHERE {where}", params)
+
+    def _bad_rows(self) -> list[dict]:
+        cur = self.conn.execute(f"SELECT * FROM units WHERE checksum IS NOT row_checksum(0, {', '.join(_SEALED)}) "
+                                "ORDER BY idx")
+        names = [c[0] for c in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+
+    def _check_checksums(self, repair: bool = True) -> None:
+        """Re-read every unit row; a row whose checksum fails goes to ``tampered`` and is made
+        pending again (all its counts dropped, the unit's other parts too when it was judged as a
+        whole), so the run counts it again instead of summing it."""
+        self.tampered = self._bad_rows()
+        if not self.tampered or not repair:
+            return
+        units = sorted({r["unit"] for r in self.tampered})
+        with self._transaction():
+            self.conn.executemany(
+                "UPDATE units SET count = NULL, verify_count = NULL, recount = NULL, status = 'pending', "
+                "finishes = 0 WHERE unit = ?", ((u,) for u in units))
+            self.conn.executemany("UPDATE units SET checksum = NULL WHERE unit = ?", ((u,) for u in units))
+            for u in units:
+                self._seal("unit = ?", (u,))
+
+    def checked_rows(self) -> list[dict]:
+        """All unit rows (:meth:`units`), each proven by its checksum.
+
+        Raises StoreError naming the first row whose checksum fails (changed since it was written).
+        """
+        bad = self._bad_rows()
+        if bad:
+            r = bad[0]
+            raise StoreError(f"store {self.path}: unit {r['unit']} part {r['part']} ({r['fen']}) fails its checksum "
+                             f"({len(bad)} rows): it was changed outside perft deep; resume the store to count it again")
+        return self.units()
 
     def check_options(self, asked: dict) -> None:
         """Raise StoreError if any option in ``asked`` (RUN_OPTIONS keys; None = not asked) differs
@@ -213,28 +304,37 @@ class Store:
 
     def begin_session(self, cluster: str) -> None:
         """Record this client in ``sessions``."""
-        cur = self.conn.execute("INSERT INTO sessions (started, host, pid, cluster) VALUES (?, ?, ?, ?)",
-                                (_now(), socket.gethostname(), os.getpid(), cluster))
+        with self._transaction():
+            cur = self.conn.execute("INSERT INTO sessions (started, host, pid, cluster) VALUES (?, ?, ?, ?)",
+                                    (_now(), socket.gethostname(), os.getpid(), cluster))
         self.session = cur.lastrowid
 
     def end_session(self) -> None:
         if self.session is not None:
-            self.conn.execute("UPDATE sessions SET ended = ? WHERE id = ?", (_now(), self.session))
+            with self._transaction():
+                self.conn.execute("UPDATE sessions SET ended = ? WHERE id = ?", (_now(), self.session))
 
     def submitted(self, idxs) -> None:
         """Count a submission of the rows ``idxs`` (an iterable of idx; committed)."""
-        self.conn.executemany("UPDATE units SET attempts = attempts + 1 WHERE idx = ?", ((i,) for i in idxs))
+        with self._transaction():
+            self.conn.executemany("UPDATE units SET attempts = attempts + 1 WHERE idx = ?", ((i,) for i in idxs))
 
     @contextmanager
     def _transaction(self):
-        """One write transaction: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on any exception."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        """One write transaction: BEGIN IMMEDIATE, then COMMIT, or ROLLBACK on any exception. A
+        failed write (a full disk) raises StoreWriteError naming the store; nothing of it is kept."""
         try:
-            yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+        except sqlite3.OperationalError as exc:
+            raise StoreWriteError(f"cannot write store {self.path}: {exc}; nothing of this write was kept: "
+                                  f"free space, then continue with --resume {self.path}") from None
 
     def finish(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str, device: str, task: str,
                probes: list | None = None, hits: list | None = None) -> int:
@@ -252,6 +352,7 @@ class Store:
                     "finishes = finishes + 1, finished = ?, probes = ?, hits = ? WHERE idx = ? AND count IS NULL",
                     (str(c), sec, worker, device, task, now, p, h, r["idx"]))
                 written += cur.rowcount
+                self._seal("idx = ?", (r["idx"],))
             if written and self.session is not None:
                 self.conn.execute("UPDATE sessions SET counted = counted + ? WHERE id = ?", (written, self.session))
         return written
@@ -283,7 +384,10 @@ class Store:
 
     def _update_rows(self, sql: str, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
         """Run ``sql`` (parameters: count, seconds, idx) for each row; the rows it changed."""
-        return sum(self.conn.execute(sql, (str(c), sec, r["idx"])).rowcount for r, c, sec in zip(rows, counts, seconds))
+        written = sum(self.conn.execute(sql, (str(c), sec, r["idx"])).rowcount for r, c, sec in zip(rows, counts, seconds))
+        for r in rows:
+            self._seal("idx = ?", (r["idx"],))
+        return written
 
     def close(self) -> None:
         """Close the database and release the lock."""

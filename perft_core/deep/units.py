@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import _core
+from .. import _core, limits
 from ..gpu.driver import expand_host, host_keys
 from ..position import Position
 
@@ -165,6 +165,9 @@ def _levels(pos: Position, seed: int):
     keys, mult, ply = host_keys(boards, us, ci, z), np.ones(1, dtype=np.uint64), 0
     while True:
         yield ply, boards, keys, mult, us, ci
+        moves = np.zeros(len(boards), dtype=np.uint32)
+        _core.batch_count(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, moves)
+        limits.check_split_children(int(moves.sum(dtype=np.uint64)), ply + 1)  # memory, before it is taken
         children, parents = expand(boards, us, ci)
         us, ply = us ^ 1, ply + 1
         boards, keys, mult = merge(children, host_keys(children, us, ci, z), mult[parents], us, pos, ply)
@@ -237,7 +240,8 @@ def choose_split_ply(pos: Position, depth: int, workers: int, nodes_per_second: 
                      unique_at=None) -> int:
     """The split ply of a run: the first ply with at least 20 units (unique positions) per worker,
     then deeper while a unit would take over 600 s at ``nodes_per_second`` (a measured speed; None
-    skips that rule), never below 1 nor deeper than ``depth - 1`` (a unit counts at least one ply).
+    skips that rule), never below 1 nor deeper than ``depth - 1`` (a unit counts at least one ply)
+    nor than ``limits.MAX_SPLIT_PLY``.
 
     ``unique_at(ply) -> int`` gives the number of units at a ply (default: expand and count).
     Depth 0 or 1: ply 0 (one unit, the root).
@@ -254,11 +258,12 @@ def choose_split_ply(pos: Position, depth: int, workers: int, nodes_per_second: 
                 sizes[p] = len(b)
             return sizes[ply]
     counts = root_growth(pos, depth)
+    deepest = min(depth - 1, limits.MAX_SPLIT_PLY)
     ply = 1
-    while ply < depth - 1 and unique_at(ply) < _MIN_UNITS_PER_WORKER * workers:
+    while ply < deepest and unique_at(ply) < _MIN_UNITS_PER_WORKER * workers:
         ply += 1
     if nodes_per_second:
-        while ply < depth - 1:
+        while ply < deepest:
             paths = estimate_perft(counts, ply)
             if estimate_perft(counts, depth) / max(paths, 1.0) / nodes_per_second <= _MAX_UNIT_SECONDS:
                 break
@@ -272,8 +277,7 @@ def split(pos: Position, depth: int, ply: int, seed: int | None = None) -> list[
 
     Raises KeyCollisionError if two different boards share a key; ValueError for a bad ply.
     """
-    if isinstance(ply, bool) or not isinstance(ply, int) or not 0 <= ply <= depth:
-        raise ValueError(f"split ply must be an integer in 0..{depth} (the depth), got {ply!r}")
+    limits.check_split_ply(ply, depth)
     seed = _core.ZOBRIST_DEFAULT_SEED if seed is None else seed
     for p, boards, keys, mult, us, ci in _levels(pos, seed):
         if p == ply:

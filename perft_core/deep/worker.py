@@ -8,10 +8,20 @@ one ``perft_core.zobrist.TranspositionTable`` per run and key seed in the proces
 """
 from __future__ import annotations
 
+import logging
 import time
 
 from .. import _core
 from ..position import Position
+
+
+def _not_a_cancel(record: logging.LogRecord) -> bool:
+    """A client that stops (Ctrl-C, a full disk) cancels its tasks: a worker then says each one
+    'ended with CancelledError', which is no news; other records pass."""
+    return "ended with CancelledError" not in record.getMessage()
+
+
+logging.getLogger("distributed.worker.state_machine").addFilter(_not_a_cancel)
 
 _CPU_TABLES: dict[tuple, object] = {}  # (run key, seed, depth) -> TranspositionTable, this process's
 

@@ -35,11 +35,20 @@ template <int Us> struct CountF {
         return 0;
     }
 };
+// Generation writes into the slots that counting reserved: a board whose generator gives another
+// number of moves than its count promised (a move generator bug) would write over its neighbours'
+// moves or past the array, so each board is generated into its own list first and checked.
 template <int Us> struct GenF {
     static int run(const Board* b, u64 n, const CastleInfo& ci, const u64* off, Move* moves, u32* parents) {
+        Move list[PC_MAX_MOVES];
         for (u64 i = 0; i < n; ++i) {
             if (off[i + 1] == off[i]) continue;  // no moves, or a TT hit (TT mode)
-            int k = generate_moves<Us>(b[i], ci, moves + off[i]);
+            const int k = generate_moves<Us>(b[i], ci, list);
+            if ((u64)k != off[i + 1] - off[i])
+                throw std::runtime_error("batch_gen: board " + std::to_string(i) + " generates " + std::to_string(k) +
+                                         " moves where its count promised " + std::to_string(off[i + 1] - off[i]) +
+                                         " (generate_moves and count_moves disagree)");
+            std::memcpy(moves + off[i], list, k * sizeof(Move));
             for (int j = 0; j < k; ++j) parents[off[i] + j] = (u32)i;
         }
         return 0;

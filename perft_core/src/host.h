@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <system_error>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -20,6 +23,34 @@
 namespace py = pybind11;
 
 namespace pc_host {
+
+// ----- limits and stop requests ---------------------------------------------------------------
+// Checked before any work (perft_core/limits.py documents the same numbers). The recursion takes
+// one stack frame of about 600 bytes a ply, and a count over MAX_DEPTH plies overflows the 64-bit
+// counter for any position with two moves a ply, so no meaningful count is refused.
+constexpr int MAX_DEPTH = 64;
+constexpr int MAX_THREADS = 1024;
+
+// A count stops early when g_stop is set (by the SIGINT/SIGTERM handler that _core.cpp installs
+// around a long call from Python's main thread) or when its thread's deadline passes. Only the
+// threads of that call watch g_stop (t_stop, inherited by its workers): a count on another thread
+// never sees it. The recursion looks at both only at nodes STOP_PLIES or more plies above the
+// leaves (about one node in ten thousand), the workers between work items. A stopped count
+// returns a wrong sum: its caller sees stop_requested() (it stays true) and discards it.
+inline std::atomic<int> g_stop{0};                   // the signal that asked to stop, 0: none
+inline thread_local const std::atomic<int>* t_stop = nullptr;  // &g_stop in the call that installed the handlers
+inline thread_local std::int64_t t_deadline_ns = 0;  // steady-clock deadline of this thread's count, 0: none
+constexpr int STOP_PLIES = 4;
+
+inline std::int64_t steady_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+inline bool stop_requested() {
+    return (t_stop != nullptr && t_stop->load(std::memory_order_relaxed) != 0) ||
+           (t_deadline_ns != 0 && steady_ns() >= t_deadline_ns);
+}
 
 
 struct Root {
@@ -150,6 +181,7 @@ struct LeafParentSink : PerftSink<Us> {
 template <int Us>
 u64 perft_rec(const Board& b, const CastleInfo& ci, int depth) {
     if (depth == 1) return count_moves<Us>(b, ci);
+    if (depth >= STOP_PLIES && stop_requested()) return 0;
     if (depth == 2) {  // stream the children into make + bulk count (measured ~3 % faster than a list)
         LeafParentSink<Us> s(b, ci);
         generate_legal<Us>(b, ci, s);
@@ -178,7 +210,8 @@ inline void play(const Board& b, const CastleInfo& ci, int us, Move m, Board& ou
 }
 
 // Runs `worker` on `threads` threads (inline when one thread or fewer than two work items); each
-// worker takes items from a shared counter until none is left.
+// worker takes items from a shared counter until none is left, so when the system refuses a thread
+// the ones already started share the work. Each thread inherits the caller's deadline and stop flag.
 template <class F>
 inline void run_workers(int threads, size_t items, F&& worker) {
     int nt = threads < 1 ? 1 : threads;
@@ -186,8 +219,22 @@ inline void run_workers(int threads, size_t items, F&& worker) {
         worker();
         return;
     }
+    const std::int64_t deadline = t_deadline_ns;
+    const std::atomic<int>* stop = t_stop;
+    auto body = [&worker, deadline, stop]() {
+        t_deadline_ns = deadline;
+        t_stop = stop;
+        worker();
+    };
     std::vector<std::thread> pool;
-    for (int t = 0; t < nt; ++t) pool.emplace_back(worker);
+    for (int t = 0; t < nt; ++t) {
+        try {
+            pool.emplace_back(body);
+        } catch (const std::system_error&) {  // out of threads: count with those running
+            break;
+        }
+    }
+    if (pool.empty()) body();
     for (auto& th : pool) th.join();
 }
 
@@ -275,8 +322,10 @@ inline void split_divide(const Root& r, const Item& top, const std::vector<Move>
 }
 
 // Divide: the count below each root move. With threads > 1 the work is split into subtrees of
-// balanced size (split_divide), taken in turn from a shared counter.
-inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads) {
+// balanced size (split_divide), taken in turn from a shared counter. When the count is stopped
+// (stop_requested()), `done` (if given) says which root moves were counted in full.
+inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads,
+                                      std::vector<bool>* done = nullptr) {
     std::vector<u64> out(moves.size(), 0);
     if (depth <= 0) return out;
     struct Item { Board b; int root; int us; int depth; };
@@ -284,13 +333,24 @@ inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& mo
     split_divide(r, Item{r.board, -1, r.us, depth}, moves, depth, threads, items,
                  [](const Item& p, Move, const Board& c, int root) { return Item{c, root, p.us ^ 1, 0}; });
     std::vector<std::atomic<u64>> sums(moves.size());
+    std::vector<std::atomic<int>> left(moves.size());  // items of each root move not yet counted
     for (auto& s : sums) s = 0;
+    for (auto& n : left) n = 0;
+    for (const Item& it : items) ++left[it.root];
     std::atomic<size_t> next{0};
     run_workers(threads, items.size(), [&]() {
-        for (size_t k; (k = next.fetch_add(1)) < items.size();)
-            sums[items[k].root] += perft_any(items[k].b, r.ci, items[k].us, items[k].depth);
+        for (size_t k; !stop_requested() && (k = next.fetch_add(1)) < items.size();) {
+            const u64 n = perft_any(items[k].b, r.ci, items[k].us, items[k].depth);
+            if (stop_requested()) break;  // n may be cut short: discard it
+            sums[items[k].root] += n;
+            --left[items[k].root];
+        }
     });
     for (size_t i = 0; i < moves.size(); ++i) out[i] = sums[i];
+    if (done) {
+        done->assign(moves.size(), false);
+        for (size_t i = 0; i < moves.size(); ++i) (*done)[i] = left[i] == 0;
+    }
     return out;
 }
 
@@ -301,7 +361,14 @@ inline std::vector<Move> legal_list(const Root& r) {
 }
 
 inline void check_depth(int depth) {
-    if (depth < 0) throw std::invalid_argument("depth must be >= 0");
+    if (depth < 0 || depth > MAX_DEPTH)
+        throw std::invalid_argument("depth must be in 0.." + std::to_string(MAX_DEPTH) + ", got " + std::to_string(depth));
+}
+
+inline void check_threads(int threads) {
+    if (threads < 1 || threads > MAX_THREADS)
+        throw std::invalid_argument("threads must be in 1.." + std::to_string(MAX_THREADS) + ", got " +
+                                    std::to_string(threads));
 }
 
 }  // namespace pc_host

@@ -149,6 +149,7 @@ void register_zobrist(pybind11::module_& m) {
 
     m.def("perft_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault) {
         check_depth(depth);
+        check_threads(threads);
         Root r = parse_args(args);
         if (depth == 0) return py::object(py::int_(1));
         u128 total = 0;
@@ -159,6 +160,7 @@ void register_zobrist(pybind11::module_& m) {
 
     m.def("divide_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault) {
         check_depth(depth);
+        check_threads(threads);
         Root r = parse_args(args);
         std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
         std::vector<u128> counts = tt_counts(r, moves, depth, threads, table, fault);

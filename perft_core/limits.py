@@ -1,0 +1,84 @@
+"""Bounds on every argument that becomes memory, recursion or threads, checked before any work.
+
+A value out of bounds raises :class:`LimitError` (a ValueError: the ``perft`` command prints it as
+one line ``perft: error: ...`` with exit status 2) instead of a crash later: a stack overflow in
+the recursion (F1 of issue 26: depth 9500 segfaulted), a thread the system refuses (threads 50000
+aborted), a split that fills the memory (``perft deep`` at depth 10000 grew to 24 GB).
+
+The numbers:
+
+- ``MAX_DEPTH`` = 64 plies (the C++ extension's ``pc_host::MAX_DEPTH``, checked there too): the
+  recursion takes one stack frame (about 600 bytes) a ply, and a count deeper than 64 plies
+  overflows a 64-bit count for any position with at least two legal moves a ply, so no count that
+  can be made is refused.
+- ``MAX_THREADS`` = 1024 (``pc_host::MAX_THREADS``); a machine that refuses some of them counts on
+  the threads it gave.
+- ``MAX_SPLIT_PLY`` = 6: ``perft deep`` holds every unique position of its split ply in memory and
+  in its store (startpos: 9,417,681 positions at ply 6, about 3 GB of store); and
+  ``MAX_SPLIT_CHILDREN`` = 50,000,000 boards (2 GB) at any ply of the expansion.
+"""
+from __future__ import annotations
+
+MAX_DEPTH = 64
+MAX_THREADS = 1024
+MAX_SPLIT_PLY = 6
+MAX_SPLIT_CHILDREN = 50_000_000
+
+
+class LimitError(ValueError):
+    """An argument beyond what the machine or the engine can serve; the message names it and its bound."""
+
+
+def _int_in(name: str, value: object, low: int, high: int, unit: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise LimitError(f"{name} must be an integer in {low}..{high}{unit}, got {value!r}")
+
+
+def check_depth(depth: object) -> None:
+    """Raise LimitError unless ``depth`` is an int in 0..MAX_DEPTH (plies)."""
+    _int_in("depth", depth, 0, MAX_DEPTH, " plies")
+
+
+def check_threads(threads: object) -> None:
+    """Raise LimitError unless ``threads`` is an int in 1..MAX_THREADS."""
+    _int_in("threads", threads, 1, MAX_THREADS)
+
+
+def check_split_ply(split_ply: object, depth: int | None) -> None:
+    """Raise LimitError unless ``split_ply`` is an int in 0..min(depth, MAX_SPLIT_PLY) (plies)."""
+    high = MAX_SPLIT_PLY if depth is None else min(depth, MAX_SPLIT_PLY)
+    _int_in("split ply", split_ply, 0, high, f" (at most the depth and {MAX_SPLIT_PLY})")
+
+
+def check_split_children(children: int, ply: int) -> None:
+    """Raise LimitError when expanding to ``ply`` would make more than MAX_SPLIT_CHILDREN boards."""
+    if children > MAX_SPLIT_CHILDREN:
+        raise LimitError(f"splitting at ply {ply} makes {children:,} positions (more than {MAX_SPLIT_CHILDREN:,}, "
+                         f"about {MAX_SPLIT_CHILDREN * 40 >> 30} GB): choose a smaller split ply")
+
+
+def check_count(depth: object, threads: object) -> None:
+    """The bounds of one count (perft_core.perft / divide): depth and threads.
+
+    Raises LimitError naming the first argument out of bounds.
+    """
+    check_depth(depth)
+    check_threads(threads)
+
+
+def cpu_count(watch, core_args: tuple, depth: int, threads: int) -> int:
+    """``_core.perft(core_args, depth, threads)`` (nodes, int) within the time limit of ``watch``
+    (a :class:`perft_core.watch.Watch`): the extension stops at the deadline itself, however long
+    the call (``--max-seconds`` with ``--force``, where no estimate splits the count into short calls).
+
+    Raises perft_core.watch.Deadline when the limit passes before the count is done.
+    """
+    from . import _core
+    from .watch import Deadline
+
+    watch.check()
+    left = 0.0 if watch.max_seconds is None else max(watch.max_seconds - watch.elapsed(), 1e-3)
+    try:
+        return int(_core.perft(core_args, depth, threads, left))
+    except _core.CountStopped:
+        raise Deadline(f"stopped after {watch.elapsed():.1f} s (max_seconds={watch.max_seconds:g})") from None
