@@ -24,6 +24,7 @@ import json
 import os
 import shlex
 import sys
+import time
 
 import chess
 
@@ -337,6 +338,34 @@ def _failures_text(run: RunResult) -> str:
 # -- commands ---------------------------------------------------------------------------------
 
 
+class _WalkLines:
+    """``perft diff``'s progress on stderr: a line at most every PROGRESS_LINE_SECONDS while the
+    walk goes on (ply, plies left, queries, time), and a summary line at the end of a walk that
+    took over LINES_SECONDS or printed a line. Text only, also on a terminal (a walk has no total
+    for a bar)."""
+
+    def __init__(self, depth: int):
+        self.depth, self.t0, self.last, self.steps, self.printed = depth, time.monotonic(), 0.0, 0, False
+
+    def step(self, level) -> None:
+        from perft_core import watch
+
+        self.steps += 1
+        now = time.monotonic() - self.t0
+        if now - self.last >= watch.PROGRESS_LINE_SECONDS:
+            self.last, self.printed = now, True
+            print(f"perft diff: ply {len(level.path)} of at most {self.depth} ({level.depth} plies left), "
+                  f"{self.steps} queries in {watch.duration(now)}", file=sys.stderr, flush=True)
+
+    def done(self, loc) -> None:
+        from perft_core import watch
+
+        now = time.monotonic() - self.t0
+        if self.printed or now >= watch.LINES_SECONDS:
+            print(f"perft diff: {loc.kind} ({loc.summary()}) at ply {len(loc.path)} after {self.steps} queries "
+                  f"in {watch.duration(now)}", file=sys.stderr, flush=True)
+
+
 def cmd_diff(args) -> int:
     """``perft diff``: localize the first disagreement between ``--engine`` and ``--reference``."""
     if args.fen.strip() == "startpos":
@@ -347,11 +376,15 @@ def cmd_diff(args) -> int:
         reference = _make(_reference_spec(args.reference, args.engine), args.reference_protocol, args, reference=True)
     except BadInput as exc:
         return _error(str(exc))
+    lines = None if args.json else _WalkLines(args.depth)
     try:
         with engine, reference:
-            loc = locate(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds)
+            loc = locate(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds,
+                         on_step=None if lines is None else lines.step)
     except EngineError as exc:
         return _error(str(exc))
+    if lines is not None:
+        lines.done(loc)
     # gave up with a path: the counts already differ there; without one, the limit stopped it first
     gave_up = loc.kind == "gave_up"
     status = cliargs.exit_status(differ=not loc.agree and not (gave_up and not loc.path), limited=gave_up)

@@ -36,6 +36,7 @@ backend keeps one driver for the whole walk).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_of
 from oracle.explain import Explanation, OutOfTime, explain
@@ -51,16 +52,17 @@ DEFAULT_JUDGE_MAX_NODES = 5_000_000
 
 
 def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
-           max_seconds: float | None = None) -> Localization:
+           max_seconds: float | None = None, on_step: Callable[[Level], None] | None = None) -> Localization:
     """Localize with :func:`oracle.localize.localize` when ``engine`` has a divide, else :func:`drill`.
 
     With a divide and a reference other than python-chess, python-chess then confirms the move
-    list at the final position (``confirmed``, ``judged``). Arguments and errors as for those two
-    functions.
+    list at the final position (``confirmed``, ``judged``). ``on_step(level)``: called with the
+    current level after each engine or reference query of the walk (progress lines). Arguments and
+    errors as for those two functions.
     """
     if not getattr(engine, "supports_divide", True):
-        return drill(engine, reference, fen, depth, max_seconds=max_seconds)
-    result = localize(engine, reference, fen, depth, max_seconds=max_seconds)
+        return drill(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
+    result = localize(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
     if result.kind in ("moves", "count", "inconsistent") and not isinstance(reference, PythonChessEngine):
         # the reference judged the move list at the final position: python-chess confirms it
         board = board_from(result.fen)
@@ -74,13 +76,15 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
 
 
 def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_seconds: float | None = None,
-          judge: Engine | None = None, judge_max_nodes: int = DEFAULT_JUDGE_MAX_NODES) -> Localization:
+          judge: Engine | None = None, judge_max_nodes: int = DEFAULT_JUDGE_MAX_NODES,
+          on_step: Callable[[Level], None] | None = None) -> Localization:
     """Find where a total-only ``engine`` goes wrong, by counting children from their own FENs.
 
     ``engine``: anything with ``perft(fen, depth)`` (its divide is not used); ``reference``: an
     engine with a divide; ``fen``: FEN, X-FEN, Shredder-FEN or EPD; ``depth``: plies;
     ``max_seconds``: wall time, checked between levels and engine calls (``kind == "gave_up"``);
-    ``judge``: the independent engine that checks the final position (default python-chess).
+    ``judge``: the independent engine that checks the final position (default python-chess);
+    ``on_step(level)``: called with the current level after each engine call of the walk.
     Returns a :class:`oracle.localize.Localization` with ``method == "children"`` (see the module
     docstring for the algorithm, the kinds and the cost).
     Raises ``ValueError`` for a bad FEN or depth or a reference without a divide, and
@@ -137,7 +141,7 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
             return finish("gave_up")
         if d == 1:
             return _explain_node(result, engine, judge, board, position, {}, level, level_start, start,
-                                 max_seconds, judge_max_nodes, finish)
+                                 max_seconds, judge_max_nodes, finish, on_step)
         # largest subtrees first (a wrong count is likelier where there are more nodes); stop as
         # soon as the children that differ explain the node's whole difference
         children: dict[str, str] = {m: position.push(m).fen() for m in sorted(ref, key=lambda m: (-ref[m], m))}
@@ -148,6 +152,8 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
                 return finish("gave_up")
             level.engine[move] = engine.perft(child_fen, d - 1)
             level.engine_calls += 1
+            if on_step is not None:
+                on_step(level)
             owed -= level.engine[move] - ref[move]
             if owed == 0 and level.engine[move] != ref[move]:
                 break
@@ -156,7 +162,7 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
             level.engine_sum = sum(level.engine.values())
         if not differ:
             return _explain_node(result, engine, judge, board, position, children, level, level_start, start,
-                                 max_seconds, judge_max_nodes, finish)
+                                 max_seconds, judge_max_nodes, finish, on_step)
         move = min(differ, key=lambda m: (-abs(level.engine[m] - ref[m]), m))  # the largest difference
         level.mismatch = move
         recount = getattr(reference, "recount", None)
@@ -191,7 +197,7 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
 
 def _explain_node(result: Localization, engine: Engine, judge: Engine, board, position, children: dict[str, str],
                   level: Level, level_start: float, start: float, max_seconds: float | None, judge_max_nodes: int,
-                  finish) -> Localization:
+                  finish, on_step: Callable[[Level], None] | None) -> Localization:
     """The walk ends at ``level``'s node: every legal child agrees, or one ply is left. Test the
     move-list and state hypotheses there (:func:`oracle.explain.explain`) and record the verdict,
     its evidence and the judge's check."""
@@ -201,7 +207,8 @@ def _explain_node(result: Localization, engine: Engine, judge: Engine, board, po
     deadline = None if max_seconds is None else start + max_seconds
     try:
         found = explain(engine, board, children, d, level.engine_total, dict(level.engine), deadline=deadline,
-                        budget_nodes=max(result.levels[0].engine_total // 2, PROBE_BUDGET_MIN))
+                        budget_nodes=max(result.levels[0].engine_total // 2, PROBE_BUDGET_MIN),
+                        on_call=None if on_step is None else lambda: on_step(level))
     except OutOfTime:
         return finish("gave_up")
     finally:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import chess
@@ -137,8 +138,8 @@ class _Prober:
     at least :data:`HYPOTHESIS_TIMEOUT_MIN` seconds): a program may loop on a position without a
     king to capture, and one such FEN must not cost the whole ``--timeout``."""
 
-    def __init__(self, engine: Engine, deadline: float | None):
-        self.engine, self.deadline = engine, deadline
+    def __init__(self, engine: Engine, deadline: float | None, on_call: Callable[[], None] | None = None):
+        self.engine, self.deadline, self.on_call = engine, deadline, on_call
         self.cache: dict[tuple[str, int], int | None] = {}
         self.calls = 0
         self.slowest = 0.0
@@ -170,12 +171,14 @@ class _Prober:
                     self.engine.timeout = limit
             if required:
                 self.slowest = max(self.slowest, time.monotonic() - began)
+            if self.on_call is not None:
+                self.on_call()
         return self.cache[key]
 
 
 def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth: int, node_count: int,
             child_counts: dict[str, int], *, deadline: float | None = None,
-            budget_nodes: int = 1_000_000) -> Explanation:
+            budget_nodes: int = 1_000_000, on_call: Callable[[], None] | None = None) -> Explanation:
     """Test move-list and state hypotheses at one node (see the module docstring).
 
     ``board``: the node (python-chess, Chess960 rules where needed); ``children``: canonical UCI of
@@ -184,11 +187,11 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
     count of each child at ``depth - 1`` where known; ``deadline``: ``time.monotonic()`` value
     after which :class:`OutOfTime` is raised; ``budget_nodes``: while several hypotheses fit, the
     node is probed one ply deeper (up to ``depth + 3``) if its count there is estimated at most this
-    many nodes. Returns an :class:`Explanation`.
+    many nodes; ``on_call()``: called after each engine call (progress). Returns an :class:`Explanation`.
     Raises :class:`oracle.engines.EngineError` when the engine fails on the node or a legal child.
     """
     start = time.monotonic()
-    prober = _Prober(engine, deadline)
+    prober = _Prober(engine, deadline, on_call)
     node_fen = fen_of(board)
     prober.seed(node_fen, depth, node_count)
     for move, nodes in child_counts.items():

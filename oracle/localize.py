@@ -32,6 +32,7 @@ transposition table, which also makes each descent after the first level nearly 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import chess
@@ -254,13 +255,14 @@ def canonical_divide(board: chess.Board, divide: dict[str, int]) -> tuple[dict[s
 
 
 def localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
-             max_seconds: float | None = None) -> Localization:
+             max_seconds: float | None = None, on_step: Callable[[Level], None] | None = None) -> Localization:
     """Find the first position and move where ``engine`` and ``reference`` disagree.
 
     ``fen``: FEN, X-FEN, Shredder-FEN or EPD (Chess960 rules when it needs them); ``depth``: plies.
     Returns a :class:`Localization` (``kind == "agree"`` when they agree at the root); see the
     module docstring for the algorithm and its cost. ``max_seconds`` (wall time, checked between
-    engine queries) stops the search with ``kind == "gave_up"``.
+    engine queries) stops the search with ``kind == "gave_up"``; ``on_step(level)`` is called with
+    the current level after each query (progress lines).
     Raises ``ValueError`` for a bad FEN or depth and :class:`oracle.engines.EngineError` when
     either engine fails.
     """
@@ -309,6 +311,8 @@ def localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
                 return finish("gave_up")
             nodes = 1 if d == 1 else reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
             level.reference[move] = nodes
+            if on_step is not None:
+                on_step(level)
             if nodes != eng[move]:
                 mismatch = move
                 break

@@ -279,3 +279,22 @@ def test_a_program_that_never_answers_on_an_illegal_position_costs_a_short_timeo
     loc = drill(engine, CoreEngine("cpu"), "4k3/8/8/8/2b5/8/8/4K3 w - - 0 1", 2)
     assert loc.kind == "candidates" and all(c["unchecked_depths"] for c in loc.candidates)
     assert time.monotonic() - began < 60 and engine.timeout == 600
+
+
+def test_perft_diff_writes_progress_lines_and_a_summary(monkeypatch, capsys):
+    """Issue 24: without a terminal, perft diff says where its walk is at most every
+    PROGRESS_LINE_SECONDS (here 0: after each query) and ends with one summary line; --json none."""
+    from perft_core import watch
+
+    from oracle import cli
+
+    monkeypatch.setattr(watch, "PROGRESS_LINE_SECONDS", 0.0)
+    status = cli.main(["diff", "--protocol", "cli", "--engine", engine_command("no-ep"), "--reference", "cpu",
+                       SMALL, "4"])
+    err = capsys.readouterr().err.splitlines()
+    assert status == 1
+    assert len(err) > 3 and all(line.startswith("perft diff: ply ") for line in err[:-1])
+    assert err[-1].startswith("perft diff: moves (missing c4b3, extra -) at ply 3 after ")
+    status = cli.main(["diff", "--protocol", "cli", "--engine", engine_command("no-ep"), "--reference", "cpu",
+                       SMALL, "4", "--json"])
+    assert status == 1 and capsys.readouterr().err == ""
