@@ -54,8 +54,9 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
         force: count even when the estimate exceeds max_estimate_seconds (no estimate is made
             then, unless a progress bar is shown).
         progress: draw a progress bar on stderr (counts estimated over 2 s): True, False, or None
-            (default) for "when stderr is a terminal"; None without a terminal writes a progress
-            line a minute and a summary line for a count estimated over 10 s (perft_core.watch).
+            (default) for "when stderr is a terminal"; "lines": the same, and without a terminal a
+            progress line a minute and a summary line for a count estimated over 10 s (what the
+            perft command asks for; perft_core.watch).
 
     Returns:
         The node count as a Python int.
@@ -168,8 +169,8 @@ def _check_limits(max_seconds: object, max_estimate_seconds: object, force: obje
             raise ValueError(f"{name} must be a positive number of seconds or None, got {value!r}")
     if not isinstance(force, bool):
         raise ValueError(f"force must be True or False, got {force!r}")
-    if progress is not None and not isinstance(progress, bool):
-        raise ValueError(f"progress must be True, False or None, got {progress!r}")
+    if progress is not None and progress != "lines" and not isinstance(progress, bool):
+        raise ValueError(f"progress must be True, False, None or 'lines', got {progress!r}")
 
 
 def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt_mb: float | None,

@@ -42,7 +42,7 @@ def _count(args, pos, depth: int, max_seconds: float | None, divide: bool):
     from .gpu.registry import table_statistics
 
     tt = {"tt": args.tt, "tt_mb": args.tt_mb, "verify_seed": args.verify_seed} if args.tt else {}
-    limits = {"max_seconds": max_seconds, "force": args.force, "progress": False if args.json else None,
+    limits = {"max_seconds": max_seconds, "force": args.force, "progress": False if args.json else "lines",
               "max_estimate_seconds": estimate.DEFAULT_MAX_ESTIMATE_SECONDS}
     tables0 = table_statistics(args.backend) if args.tt else None
     t0 = time.perf_counter()

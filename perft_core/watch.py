@@ -76,16 +76,18 @@ class Deadline(Exception):
     """The time limit of a watched count passed (internal: the API turns it into CountInterrupted)."""
 
 
-def wants_bar(progress: bool | None) -> bool:
-    """``progress`` True/False as given; None (auto): True when stderr is a terminal."""
-    if progress is None:
+def wants_bar(progress: bool | str | None) -> bool:
+    """``progress`` True/False as given; None or ``"lines"`` (auto): True when stderr is a terminal."""
+    if progress is None or progress == "lines":
         return sys.stderr.isatty()
     return bool(progress)
 
 
-def wants_lines(progress: bool | None) -> bool:
-    """Progress lines instead of a bar: ``progress`` None (auto) and stderr not a terminal."""
-    return progress is None and not sys.stderr.isatty()
+def wants_lines(progress: bool | str | None) -> bool:
+    """Progress lines instead of a bar: ``progress == "lines"`` (what the ``perft`` command asks
+    for) and stderr not a terminal. A library call (None) stays quiet off a terminal: no line, and
+    no estimate made to decide whether to write one."""
+    return progress == "lines" and not sys.stderr.isatty()
 
 
 class Watch:

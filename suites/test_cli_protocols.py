@@ -24,7 +24,7 @@ from perft_cli import main
 from perft_core.uci import UciSession
 
 HOME = str(Path(perft_core.__file__).resolve().parents[1])
-PERFT = [sys.executable, "-m", "perft_cli"]
+PERFT = [sys.executable, "-P", "-m", "perft_cli"]
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 SHREDDER = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"  # Chess960
 CASTLE960 = "rk2r3/pppppppp/8/8/8/8/PPPPPPPP/RK2R3 w EAea - 0 1"  # Chess960: b1e1 and b1a1 castle
@@ -164,5 +164,5 @@ def test_a_bad_position_leaves_none_until_the_next():
 
 
 def test_perft_diff_drives_our_uci_mode(capsys):
-    assert main(["diff", "--engine", f"{sys.executable} -m perft_cli uci", KIWIPETE, "2"]) == 0
+    assert main(["diff", "--engine", f"{sys.executable} -P -m perft_cli uci", KIWIPETE, "2"]) == 0
     assert "agree" in capsys.readouterr().out

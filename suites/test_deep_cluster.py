@@ -39,7 +39,7 @@ def start(args: list[str], log: Path) -> subprocess.Popen:
     it imports this checkout's perft_core."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     with log.open("w") as out:
-        return subprocess.Popen([sys.executable, "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=env,
+        return subprocess.Popen([sys.executable, "-P", "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=env,
                                 cwd=ROOT, start_new_session=True)
 
 
@@ -76,7 +76,7 @@ def test_an_external_cluster_survives_a_killed_worker(tmp_path):
         with distributed.Client(address, timeout=30) as client:
             client.wait_for_workers(2, timeout=30)
         store = tmp_path / "ext.sqlite"
-        run = subprocess.Popen([sys.executable, "-m", "perft_cli", "deep", START, str(depth), "--scheduler", address,
+        run = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "deep", START, str(depth), "--scheduler", address,
                                 "--split-ply", "3", "--store", str(store), "--json"], cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         procs.append(run)

@@ -292,8 +292,8 @@ def test_long_count_still_gets_the_sampled_estimate_and_is_refused():
 
 def test_no_estimate_at_all_with_max_estimate_seconds_none(monkeypatch):
     """The oracle's reference calls (max_estimate_seconds=None, progress=False): neither the bound
-    nor the estimate. (With progress=None and no terminal the bound decides whether a count is long
-    enough for progress lines.)"""
+    nor the estimate. (With progress="lines" and no terminal the bound decides whether a count is
+    long enough for progress lines.)"""
     _no_sampled_estimate(monkeypatch)
 
     def no_bound(*args, **kwargs):

@@ -157,7 +157,7 @@ def test_suite_files_survive_any_content(tmp_path, kind, epd, rows, header, tail
 def test_the_command_never_crashes_as_a_process(argv):
     """As a subprocess: a segfault or an abort is an exit status here, not a dead test run."""
     assume(not any("\x00" in a for a in argv))  # no operating system passes a NUL in an argument
-    p = subprocess.run([sys.executable, "-m", "perft_cli", *argv], capture_output=True, text=True, timeout=60,
+    p = subprocess.run([sys.executable, "-P", "-m", "perft_cli", *argv], capture_output=True, text=True, timeout=60,
                        cwd=ROOT, start_new_session=True, errors="replace")
     assert p.returncode in STATUSES, (argv, p.returncode, p.stderr[-2000:])
     assert "Traceback" not in p.stderr, p.stderr[-2000:]

@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def perft_cmd(*args: str, timeout: float = 60, preexec=None, **kw) -> subprocess.CompletedProcess:
     """``perft ARGS`` in a subprocess (python -m perft_cli), its output captured."""
-    return subprocess.run([sys.executable, "-m", "perft_cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-P", "-m", "perft_cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=kw.pop("cwd", ROOT), preexec_fn=preexec, **kw)
 
 
@@ -185,7 +185,7 @@ def test_a_stopped_count_keeps_the_subtrees_it_finished():
 
 def _interrupt(args: list[str], sig: int, after: float, group: bool = False) -> tuple[subprocess.Popen, str, float]:
     """Start ``perft ARGS`` with its output piped, send ``sig`` after ``after`` s; (process, stderr, seconds to exit)."""
-    p = subprocess.Popen([sys.executable, "-m", "perft_cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    p = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         time.sleep(after)
@@ -391,7 +391,7 @@ def test_f14_sigterm_on_perft_ends_its_cli_engine(tmp_path):
     pidfile = tmp_path / "pid"
     hang = tmp_path / "hang.py"
     hang.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
-    p = subprocess.Popen([sys.executable, "-m", "perft_cli", "diff", "--protocol", "cli", "--engine",
+    p = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "diff", "--protocol", "cli", "--engine",
                           shlex.join([sys.executable, str(hang), "{fen}", "{depth}"]), START, "2"],
                          cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
