@@ -5,7 +5,9 @@
 
 ``--api`` times ours through the public API (``perft_core.perft``: the estimate's guard, limits,
 the process's driver), each call with and without the run-time estimate and, with tables, once
-more answered from the tables (issue 27's per-call figures); without it, the drivers alone.
+more answered from the tables (issue 27's per-call figures), and the median time of the default call
+outside kernels (its wall time less its kernels' device time: Python, launches, synchronising
+reads); without it, the drivers alone.
 
 The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
 its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
@@ -122,13 +124,14 @@ def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list
                 continue
             pos = perft_core.Position.from_fen(fen)
             perft_core.perft(pos, depth - 1, backend="gpu", tt=tt)  # warm-up at depth - 1
-            times, bare, nodes, kernel = [], [], None, 0.0
+            times, bare, host, nodes, kernel = [], [], [], None, 0.0
             for _ in range(runs):
                 drv.host_cache.clear()
                 t = time.perf_counter()
                 nodes = perft_core.perft(pos, depth, backend="gpu", tt=tt)
                 times.append(time.perf_counter() - t)
                 kernel = drv.stats.kernel_seconds
+                host.append(times[-1] - kernel)  # the call's time outside kernels: Python, launches, reads
                 drv.host_cache.clear()
                 t = time.perf_counter()
                 again = perft_core.perft(pos, depth, backend="gpu", tt=tt, max_estimate_seconds=None)
@@ -144,10 +147,12 @@ def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list
             s = drv.stats
             out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
                         "seconds": statistics.median(times), "times": times, "no_estimate_s": statistics.median(bare),
-                        "no_estimate_times": bare, "repeat_s": repeat, "kernel_s": kernel, "gpu_depth": s.gpu_depth,
+                        "no_estimate_times": bare, "repeat_s": repeat, "kernel_s": kernel,
+                        "host_s": statistics.median(host), "gpu_depth": s.gpu_depth,
                         "gpu_calls": s.gpu_calls})
             print(f"  ours API {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.4f} s, "
-                  f"without the estimate {statistics.median(bare):.4f} s (kernels {kernel:.4f} s)"
+                  f"without the estimate {statistics.median(bare):.4f} s (kernels {kernel:.4f} s, "
+                  f"outside kernels {statistics.median(host) * 1e3:.2f} ms)"
                   + (f", again from the tables {repeat * 1e3:.2f} ms" if tt else ""), file=sys.stderr, flush=True)
     return out
 
@@ -279,12 +284,13 @@ def main() -> int:
         target = TARGET[r["tt"]]
         rows.append([r["row"], "TT" if r["tt"] else "no TT", f"{r['nodes']:,}", check, f"{r['seconds']:.3f}",
                      f"{r['no_estimate_s']:.3f}" if "no_estimate_s" in r else None,
+                     f"{r['host_s'] * 1e3:.1f}" if "host_s" in r else None,
                      f"{p['seconds']:.3f}" if p.get("seconds") else None, peer_check,
                      f"{ratio:.2f}" if ratio else None,
                      None if ratio is None else ("ok" if ratio >= target else f"below {target:.1f}x")])
     print()
-    print(markdown(["row", "tables", "nodes", "our count", "ours s", "ours s, no estimate", "perft_gpu_2026 s",
-                    "peer count", "peer/ours", "target"], rows, "llrlrrrlrl"))
+    print(markdown(["row", "tables", "nodes", "our count", "ours s", "ours s, no estimate", "ours outside kernels ms",
+                    "perft_gpu_2026 s", "peer count", "peer/ours", "target"], rows, "llrlrrrrlrl"))
     print(f"\nbench_vs_peer: {time.perf_counter() - t0:.0f} s in all")
     if args.json:
         Path(args.json).write_text(json.dumps(mine, indent=2))
