@@ -1,8 +1,6 @@
 """Public counting API: ``perft`` and ``divide`` over the available backends."""
 from __future__ import annotations
 
-import functools
-
 from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
 
@@ -176,6 +174,8 @@ def _watched(pos: Position, depth: int, backend: str, threads: int, tt: bool, tt
 
     Raises CountRefused, CountInterrupted, HashVerificationError.
     """
+    import functools
+
     from . import watch
     from .errors import CountInterrupted, CountRefused
     from .estimate import SPEED_FLOOR, estimate, format_seconds, node_bound
