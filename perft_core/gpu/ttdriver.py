@@ -630,8 +630,8 @@ class TTBfsDriver(BfsDriver):
         levels = []
         self._hits_dev = None
         # The roots' ply below the count's single root (None: roots of several counts, count_roots):
-        # a level above FIRST_TRANSPOSITION_PLY holds no two equal positions, and its merge would
-        # cost a synchronising read and five launches for nothing.
+        # a level at a ply under FIRST_TRANSPOSITION_PLY below that root holds no two equal
+        # positions, and its merge would cost a synchronising read and five launches for nothing.
         root_ply = None if self._count_depth is None else self._count_depth - depth
         side, ply = us, 0
         while True:
