@@ -1,11 +1,15 @@
 """Benchmark against perft_gpu_2026 in the same run: ours and the peer, each in its own process.
 
     python ci/bench_vs_peer.py [--peer .peer/perft_gpu] [--runs 1] [--only "CPW 6 d8" ...] [--tables both|no|yes]
-                               [--api] [--walks N [--seed S]] [--json out.json]
+                               [--api [--no-progress]] [--walks N [--seed S]] [--json out.json]
 
 ``--api`` times ours through the public API (``perft_core.perft``: the estimate's guard, limits,
 the process's driver), each call with and without the run-time estimate and, with tables, once
-more answered from the tables (issue 27's per-call figures); without it, the drivers alone.
+more answered from the tables (issue 27's per-call figures), and the median time of the default call
+outside kernels (its wall time less its kernels' device time: Python, launches, synchronising
+reads); without it, the drivers alone. ``--no-progress`` makes those calls with ``progress=False``
+(as the oracle does): with the default ``progress=None`` and no terminal, a count the estimate puts
+over ``watch.LINES_SECONDS`` goes root move by root move with progress lines.
 
 The peer is not part of the project (MIT, Ankan Banerjee; /work/shared/peers/perft_gpu_2026): copy
 its binary into the git-ignored ``.peer/`` folder so it travels with the working tree. Rows: the
@@ -101,7 +105,8 @@ def published_count(fen: str, depth: int) -> int | None:
         return None
 
 
-def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list | None = None) -> list[dict]:
+def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list | None = None,
+             progress: bool | None = None) -> list[dict]:
     """Runs inside the worker process (``--api``): every row through the public API
     (``perft_core.perft(..., backend="gpu", tt=...)``), each after one warm-up count at depth - 1.
     Each run times the default call (with the run-time estimate's guard) and the call with
@@ -121,33 +126,36 @@ def ours_api(runs: int, only: set[str] | None, tables: str = "both", walks: list
             if only and name not in only:
                 continue
             pos = perft_core.Position.from_fen(fen)
-            perft_core.perft(pos, depth - 1, backend="gpu", tt=tt)  # warm-up at depth - 1
-            times, bare, nodes, kernel = [], [], None, 0.0
+            perft_core.perft(pos, depth - 1, backend="gpu", tt=tt, progress=progress)  # warm-up at depth - 1
+            times, bare, host, nodes, kernel = [], [], [], None, 0.0
             for _ in range(runs):
                 drv.host_cache.clear()
                 t = time.perf_counter()
-                nodes = perft_core.perft(pos, depth, backend="gpu", tt=tt)
+                nodes = perft_core.perft(pos, depth, backend="gpu", tt=tt, progress=progress)
                 times.append(time.perf_counter() - t)
                 kernel = drv.stats.kernel_seconds
+                host.append(times[-1] - kernel)  # the call's time outside kernels: Python, launches, reads
                 drv.host_cache.clear()
                 t = time.perf_counter()
-                again = perft_core.perft(pos, depth, backend="gpu", tt=tt, max_estimate_seconds=None)
+                again = perft_core.perft(pos, depth, backend="gpu", tt=tt, max_estimate_seconds=None, progress=progress)
                 bare.append(time.perf_counter() - t)
                 if again != nodes:
                     nodes = -1  # flagged WRONG below
             repeat = None
             if tt:
                 t = time.perf_counter()
-                if perft_core.perft(pos, depth, backend="gpu", tt=tt) != nodes:
+                if perft_core.perft(pos, depth, backend="gpu", tt=tt, progress=progress) != nodes:
                     nodes = -1
                 repeat = time.perf_counter() - t
             s = drv.stats
             out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
                         "seconds": statistics.median(times), "times": times, "no_estimate_s": statistics.median(bare),
-                        "no_estimate_times": bare, "repeat_s": repeat, "kernel_s": kernel, "gpu_depth": s.gpu_depth,
+                        "no_estimate_times": bare, "repeat_s": repeat, "kernel_s": kernel,
+                        "host_s": statistics.median(host), "gpu_depth": s.gpu_depth,
                         "gpu_calls": s.gpu_calls})
             print(f"  ours API {'TT' if tt else 'no-TT'} {name}: {nodes:,} nodes {statistics.median(times):.4f} s, "
-                  f"without the estimate {statistics.median(bare):.4f} s (kernels {kernel:.4f} s)"
+                  f"without the estimate {statistics.median(bare):.4f} s (kernels {kernel:.4f} s, "
+                  f"outside kernels {statistics.median(host) * 1e3:.2f} ms)"
                   + (f", again from the tables {repeat * 1e3:.2f} ms" if tt else ""), file=sys.stderr, flush=True)
     return out
 
@@ -228,11 +236,17 @@ def main() -> int:
     ap.add_argument("--api", action="store_true",
                     help="time ours through the public API (perft_core.perft: estimate, limits, driver), "
                          "with and without the run-time estimate, instead of the driver alone")
+    ap.add_argument("--no-progress", action="store_true",
+                    help="--api: count with progress=False (no progress lines or bar, as the oracle counts) "
+                         "instead of the default progress=None")
     ap.add_argument("--worker", type=json.loads, help=argparse.SUPPRESS)  # the walk rows
     args = ap.parse_args()
     only = set(args.only) if args.only else None
     if args.worker is not None:
-        print(json.dumps((ours_api if args.api else ours)(args.runs, only, args.tables, args.worker)))
+        if args.api:
+            print(json.dumps(ours_api(args.runs, only, args.tables, args.worker, False if args.no_progress else None)))
+        else:
+            print(json.dumps(ours(args.runs, only, args.tables, args.worker)))
         return 0
 
     t0 = time.perf_counter()
@@ -240,7 +254,8 @@ def main() -> int:
     if only:
         only |= {name for name, _fen, _depth in walks}
     cmd = [sys.executable, __file__, "--worker", json.dumps(walks), "--runs", str(args.runs), "--tables",
-           args.tables] + (["--only", *only] if only else []) + (["--api"] if args.api else [])
+           args.tables] + (["--only", *only] if only else []) + (["--api"] if args.api else []) \
+        + (["--no-progress"] if args.no_progress else [])
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
     if proc.returncode != 0:
         print(f"bench_vs_peer: our worker failed (exit {proc.returncode})", file=sys.stderr)
@@ -279,12 +294,13 @@ def main() -> int:
         target = TARGET[r["tt"]]
         rows.append([r["row"], "TT" if r["tt"] else "no TT", f"{r['nodes']:,}", check, f"{r['seconds']:.3f}",
                      f"{r['no_estimate_s']:.3f}" if "no_estimate_s" in r else None,
+                     f"{r['host_s'] * 1e3:.1f}" if "host_s" in r else None,
                      f"{p['seconds']:.3f}" if p.get("seconds") else None, peer_check,
                      f"{ratio:.2f}" if ratio else None,
                      None if ratio is None else ("ok" if ratio >= target else f"below {target:.1f}x")])
     print()
-    print(markdown(["row", "tables", "nodes", "our count", "ours s", "ours s, no estimate", "perft_gpu_2026 s",
-                    "peer count", "peer/ours", "target"], rows, "llrlrrrlrl"))
+    print(markdown(["row", "tables", "nodes", "our count", "ours s", "ours s, no estimate", "ours outside kernels ms",
+                    "perft_gpu_2026 s", "peer count", "peer/ours", "target"], rows, "llrlrrrrlrl"))
     print(f"\nbench_vs_peer: {time.perf_counter() - t0:.0f} s in all")
     if args.json:
         Path(args.json).write_text(json.dumps(mine, indent=2))

@@ -299,10 +299,27 @@ def test_no_estimate_at_all_with_max_estimate_seconds_none(monkeypatch):
     def no_bound(*args, **kwargs):
         raise AssertionError("the bound ran")
 
-    monkeypatch.setattr(estimate_mod, "within_limit", no_bound)
+    monkeypatch.setattr(estimate_mod, "node_bound", no_bound)
     assert perft_core.perft(START, 5, max_estimate_seconds=None, progress=False) == 4865609
     assert perft_core.perft(START, 4, backend="gpu-emulated", tt=True, max_estimate_seconds=None,
                             progress=False) == 197281
+
+
+def test_the_bound_is_made_once_a_call(monkeypatch):
+    """A short count asks the bound two questions (over the limit? long enough for progress
+    lines?) and pays its CPU plies (up to ~1 ms, issue 27) once."""
+    _no_sampled_estimate(monkeypatch)
+    calls = []
+    node_bound = estimate_mod.node_bound
+
+    def counted(*args, **kwargs):
+        calls.append(args)
+        return node_bound(*args, **kwargs)
+
+    monkeypatch.setattr(estimate_mod, "node_bound", counted)
+    monkeypatch.setattr(perft_core.watch, "wants_lines", lambda progress: True)  # no terminal
+    assert perft_core.perft(START, 5) == 4865609
+    assert len(calls) == 1
 
 
 def test_a_tight_limit_still_refuses_a_short_count():

@@ -202,6 +202,8 @@ class FakeDeviceArray(np.ndarray):
         arr = self
 
         class Ptr:
+            ptr = np.asarray(arr).ctypes.data  # a host address: the fake runtime's copies are memmove
+
             def memset_async(self, value, nbytes):
                 np.asarray(arr).view(np.uint8)[:nbytes] = value
 
@@ -209,6 +211,7 @@ class FakeDeviceArray(np.ndarray):
 
 
 def fake_cupy_kernels(order_seed: int = 0):
+    import ctypes
     import types
 
     from perft_core.gpu.kernels import SCAN_TILE, CupyKernels
@@ -261,10 +264,15 @@ def fake_cupy_kernels(order_seed: int = 0):
         slot_of, group_of_slot, n, group_of = args
         group_of[:int(n)] = group_of_slot[slot_of[:int(n)]]
 
+    runtime = types.SimpleNamespace(memcpyDeviceToHost=2, streamSynchronize=lambda stream: None,
+                                    memcpyAsync=lambda dst, src, size, kind, stream: ctypes.memmove(dst, src, size))
     k = object.__new__(CupyKernels)
     k.xp = types.SimpleNamespace(empty=empty, uint32=np.uint32, uint64=np.uint64,
-                                 cuda=types.SimpleNamespace(Event=lambda: types.SimpleNamespace(record=lambda: None)))
-    k._events = []
+                                 cuda=types.SimpleNamespace(Event=lambda: types.SimpleNamespace(record=lambda: None),
+                                                            runtime=runtime,
+                                                            get_current_stream=lambda: types.SimpleNamespace(ptr=0)))
+    k._events, k._spare_events = [], []
+    k._pinned = np.zeros(1 << 12, dtype=np.uint8)  # the staging memory (page-locked on a GPU)
     k.fn = {"scan_tiles_u32_kernel": scan_tiles, "scan_tiles_u64_kernel": scan_tiles,
             "scan_apply_u32_kernel": scan_apply, "scan_apply_u64_kernel": scan_apply,
             "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group}

@@ -399,3 +399,46 @@ def test_count_answered_by_the_host_cache_counts_no_distinct_positions(kernels):
 
     drv._distinct = boom
     assert drv.perft(pos, 4) == 4085603
+
+
+def test_levels_without_transpositions_are_not_merged(kernels):
+    """A single-root count merges no BFS level at ply 1 or 2 below its root (no two paths reach one
+    position there: the merge would cost a synchronising read for nothing) and stays exact; roots of
+    several counts (count_roots) are merged from their first made level, where their children can
+    meet."""
+    merged_n = []
+    merge_groups = kernels.merge_groups
+
+    def watched(keys, n):
+        merged_n.append(n)
+        return merge_groups(keys, n)
+
+    kernels.merge_groups = watched
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=4 << 20)
+    pos3 = perft_core.Position.from_fen(POS3)
+    assert drv.perft(pos3, 5) == 674624  # one BFS call: plies 1 and 2 made, neither merged
+    assert drv.stats.gpu_calls == 1 and drv.stats.launch_depth == 0 and merged_n == []
+    assert drv.perft(pos3, 6) == 11030083
+    assert len(merged_n) == drv.stats.gpu_calls  # one level at ply 3 merged in each call
+    merged_n.clear()
+    kiwi = perft_core.Position.from_fen(KIWIPETE)
+    roots = [kiwi.push(m) for m in sorted(kiwi.legal_moves())[:6]]
+    assert drv.count_roots(roots, 4, kiwi) == [perft_core.perft(p, 4) for p in roots]
+    assert len(merged_n) == drv.stats.gpu_calls > 0  # the call's first made level is merged
+
+
+def test_read_returns_host_copies_in_one_synchronisation(kernels):
+    """``read``: every array's values (several dtypes and shapes, odd byte lengths) in one call,
+    as host copies that later device writes do not change; scan totals read through it."""
+    rng = np.random.default_rng(7)
+    host = [rng.integers(0, 1 << 31, 5, dtype=np.uint32), rng.integers(0, 1 << 62, (3, 2), dtype=np.uint64),
+            np.zeros(0, dtype=np.uint64), rng.integers(0, 255, 3, dtype=np.uint8), np.arange(9, dtype=np.uint64)]
+    dev = [kernels.to_device(h.copy()) for h in host]
+    got = kernels.read(*dev)
+    for h, g in zip(host, got):
+        assert g.dtype == h.dtype and g.shape == h.shape and np.array_equal(g, h)
+    kernels.zero(dev[1])
+    assert np.array_equal(got[1], host[1]) and not kernels.read(dev[1])[0].any()
+    counts = kernels.to_device(host[0])
+    offsets = kernels.xp.zeros(6, dtype=np.uint64)
+    assert kernels.scan(counts, 5, offsets) == int(host[0].sum(dtype=np.uint64))

@@ -52,6 +52,10 @@ class EmulatedKernels:
     def synchronize(self) -> None:
         pass
 
+    def read(self, *arrays) -> list[np.ndarray]:
+        """Host copies of ``arrays`` (see CupyKernels.read)."""
+        return [np.array(a) for a in arrays]
+
     def _timed(self, fn, *args):
         t = time.perf_counter()
         out = fn(*args)
@@ -207,7 +211,9 @@ class CupyKernels:
         self.total = cp.empty(1, dtype=cp.uint64)
         self.kernel_seconds = 0.0
         self.kernel_seconds_by_name: dict[str, float] = {}  # device time per kernel, seconds
-        self._events = []
+        self._events = []  # (kernel name, start, end) of the launches since the last synchronize
+        self._spare_events = []  # events whose times were read, recorded again by later launches
+        self._pinned = None  # page-locked staging memory of read (numpy uint8), grown on demand
 
     def set_castle(self, ci: bytes) -> None:
         self.ci = self.xp.asarray(np.frombuffer(ci, dtype=np.uint8))
@@ -236,7 +242,46 @@ class CupyKernels:
             dt = self.xp.cuda.get_elapsed_time(a, b) / 1e3
             self.kernel_seconds += dt
             self.kernel_seconds_by_name[name] = self.kernel_seconds_by_name.get(name, 0.0) + dt
+            self._spare_events += (a, b)
         self._events.clear()
+
+    def read(self, *arrays) -> list[np.ndarray]:
+        """Host copies (numpy, same dtype and shape) of contiguous device ``arrays``, after the work
+        queued before them, with one synchronisation for all of them (a BFS call's last read brings
+        its root values and its hit counters back together).
+
+        Raises ValueError for an array that is not C-contiguous.
+        """
+        spans, at = [], 0
+        for a in arrays:
+            if not a.flags.c_contiguous:
+                raise ValueError("read needs C-contiguous device arrays")
+            spans.append((a.data.ptr, a.nbytes, at))
+            at += -(-a.nbytes // 8) * 8
+        host = self._copy_out(spans, at)
+        return [host[at:at + a.nbytes].view(a.dtype).reshape(a.shape).copy() for a, (_, _, at) in zip(arrays, spans)]
+
+    def _read_word(self, array, index: int = 0) -> int:
+        """``int(array[index])`` of a device uint64 array (a scan total), one stream round trip."""
+        return int(self._copy_out([(array.data.ptr + 8 * int(index), 8, 0)], 8)[:8].view(np.uint64)[0])
+
+    def _copy_out(self, spans, nbytes: int) -> np.ndarray:
+        """Copy each (device address, bytes, host offset) of ``spans`` into page-locked staging
+        memory of at least ``nbytes`` bytes (returned, numpy uint8; valid until the next copy):
+        asynchronous copies on the current stream, then one wait on that stream. Against
+        ``ndarray.get`` (a device view, a pageable synchronous copy, a new array each time) this
+        keeps a scan total's read to one round trip (issue 27: 14 such reads a short count)."""
+        rt = self.xp.cuda.runtime
+        if self._pinned is None or self._pinned.nbytes < nbytes:
+            import cupyx
+
+            self._pinned = cupyx.empty_pinned(max(nbytes, 1 << 12), dtype=np.uint8)
+        host, stream = self._pinned.ctypes.data, self.xp.cuda.get_current_stream().ptr
+        for ptr, size, at in spans:
+            if size:
+                rt.memcpyAsync(host + at, ptr, size, rt.memcpyDeviceToHost, stream)
+        rt.streamSynchronize(stream)
+        return self._pinned
 
     def _launch(self, name, n, threads, args):
         if n == 0:
@@ -245,7 +290,8 @@ class CupyKernels:
 
     def _launch_grid(self, name, blocks, threads, args):
         cp = self.xp
-        start, end = cp.cuda.Event(), cp.cuda.Event()
+        spare = self._spare_events
+        start, end = (spare.pop(), spare.pop()) if spare else (cp.cuda.Event(), cp.cuda.Event())
         start.record()
         self.fn[name]((int(blocks),), (threads,), args)
         end.record()
@@ -269,7 +315,7 @@ class CupyKernels:
 
     def scan(self, counts, n, offsets) -> int:
         self._scan(counts, n, offsets)
-        return int(offsets[n:n + 1].get()[0])
+        return self._read_word(offsets, n)
 
     def _scan(self, values, n, offsets) -> None:
         """offsets[0 .. n] = exclusive prefix sums of values[:n] (uint32 or uint64), as uint64."""
@@ -300,12 +346,12 @@ class CupyKernels:
         variant = self.leaf3_variant if levels == 3 else levels
         self._launch(f"leaf_kernel<{us},{variant}>", n, self.leaf_threads,
                      (boards, parents, moves, np.uint64(n), self.ci, self.total))
-        return int(self.total.get()[0])
+        return self._read_word(self.total)
 
     def count_sum(self, boards, n, us) -> int:
         self.zero(self.total)
         self._launch(f"count_sum_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, self.total))
-        return int(self.total.get()[0])
+        return self._read_word(self.total)
 
     # ----- transposition-table mode -----
     def zobrist(self, seed: int):

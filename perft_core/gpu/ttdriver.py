@@ -41,6 +41,11 @@ on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 
 HITS_SLOTS = 64  # device hit counters of a BFS call, one per remaining depth
 
 
+FIRST_TRANSPOSITION_PLY = 3
+"""The first ply below one position where two move sequences can reach the same position (two moves
+of one side played in either order around a move of the other); at ply 1 and 2 every path reaches a
+different position, so a BFS level there is not merged (merging it would find nothing)."""
+
 PART_DEPTH = 3
 """The remaining depth at which a count split into parts (``TTBfsDriver.set_part``) is split: the
 level whose positions the fused leaf expands, by far the most expensive one, so a part costs the
@@ -150,6 +155,7 @@ class TTBfsDriver(BfsDriver):
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
         self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
+        self._count_depth = None  # depth of the single-root count under way (None: count_roots)
         self.adaptive = True  # size a level's later chunks from what its calls used (not with chunk_leaf_moves: a cap)
         # Roots go out in the order the host made them (children of one parent side by side), so
         # a chunk's roots share ancestors and their transpositions merge inside the call; sorted by
@@ -185,7 +191,11 @@ class TTBfsDriver(BfsDriver):
         g = self._prepare(pos, root, us, depth)
         boards = np.array([root], dtype=np.uint64)
         keys = self._host_keys(boards, us)
-        return int(self._values_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)[0])
+        self._count_depth = depth
+        try:
+            return int(self._values_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)[0])
+        finally:
+            self._count_depth = None
 
     def _prepare(self, pos, root, us: int, depth: int) -> int:
         """Plan a count of ``depth`` below ``pos`` (root board ``root``, side ``us``): its GPU depth
@@ -619,11 +629,15 @@ class TTBfsDriver(BfsDriver):
         k.upload(keys, root_keys)
         levels = []
         self._hits_dev = None
+        # The roots' ply below the count's single root (None: roots of several counts, count_roots):
+        # a level at a ply under FIRST_TRANSPOSITION_PLY below that root holds no two equal
+        # positions, and its merge would cost a synchronising read and five launches for nothing.
+        root_ply = None if self._count_depth is None else self._count_depth - depth
         side, ply = us, 0
         while True:
             left = depth - ply
             n_made, group_of = n, None
-            if ply >= 1 and self.merge and n > 1:
+            if ply >= 1 and self.merge and n > 1 and (root_ply is None or root_ply + ply >= FIRST_TRANSPOSITION_PLY):
                 boards, keys, n, group_of = self._merge(boards, keys, n, ply)
                 self.tt_stats["merged"] += n_made - n
             values = a.alloc(f"values[{ply}]", n, np.uint64)
@@ -679,11 +693,13 @@ class TTBfsDriver(BfsDriver):
                 else:
                     k.upsweep_grouped(levels[i - 1]["parents"], lv["group_of"], lv["values"], lv["n_made"],
                                       levels[i - 1]["values"])
-        k.synchronize()
+        # One synchronisation brings the roots' values and the hit counters back together.
+        out, *hits = k.read(levels[0]["values"], *([] if self._hits_dev is None else [self._hits_dev]))
+        k.synchronize()  # the stream is idle by now: this only reads the kernels' times
         self.stats.allocations.append(a.ordinal)
         self._last_call = (a.used, max((lv["n_made"] for lv in levels if lv["group_of"] is not None), default=0))
-        if self._hits_dev is not None:
-            hits = np.asarray(self._hits_dev.get() if hasattr(self._hits_dev, "get") else self._hits_dev)
+        if hits:
+            hits = hits[0]
             for lv in levels:  # each remaining depth is one level of a call
                 if lv["tt"] is not None:
                     r, found = lv["tt"].remaining, int(hits[lv["tt"].remaining])
@@ -691,8 +707,7 @@ class TTBfsDriver(BfsDriver):
                     self.tt_stats["hits"] += found
                     # every board not found stores its count (zero counts excepted, see bfs_store)
                     self._table_stores[r] = self._table_stores.get(r, 0) + lv["n"] - found
-        out = levels[0]["values"]
-        return np.asarray(out.get() if hasattr(out, "get") else out).copy()
+        return out
 
     def _merge(self, boards, keys, n: int, ply: int):
         """Merge boards with equal keys: (unique boards, their keys, count, group of each board).
