@@ -87,13 +87,16 @@ def test_publish_writes_the_report_and_an_index_naming_the_commit(tmp_path):
 
 
 def test_progress_lines_without_a_terminal(capsys, monkeypatch):
-    """stderr is not a terminal under capsys: a count estimated over LINES_SECONDS writes a line
-    every PROGRESS_LINE_SECONDS (here 0: after each root move) and a summary; a short one nothing."""
-    assert perft_core.perft(chess.STARTING_FEN, 4) == 197281
+    """stderr is not a terminal under capsys: with progress="lines" (the perft command's choice) a
+    count estimated over LINES_SECONDS writes a line every PROGRESS_LINE_SECONDS (here 0: after each
+    root move) and a summary; a short one nothing; a library call (progress None) nothing."""
+    assert perft_core.perft(chess.STARTING_FEN, 4, progress="lines") == 197281
     assert capsys.readouterr().err == ""  # estimated well under 10 s: quiet
     monkeypatch.setattr(watch, "LINES_SECONDS", 0.0)
     monkeypatch.setattr(watch, "PROGRESS_LINE_SECONDS", 0.0)
     assert perft_core.perft(chess.STARTING_FEN, 4) == 197281
+    assert capsys.readouterr().err == ""  # a library call off a terminal: quiet
+    assert perft_core.perft(chess.STARTING_FEN, 4, progress="lines") == 197281
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 21  # one per root move, then the summary
     assert re.fullmatch(r"perft 4: 1/20 root moves \(\d+\.\d %\), [\d,]+ nodes in \d+ s, [\d,]+ M nodes/s, ETA \d+ s",
