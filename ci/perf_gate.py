@@ -30,10 +30,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from perft_core.atomic import write_text  # noqa: E402
 from perfgate import static, timing  # noqa: E402
-from perfgate.workloads import (  # noqa: E402
+from perfgate.workloads import (  # noqa: E402  (puts the source root on sys.path)
     WORKLOADS, Variant, WrongNodeCount, HostDelay, build_driver, gpu_info, release_device_memory)
+from perft_core.atomic import write_text  # noqa: E402
 
 PASS, FAIL, CANNOT_RUN, WRONG_COUNT = 0, 1, 2, 3
 
