@@ -18,13 +18,16 @@ from pathlib import Path
 
 import pytest
 
+import perft_core
 from oracle import tables
 
 pytestmark = pytest.mark.core
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
 
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-ROOT = Path(__file__).resolve().parent.parent
+#: The folder holding the perft_core this test imports: the scheduler, the workers and the client
+#: import the same one.
+IMPORT_ROOT = Path(perft_core.__file__).resolve().parent.parent
 LOOPBACK = "127.0.0.1"
 
 
@@ -36,11 +39,12 @@ def free_port() -> int:
 
 def start(args: list[str], log: Path) -> subprocess.Popen:
     """A Dask process (``python -m distributed.cli.X ARGS``) in its own session, output to ``log``;
-    it imports this checkout's perft_core."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    it imports the perft_core this test imports (the installed package in CI, where the checkout
+    has no built extension; the checkout where it is built in place), from outside the checkout."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(IMPORT_ROOT), os.environ.get("PYTHONPATH", "")])}
     with log.open("w") as out:
         return subprocess.Popen([sys.executable, "-P", "-m", *args], stdout=out, stderr=subprocess.STDOUT, env=env,
-                                cwd=ROOT, start_new_session=True)
+                                cwd=log.parent, start_new_session=True)
 
 
 def end(proc: subprocess.Popen) -> None:
@@ -77,7 +81,7 @@ def test_an_external_cluster_survives_a_killed_worker(tmp_path):
             client.wait_for_workers(2, timeout=30)
         store = tmp_path / "ext.sqlite"
         run = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "deep", START, str(depth), "--scheduler", address,
-                                "--split-ply", "3", "--store", str(store), "--json"], cwd=ROOT,
+                                "--split-ply", "3", "--store", str(store), "--json"], cwd=tmp_path,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         procs.append(run)
         while counted_rows(store) == 0:  # the count phase has begun: some units are done, most are not
