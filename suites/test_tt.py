@@ -292,3 +292,15 @@ def test_tables_slow_budget(suite):
     table = TranspositionTable(max(r.depth for r in rows), 256)
     for row in rows:
         assert perft_tt(_pos(row), row.depth, table=table, threads=os.cpu_count() or 1) == row.nodes
+
+
+def test_a_count_stopped_at_its_deadline_stores_no_partial_count():
+    """Issue 26: a count through the tables stops at its deadline (or at Ctrl-C, the same flag)
+    without storing the partial sums of the nodes it left: every entry recorded before the stop is
+    exact (recounted without tables), and a count through the same tables afterwards is too."""
+    table = TranspositionTable(6, 16, lossless_from=4, record_positions=True)
+    with pytest.raises(_core.CountStopped, match="deadline"):
+        _core.perft_tt(Position.from_fen(KIWIPETE)._core_args(), 6, 1, table._native, 0, 0.2)
+    n, bad_keys, bad_counts = _audit(table)
+    assert n > 1000 and bad_keys == [] and bad_counts == []
+    assert perft_tt(KIWIPETE, 6, table=table, threads=1) == 8_031_647_685

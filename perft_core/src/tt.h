@@ -409,9 +409,13 @@ inline Key128 child_key(const Key128& k, const Board& b, Move m, const Search& s
 }
 
 // Perft of b (key k, Us to move) at remaining depth >= 1, through the tables.
+// A stopped count (pc_host::stop_requested, checked STOP_PLIES or more plies above the leaves, as
+// perft_rec does) returns early with a partial sum; once stopped it stays stopped, so a node that
+// might hold a partial sum (STOP_PLIES or more plies above the leaves) stores nothing then.
 template <int Us, int F>
 u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
     if (depth == 1) return count_moves<Us>(b, s.ci);
+    if (depth >= pc_host::STOP_PLIES && pc_host::stop_requested()) return 0;
     const bool use = s.tt.kind(depth) != LEVEL_NONE;
     u128 total = 0;
     if (use && s.tt.probe(depth, k, total, s.st[depth])) return total;
@@ -431,7 +435,8 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
         }
         for (int i = 0; i < n; ++i) total += tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s);
     }
-    if (use) s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
+    if (use && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))
+        s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
     return total;
 }
 
@@ -478,8 +483,9 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
     std::atomic<size_t> next{0};
     pc_host::run_workers(threads, items.size(), [&]() {
         Search s(tt, r.ci);
-        for (size_t k; (k = next.fetch_add(1)) < items.size();) {
+        for (size_t k; !pc_host::stop_requested() && (k = next.fetch_add(1)) < items.size();) {
             u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, items[k].depth, s);
+            if (pc_host::stop_requested()) break;  // c may be cut short: discard it
             std::lock_guard<std::mutex> g(sums_mutex);
             sums[items[k].root] += c;
         }

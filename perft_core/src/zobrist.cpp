@@ -3,6 +3,7 @@
 // Keys cross into Python as (lo, hi) halves or as one int (hi << 64) | lo; counts as Python ints
 // of any size (the TT perft accumulates in 128 bits).
 #include "modules.h"
+#include "stop.h"
 #include "tt.h"
 
 using namespace pc_host;
@@ -147,26 +148,34 @@ void register_zobrist(pybind11::module_& m) {
         }, py::arg("key_lo"), py::arg("key_hi"), py::arg("depth"), "The stored count of a key at a depth, or None.")
         .def("clear", &Table::clear);
 
-    m.def("perft_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault) {
+    // Both stop as perft and divide do (stop.h): Ctrl-C within milliseconds, CountStopped at a
+    // deadline; a count cut short stores nothing (tt.h), so the tables stay exact.
+    m.def("perft_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault, double max_seconds) {
         check_depth(depth);
         check_threads(threads);
         Root r = parse_args(args);
         if (depth == 0) return py::object(py::int_(1));
+        StopScope stop(depth, max_seconds);
         u128 total = 0;
         for (u128 c : tt_counts(r, legal_list(r), depth, threads, table, fault)) total += c;
+        stop.finish();
         return pyint_u128(total);
     }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("fault") = 0,
-       "Perft of B through the tables (128-bit count). fault != 0 plants a test-only key bug.");
+       py::arg("max_seconds") = 0.0,
+       "Perft of B through the tables (128-bit count). fault != 0 plants a test-only key bug; max_seconds > 0: "
+       "raise CountStopped after that many seconds.");
 
-    m.def("divide_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault) {
+    m.def("divide_tt", [](const py::tuple& args, int depth, int threads, Table& table, int fault, double max_seconds) {
         check_depth(depth);
         check_threads(threads);
         Root r = parse_args(args);
         std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
+        StopScope stop(depth, max_seconds);
         std::vector<u128> counts = tt_counts(r, moves, depth, threads, table, fault);
+        stop.finish();
         py::list out;
         for (size_t i = 0; i < moves.size(); ++i) out.append(py::make_tuple(uci(r, moves[i]), pyint_u128(counts[i])));
         return out;
     }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("fault") = 0,
-       "[(uci, nodes)] through the tables.");
+       py::arg("max_seconds") = 0.0, "[(uci, nodes)] through the tables.");
 }
