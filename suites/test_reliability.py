@@ -210,6 +210,14 @@ def test_f7_a_signal_stops_a_piped_cpu_count_at_once(sig):
     assert seconds < 3
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_f7_a_signal_stops_a_piped_count_through_tables_at_once(sig):
+    p, err, seconds = _interrupt(["run", START, "9", "--force", "--threads", "2", "--tt"], sig, after=3)
+    assert p.returncode == 130, err
+    assert err.strip() == "perft: interrupted"
+    assert seconds < 3
+
+
 # ----- F8: Ctrl-C on a deep run --------------------------------------------------------------------
 
 def test_f8_ctrl_c_on_a_deep_run_is_one_line_and_leaves_nothing(tmp_path):
