@@ -212,7 +212,8 @@ def test_f7_a_signal_stops_a_piped_cpu_count_at_once(sig):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_f7_a_signal_stops_a_piped_count_through_tables_at_once(sig):
-    p, err, seconds = _interrupt(["run", START, "9", "--force", "--threads", "2", "--tt"], sig, after=3)
+    # depth 10: each root move alone (the unit the watched count checks between) takes minutes
+    p, err, seconds = _interrupt(["run", START, "10", "--force", "--threads", "2", "--tt"], sig, after=3)
     assert p.returncode == 130, err
     assert err.strip() == "perft: interrupted"
     assert seconds < 3
