@@ -1,10 +1,15 @@
 """Public counting API: ``perft`` and ``divide`` over the available backends."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from . import limits
 from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
 from .threads import resolve_threads
+
+if TYPE_CHECKING:
+    import chess
 
 BACKENDS = ("cpu", "gpu", "gpu-emulated")
 
@@ -269,8 +274,6 @@ def _split_plies(pos, depth: int, est, moves) -> int:
 def _subtree(position, depth: int, split: int, threads: int, w) -> int:
     """perft(position, depth) as the sum of its descendants' counts ``split`` plies down, one
     extension call each, checking the deadline before every call."""
-    from . import _core
-
     if split == 0 or depth <= 1:
         return limits.cpu_count(w, position._core_args(), depth, threads)  # stops at the deadline itself
     return sum(_subtree(position.push(m), depth - 1, split - 1, threads, w) for m in position.legal_moves())

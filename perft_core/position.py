@@ -15,8 +15,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from perft_core.errors import FenError, IllegalMoveError
+
+if TYPE_CHECKING:
+    import chess
 
 _CODE_OF = {"p": 1, "n": 2, "b": 3, "r": 4, "q": 5, "k": 6}
 _LETTER_OF = " pnbrqk"

@@ -18,7 +18,7 @@ from oracle.runner import run_suite
 from perft_cli import main
 from perft_core import estimate as estimate_mod
 from perft_core import watch
-from perft_core.errors import CountInterrupted, CountRefused
+from perft_core.errors import CountInterrupted
 from perft_core.estimate import estimate, extrapolate
 
 START = chess.STARTING_FEN

@@ -2,7 +2,6 @@
 that merely encloses a copy of it."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import time
 import uuid
 from contextlib import contextmanager

@@ -18,8 +18,6 @@ BUG may also be ``garbage`` (no total), ``crash`` (exit 3 after printing depth 1
 import sys
 import time
 
-import chess
-
 import broken
 
 strict = "--strict" in sys.argv  # refuse positions whose side not to move is in check, as many engines do
