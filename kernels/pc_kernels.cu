@@ -84,10 +84,16 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_kernel(const Board* __re
 // written out coalesced, instead of each thread scattering 2-byte stores. A block whose run does
 // not fit the stage writes directly.
 // Boards with an empty range (no moves, or a TT hit in TT mode) write nothing.
+// A board whose generator gives another number of moves than its count reserved (a move generator
+// bug) writes only into its own slots (CappedSink; slots left over repeat its first move, so every
+// later kernel reads legal data) and reports itself in `gen_error` (the first such board wins):
+// bit 63 | board index << 20 | moves generated (<= 1023) << 10 | moves reserved. The host reads
+// the word with the level's next read and raises (perft_core/gpu/kernels.py).
 template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) gen_kernel(const Board* __restrict__ boards, u32 n,
                                                              const CastleInfo* ci_g, const u64* __restrict__ offsets,
-                                                             Move* __restrict__ moves, u32* __restrict__ parents) {
+                                                             Move* __restrict__ moves, u32* __restrict__ parents,
+                                                             unsigned long long* __restrict__ gen_error) {
     PC_SLOW();
     PC_LOAD_CI(ci_g);
     __shared__ Move stage[PC_STAGE_MOVES];
@@ -100,9 +106,22 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) gen_kernel(const Board* __rest
     bool staged = run <= PC_STAGE_MOVES;
     if (i < n && offsets[i + 1] > offsets[i]) {
         u64 at = offsets[i];
+        int reserved = (int)(offsets[i + 1] - at);
         Move* dst = staged ? &stage[at - base] : &moves[at];
-        int k = generate_moves<Us>(boards[i], ci, dst);
-        for (int j = 0; j < k; ++j) {
+        CappedSink s(dst, reserved);
+        generate_legal<Us>(boards[i], ci, s);
+#ifdef PC_TEST_GEN_MISCOUNT  // suites/test_gpu.py: a planted generator bug, one move more or less
+        if (i % 7 == 3) {
+            if (PC_TEST_GEN_MISCOUNT > 0) s.put(s.out[0]);
+            else s.n -= 1;
+        }
+#endif
+        if (s.n != reserved) {
+            for (int j = min(s.n, reserved); j < reserved; ++j) dst[j] = s.n > 0 ? dst[0] : (Move)0;
+            atomicCAS(gen_error, 0ull,
+                      (1ull << 63) | ((u64)i << 20) | ((u64)min(s.n, 1023) << 10) | (u64)min(reserved, 1023));
+        }
+        for (int j = 0; j < reserved; ++j) {
             if (staged) stage_parent[at - base + j] = (u8)threadIdx.x;
             else parents[at + j] = i;
         }
@@ -467,7 +486,8 @@ __global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u3
 #define PC_BOTH_SIDES(X) X(0) X(1)
 #define PC_INST(S)                                                                                          \
     template __global__ void count_kernel<S>(const Board*, u32, const CastleInfo*, u32*);                   \
-    template __global__ void gen_kernel<S>(const Board*, u32, const CastleInfo*, const u64*, Move*, u32*);  \
+    template __global__ void gen_kernel<S>(const Board*, u32, const CastleInfo*, const u64*, Move*, u32*,    \
+                                           unsigned long long*);                                           \
     template __global__ void make_kernel<S>(const Board*, const u32*, const Move*, u64, const CastleInfo*,  \
                                             Board*);                                                       \
     template __global__ void leaf_kernel<S, 2>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \

@@ -27,31 +27,49 @@ struct CountSink {
     PC_HD void pins(u64) {}
 };
 
-// Writes moves to a caller-provided array of at least PC_MAX_MOVES entries.
-struct ListSink {
+// Writes moves to an array. ListSink: the array has at least PC_MAX_MOVES entries. CappedSink: it
+// writes at most `cap` moves and counts all of them: the GPU generate kernel writes into the slots
+// that counting reserved, so a generator that disagrees with its count (a move generator bug) must
+// not write over its neighbours' moves; the kernel compares `n` with `cap` and reports it.
+struct Unbounded {
+    PC_HD bool room(int) const { return true; }
+};
+struct Bounded {
+    int cap;
+    PC_HD bool room(int n) const { return n < cap; }
+};
+template <class Room>
+struct MoveListSink : Room {
     Move* out;
     int n = 0;
-    PC_HD explicit ListSink(Move* o) : out(o) {}
+    PC_HD explicit MoveListSink(Move* o) : out(o) {}
+    PC_HD MoveListSink(Move* o, int cap) : Room{cap}, out(o) {}
+    PC_HD void put(Move m) {
+        if (this->room(n)) out[n++] = m;
+        else ++n;
+    }
     PC_HD void piece(int from, u64 to) {
-        while (to) out[n++] = make_mv(from, pop_lsb(to), MF_NORMAL);
+        while (to) put(make_mv(from, pop_lsb(to), MF_NORMAL));
     }
     PC_HD void slider(int from, u64 to) { piece(from, to); }
     // `delta` is to - from for every target of this set.
     PC_HD void pawns(u64 to, int delta, int flag) {
         while (to) {
             int t = pop_lsb(to);
-            out[n++] = make_mv(t - delta, t, flag);
+            put(make_mv(t - delta, t, flag));
         }
     }
     PC_HD void promos(u64 to, int delta) {
         while (to) {
             int t = pop_lsb(to);
-            for (int f = MF_PROMO_Q; f >= MF_PROMO_N; --f) out[n++] = make_mv(t - delta, t, f);
+            for (int f = MF_PROMO_Q; f >= MF_PROMO_N; --f) put(make_mv(t - delta, t, f));
         }
     }
-    PC_HD void one(int from, int to, int flag) { out[n++] = make_mv(from, to, flag); }
+    PC_HD void one(int from, int to, int flag) { put(make_mv(from, to, flag)); }
     PC_HD void pins(u64) {}
 };
+typedef MoveListSink<Unbounded> ListSink;
+typedef MoveListSink<Bounded> CappedSink;
 
 template <int Us, class Sink>
 PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {

@@ -64,3 +64,19 @@ class CountInterrupted(RuntimeError):
         self.estimate = estimate
         super().__init__(f"perft {depth} stopped after {seconds:.1f} s with {len(self.partial)} of {moves_total} "
                          f"root moves counted: a partial divide, not a total")
+
+
+class GeneratorMismatch(RuntimeError):
+    """The GPU generate kernel found a board whose move generator gave another number of moves
+    than its count reserved (``generate_moves`` and ``count_moves`` disagree: a kernel bug). No
+    count is returned; nothing was written outside the board's own slots.
+
+    ``board``: the board's index in its BFS level; ``generated``, ``reserved``: the two numbers
+    (``generated`` is capped at 1023).
+    """
+
+    def __init__(self, board: int, generated: int, reserved: int):
+        self.board, self.generated, self.reserved = board, generated, reserved
+        super().__init__(f"gen_kernel: board {board} of a BFS level generates {generated} moves where its count "
+                         f"promised {reserved} (generate_moves and count_moves disagree): the GPU kernels are "
+                         f"broken, no count is returned")

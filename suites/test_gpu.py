@@ -71,6 +71,28 @@ def test_gpu_launch_depth_chunks_and_fallback_exact():
         assert d.stats.peak_bytes <= capacity
 
 
+@pytest.mark.parametrize("miscount", [1, -1])
+@pytest.mark.parametrize("tables", [False, True])
+def test_gen_kernel_refuses_a_board_whose_generator_miscounts(miscount, tables):
+    """Issue 26, item 8: kernels built with a planted generator bug (every 7th board of a BFS level
+    generates one move more, or one fewer, than its count reserved) raise GeneratorMismatch naming
+    the board and both numbers, in the plain and the TT driver, instead of writing over the next
+    board's moves or returning a count; the error word is cleared for the next count."""
+    from perft_core.errors import GeneratorMismatch
+    from perft_core.gpu.driver import BfsDriver
+    from perft_core.gpu.kernels import CupyKernels
+    from perft_core.gpu.ttdriver import TTBfsDriver
+
+    k = CupyKernels(options=(f"-DPC_TEST_GEN_MISCOUNT={miscount}",))
+    d = (TTBfsDriver(k, memory_bytes=1 << 26, tt_bytes=1 << 22) if tables else BfsDriver(k, memory_bytes=1 << 26))
+    kiwipete = perft_core.Position.from_fen("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1")
+    with pytest.raises(GeneratorMismatch, match="moves where its count promised") as caught:
+        d.perft(kiwipete, 5)
+    e = caught.value
+    assert e.generated - e.reserved == miscount and e.reserved > 0 and e.board % 7 == 3, str(e)
+    assert int(k.gen_error.get()[0]) == 0
+
+
 def test_kernel_resources_printed(driver):
     """Registers, local memory and shared memory of every kernel (CuPy's kernel attributes)."""
     attrs = driver.k.attributes()

@@ -209,6 +209,7 @@ class CupyKernels:
         self.leaf3_variant = 3 if leaf3 == "list" else 4
         self.ci = None
         self.total = cp.empty(1, dtype=cp.uint64)
+        self.gen_error = cp.zeros(1, dtype=cp.uint64)  # gen_kernel's report of a miscounting board, read with every read
         self.kernel_seconds = 0.0
         self.kernel_seconds_by_name: dict[str, float] = {}  # device time per kernel, seconds
         self._events = []  # (kernel name, start, end) of the launches since the last synchronize
@@ -272,16 +273,28 @@ class CupyKernels:
         ``ndarray.get`` (a device view, a pageable synchronous copy, a new array each time) this
         keeps a scan total's read to one round trip (issue 27: 14 such reads a short count)."""
         rt = self.xp.cuda.runtime
-        if self._pinned is None or self._pinned.nbytes < nbytes:
+        if self._pinned is None or self._pinned.nbytes < nbytes + 8:
             import cupyx
 
-            self._pinned = cupyx.empty_pinned(max(nbytes, 1 << 12), dtype=np.uint8)
+            self._pinned = cupyx.empty_pinned(max(nbytes + 8, 1 << 12), dtype=np.uint8)
         host, stream = self._pinned.ctypes.data, self.xp.cuda.get_current_stream().ptr
         for ptr, size, at in spans:
             if size:
                 rt.memcpyAsync(host + at, ptr, size, rt.memcpyDeviceToHost, stream)
+        err_at = -(-nbytes // 8) * 8  # gen_kernel's error word comes back with every read
+        rt.memcpyAsync(host + err_at, self.gen_error.data.ptr, 8, rt.memcpyDeviceToHost, stream)
         rt.streamSynchronize(stream)
+        self._check_gen(int(self._pinned[err_at:err_at + 8].view(np.uint64)[0]))
         return self._pinned
+
+    def _check_gen(self, word: int) -> None:
+        """Raise GeneratorMismatch for a non-zero error word of gen_kernel (see kernels/pc_kernels.cu)
+        and clear it, so that the kernels stay usable for the next count."""
+        if word:
+            from ..errors import GeneratorMismatch
+
+            self.gen_error.data.memset_async(0, 8)
+            raise GeneratorMismatch((word >> 20) & 0xFFFFFFFF, (word >> 10) & 1023, word & 1023)
 
     def _launch(self, name, n, threads, args):
         if n == 0:
@@ -335,7 +348,8 @@ class CupyKernels:
                           (values, np.uint64(n), tile_offsets if tile_offsets is not None else np.uint64(0), offsets))
 
     def gen(self, boards, n, us, offsets, moves, parents):
-        self._launch(f"gen_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, offsets, moves, parents))
+        self._launch(f"gen_kernel<{us}>", n, self.gen_threads,
+                     (boards, np.uint32(n), self.ci, offsets, moves, parents, self.gen_error))
 
     def make(self, boards, parents, moves, n, us, children):
         self._launch(f"make_kernel<{us}>", n, self.gen_threads,

@@ -36,20 +36,21 @@ template <int Us> struct CountF {
     }
 };
 // Generation writes into the slots that counting reserved: a board whose generator gives another
-// number of moves than its count promised (a move generator bug) would write over its neighbours'
-// moves or past the array, so each board is generated into its own list first and checked.
+// number of moves than its count promised (a move generator bug) must not write over its
+// neighbours' moves or past the array, so each board writes at most its own slots (CappedSink) and
+// the number it generated is checked.
 template <int Us> struct GenF {
     static int run(const Board* b, u64 n, const CastleInfo& ci, const u64* off, Move* moves, u32* parents) {
-        Move list[PC_MAX_MOVES];
         for (u64 i = 0; i < n; ++i) {
-            if (off[i + 1] == off[i]) continue;  // no moves, or a TT hit (TT mode)
-            const int k = generate_moves<Us>(b[i], ci, list);
-            if ((u64)k != off[i + 1] - off[i])
-                throw std::runtime_error("batch_gen: board " + std::to_string(i) + " generates " + std::to_string(k) +
-                                         " moves where its count promised " + std::to_string(off[i + 1] - off[i]) +
+            const u64 reserved = off[i + 1] - off[i];
+            if (reserved == 0) continue;  // no moves, or a TT hit (TT mode)
+            CappedSink s(moves + off[i], (int)reserved);
+            generate_legal<Us>(b[i], ci, s);
+            if ((u64)s.n != reserved)
+                throw std::runtime_error("batch_gen: board " + std::to_string(i) + " generates " + std::to_string(s.n) +
+                                         " moves where its count promised " + std::to_string(reserved) +
                                          " (generate_moves and count_moves disagree)");
-            std::memcpy(moves + off[i], list, k * sizeof(Move));
-            for (int j = 0; j < k; ++j) parents[off[i] + j] = (u32)i;
+            for (u64 j = 0; j < reserved; ++j) parents[off[i] + j] = (u32)i;
         }
         return 0;
     }
