@@ -273,6 +273,7 @@ def fake_cupy_kernels(order_seed: int = 0):
                                                             get_current_stream=lambda: types.SimpleNamespace(ptr=0)))
     k._events, k._spare_events = [], []
     k._pinned = np.zeros(1 << 12, dtype=np.uint8)  # the staging memory (page-locked on a GPU)
+    k.gen_error = np.zeros(1, dtype=np.uint64).view(FakeDeviceArray)  # gen_kernel's report word
     k.fn = {"scan_tiles_u32_kernel": scan_tiles, "scan_tiles_u64_kernel": scan_tiles,
             "scan_apply_u32_kernel": scan_apply, "scan_apply_u64_kernel": scan_apply,
             "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group}
@@ -287,6 +288,27 @@ def test_cupy_scan_glue_recurses_over_tiles(n):
     total = k.scan(values, n, offsets)
     want = np.concatenate([[0], np.cumsum(values, dtype=np.uint64)]).astype(np.uint64)
     assert total == int(want[-1]) and np.array_equal(np.asarray(offsets), want)
+
+
+def test_cupy_read_glue_raises_the_generate_kernels_report():
+    """Every read brings gen_kernel's error word back (kernels/pc_kernels.cu: bit 63 | board << 20 |
+    generated << 10 | reserved): a non-zero word raises GeneratorMismatch with the three numbers
+    decoded, and is cleared, so the next count reads clean."""
+    from perft_core.errors import GeneratorMismatch
+
+    k = fake_cupy_kernels()
+    values = np.arange(10, dtype=np.uint32).view(FakeDeviceArray)
+    offsets = np.zeros(11, dtype=np.uint64).view(FakeDeviceArray)
+    assert k.scan(values, 10, offsets) == 45
+    k.gen_error[0] = (1 << 63) | (123456 << 20) | (31 << 10) | 30
+    with pytest.raises(GeneratorMismatch, match="board 123456 of a BFS level generates 31 moves where its count "
+                                                "promised 30") as caught:
+        k.scan(values, 10, offsets)
+    assert (caught.value.board, caught.value.generated, caught.value.reserved) == (123456, 31, 30)
+    assert int(k.gen_error[0]) == 0 and k.scan(values, 10, offsets) == 45
+    k.gen_error[0] = (1 << 63) | (7 << 20) | (0 << 10) | 20
+    with pytest.raises(GeneratorMismatch, match="generates 0 moves where its count promised 20"):
+        k.read(offsets)
 
 
 @pytest.mark.parametrize("seed", range(3))
