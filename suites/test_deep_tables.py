@@ -204,3 +204,62 @@ def test_occupancy_is_read_within_its_share_of_the_counting_time(monkeypatch):
     reading = worker.table_reading("gpu-emulated", "run-a", 0x1234)
     assert reading["by_depth"][3]["occupied"] >= r3["occupied"]
     assert worker.table_reading("gpu-emulated", "another run", 0x1234) is None
+    # another run: the tables are planned again, and their evictions count from then on
+    other = worker.run_task([fens[0]], 5, "gpu-emulated", True, 0x1234, "run-b", STARTPOS, 6)
+    row = worker.table_reading("gpu-emulated", "run-b", 0x1234)["by_depth"][3]
+    assert row["occupied"] + row["evictions"] == other["tables"]["by_depth"][3]["stores"] > 0
+
+
+def test_duplicates_add_nothing_and_each_worker_process_counts_once_in_the_occupancy(tmp_path, capsys):
+    """In the store: a duplicate result (its rows already counted) adds no statistics; the sums of a
+    phase add every task's own figures; slots, occupied and evictions are each worker process's
+    latest reading (a batch without one leaves it), summed over processes; an end-of-phase
+    reading adds no probes; verify statistics stay apart. ``--stats`` reads the store while
+    another client holds it; a file that is not a store is one line, exit 2."""
+    from perft_core import Position
+    from perft_core.deep import split
+
+    path = tmp_path / "s.sqlite"
+    pos = Position.from_fen(STARTPOS)
+    st = Store.create(path, {"fen": pos.fen(), "depth": 4, "split_ply": 2, "backend": "gpu-emulated", "tt": True,
+                             "seed": 1, "verify_seed": 2, "verify_sample": 1.0}, split(pos, 4, 2))
+    rows = st.units()
+
+    def tables(process, probes, occupied):
+        return {"process": process, "by_depth": {3: {"probes": probes, "hits": 1, "host_probes": 0, "host_hits": 0,
+                                                     "stores": probes - 1, "slots": 100, "occupied": occupied,
+                                                     "evictions": None if occupied is None else 0},
+                                                 4: {"probes": 0, "hits": 0, "host_probes": 2, "host_hits": 1,
+                                                     "stores": 0, "slots": None, "occupied": None,
+                                                     "evictions": None}}}
+
+    with st:
+        st.begin_session("test")
+        assert st.finish(rows[:2], [1, 1], [0.1, 0.1], "w1", "d", "t1", [5, 5], [1, 0], tables("h:1", 10, 6)) == 2
+        assert st.finish(rows[:2], [1, 1], [0.1, 0.1], "w1", "d", "t1", [5, 5], [1, 0], tables("h:1", 10, 6)) == 0
+        assert st.finish(rows[2:4], [1, 1], [0.1, 0.1], "w1", "d", "t2", [5, 5], [1, 0], tables("h:1", 10, 8)) == 2
+        assert st.finish(rows[4:6], [1, 1], [0.1, 0.1], "w1", "d", "t3", [5, 5], [1, 0], tables("h:1", 10, None)) == 2
+        assert st.finish(rows[6:8], [1, 1], [0.1, 0.1], "w2", "d", "t4", [5, 5], [1, 0], tables("h:2", 10, 5)) == 2
+        got = st.table_statistics()["count"]
+        assert got["processes"] == 2
+        assert got["by_depth"][3] == {"probes": 40, "hits": 4, "host_probes": 0, "host_hits": 0, "stores": 36,
+                                      "hit_rate": 4 / 40, "host_hit_rate": None, "slots": 200, "occupied": 8 + 5,
+                                      "evictions": 0}
+        assert got["by_depth"][4]["host_probes"] == 8 and got["by_depth"][4]["host_hit_rate"] == 0.5
+        st.tables_read("count", "w1", {"process": "h:1", "by_depth": {3: {
+            "probes": 0, "hits": 0, "host_probes": 0, "host_hits": 0, "stores": 0, "slots": 100, "occupied": 9,
+            "evictions": 1}}})
+        got = st.table_statistics()["count"]["by_depth"][3]
+        assert (got["probes"], got["occupied"], got["evictions"]) == (40, 9 + 5, 1)
+        assert st.verified(rows[:2], [1, 1], [0.1, 0.1], "w1", "t5", tables("h:1", 7, 3)) == 2
+        both = st.table_statistics()
+        assert both["count"]["by_depth"][3]["probes"] == 40 and both["verify"]["by_depth"][3]["probes"] == 7
+        assert main(["deep", "--stats", str(path), "--json"]) == 0  # while this client holds the store
+        shown = json.loads(capsys.readouterr().out)
+    assert shown["tables"]["by_depth"]["3"]["occupied"] == 14 and shown["verify_tables"]["by_depth"]["3"]["probes"] == 7
+    assert shown["counted"] == 8 and shown["tt_probes"] == 40
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a store")
+    assert main(["deep", "--stats", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("perft: error: ") and "junk.sqlite" in err, err
