@@ -4,7 +4,7 @@ device probes and hits, grows with a resumed run, survives a schema-3 store's mi
 reaches ``perft deep --json``, the human summary and ``perft deep --stats``.
 
 Runs on the emulated GPU (``gpu-emulated --tt``: the real TTBfsDriver on NumPy) on a 2-worker
-LocalCluster; expected counts from the bundled OEIS A048987 table.
+LocalCluster (conftest's ``cluster``); expected counts from the bundled OEIS A048987 table.
 """
 from __future__ import annotations
 
@@ -13,26 +13,10 @@ import sqlite3
 
 import pytest
 
-from oracle import tables
 from perft_cli import main
 from perft_core.deep import deep_perft, worker
 from perft_core.deep.store import SCHEMA, TABLE_COUNTERS, Store
-
-distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
-
-STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-
-
-def expected(depth: int) -> int:
-    (row,) = [r for r in tables.load("startpos") if r.depth == depth]
-    return row.nodes
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as c:
-        yield c
+from test_deep import STARTPOS, expected  # Dask or a skip (its importorskip)
 
 
 def query(path, sql: str, params: tuple = ()) -> list[tuple]:

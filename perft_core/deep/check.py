@@ -3,7 +3,11 @@
 Every unit row's checksum (:func:`perft_core.deep.store.row_checksum`) is re-computed: a row that
 fails it was changed after it was written. Then a sample of the counted units (chosen by key, as
 the verify sample is: a fraction of them, at least one) is counted again on this machine, each unit
-as a whole (the sum over its parts), and compared with its stored count. Nothing is written.
+as a whole (the sum over its parts), and compared with its stored count. Nothing is written, but
+an older store gains what its schema lacks when it is opened (``Store.open``).
+
+:func:`store_statistics` (``perft deep --stats STORE``) reads what a store says about its run's
+speed, without counting and without the store's lock.
 """
 from __future__ import annotations
 
