@@ -22,8 +22,10 @@ Tables:
                host_hits (the driver's host cache), stores (device entries written); and the
                worker's table of r as it stood after the batch: slots, occupied, evictions (NULL
                where it has none, or occupancy was not read then: ``worker.OCCUPANCY_SHARE``).
-               Written with the task's counts, in the same transaction, only when they are; never
-               in a total or a checksum (:func:`table_statistics` sums them up).
+               Written with the task's counts, in the same transaction, only when they are, and
+               once per worker at the end of a phase (task ``tables read``: counters 0, the
+               tables as they stand); never in a total or a checksum (:meth:`Store.table_statistics`
+               sums them up; ``perft deep --stats`` prints them).
 
 Counts are decimal TEXT (Python ints of any size). Each unit row carries ``checksum``: SHA-256 (first
 16 bytes, hex) over its key, part, depth, multiplicity, its three counts and the run's options
@@ -80,8 +82,7 @@ CREATE TABLE sessions (
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE tables (
     id INTEGER PRIMARY KEY, session INTEGER, worker TEXT NOT NULL, process TEXT NOT NULL, task TEXT NOT NULL,
-    phase TEXT NOT NULL,
-    finished TEXT NOT NULL, r INTEGER NOT NULL, probes INTEGER NOT NULL, hits INTEGER NOT NULL,
+    phase TEXT NOT NULL, finished TEXT NOT NULL, r INTEGER NOT NULL, probes INTEGER NOT NULL, hits INTEGER NOT NULL,
     host_probes INTEGER NOT NULL, host_hits INTEGER NOT NULL, stores INTEGER NOT NULL, slots INTEGER,
     occupied INTEGER, evictions INTEGER);
 """
