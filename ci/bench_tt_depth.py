@@ -42,6 +42,7 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
     import perft_core
     from perft_core.errors import CountInterrupted
     from perft_core.gpu import get_driver
+    from perft_core.gpu.registry import table_statistics
 
     pos = perft_core.Position.from_fen(fen)
     drv = get_driver(backend, tt_mb)
@@ -77,10 +78,7 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
         k.synchronize()
     by_name = {n: s - before.get(n, 0.0) for n, s in getattr(k, "kernel_seconds_by_name", {}).items()}
     by_name = dict(sorted(((n, s) for n, s in by_name.items() if s > 0), key=lambda x: -x[1]))
-    tables = drv.tt_statistics()
-    for r, row in tables["by_depth"].items():  # this count's probes and hits (not the warm-up's)
-        for key in ("probes", "hits", "host_probes", "host_hits"):
-            row[key] -= stats0.get(r, {}).get(key, 0)
+    tables = table_statistics(backend, {"by_depth": stats0})  # this count's figures (not the warm-up's)
     return {"fen": fen, "depth": depth, "tt_mb": tt_mb, "tt_bytes": drv.tt_arena.capacity,
             "arena_bytes": drv.arena.capacity, "nodes": nodes, "partial": partial, "wall_s": wall,
             "kernel_s": sum(by_name.values()), "kernel_s_by_name": by_name, "gpu_calls": drv.stats.gpu_calls,

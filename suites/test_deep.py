@@ -36,13 +36,6 @@ def expected(depth: int) -> int:
     return row.nodes
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as c:
-        yield c
-
-
 def rows(path) -> list[dict]:
     conn = sqlite3.connect(path, timeout=30)
     try:

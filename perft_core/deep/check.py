@@ -3,15 +3,20 @@
 Every unit row's checksum (:func:`perft_core.deep.store.row_checksum`) is re-computed: a row that
 fails it was changed after it was written. Then a sample of the counted units (chosen by key, as
 the verify sample is: a fraction of them, at least one) is counted again on this machine, each unit
-as a whole (the sum over its parts), and compared with its stored count. Nothing is written.
+as a whole (the sum over its parts), and compared with its stored count. Nothing is written, but
+an older store gains what its schema lacks when it is opened (``Store.open``).
+
+:func:`store_statistics` (``perft deep --stats STORE``) reads what a store says about its run's
+speed, without counting and without the store's lock.
 """
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass, field
 
 from .run import _sampled
-from .store import Store
+from .store import Store, StoreError
 
 
 @dataclass
@@ -76,3 +81,27 @@ def check_store(path: str | os.PathLike, sample: float = 0.01, backend: str = "c
                 result.differ.append({"unit": u, "fen": parts[0]["fen"], "depth": parts[0]["depth"],
                                       "stored": stored, "counted": counted})
     return result
+
+
+def store_statistics(path: str | os.PathLike) -> dict:
+    """What a store says about its run's speed, read without its lock and without counting
+    (``perft deep --stats``; a run may be writing it): ``{"store": path, "fen", "depth", "backend",
+    "tt", "schema": its schema version as stored, "rows": unit rows, "counted": rows with a count,
+    "unit_seconds": the workers' seconds over them, "tt_probes" / "tt_hits": device TT probes and
+    hits of those counts (summed over the unit rows, every schema), "tables" / "verify_tables":
+    per remaining depth (``Store.table_statistics``'s ``count`` / ``verify`` phase; {} when none
+    were recorded: the cpu backend, no tables, or counts made before schema 4)}``.
+
+    Raises StoreError for a store that is missing or not a readable deep-perft store.
+    """
+    with Store.read(path) as st:
+        run = st.run
+        try:
+            rows, counted, seconds, probes, hits = st.conn.execute(
+                "SELECT COUNT(*), COUNT(count), TOTAL(seconds), TOTAL(probes), TOTAL(hits) FROM units").fetchone()
+            tables = st.table_statistics()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"store {st.path} is not a readable deep-perft store: {exc}") from None
+        return {"store": str(st.path), **{k: run[k] for k in ("fen", "depth", "backend", "tt", "schema")},
+                "rows": rows, "counted": counted, "unit_seconds": seconds, "tt_probes": int(probes),
+                "tt_hits": int(hits), "tables": tables.get("count", {}), "verify_tables": tables.get("verify", {})}

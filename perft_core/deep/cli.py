@@ -1,7 +1,9 @@
 """``perft deep``: a deep perft as work units on Dask with a durable store (dispatched by ``perft_cli``).
 
 ``perft deep --check FILE`` re-reads a store (every row's checksum) and counts a sample of its units
-again: exit 0 when all hold, 1 when a row was changed or a count differs.
+again: exit 0 when all hold, 1 when a row was changed or a count differs. ``perft deep --stats FILE``
+prints what a store says about its run's speed (units counted, the tables' statistics per remaining
+depth) without counting and without its lock, so it reads a store that a run is writing.
 
 Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
 a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
@@ -33,8 +35,12 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     from .run import DeepError, deep_perft
     from .units import KeyCollisionError
 
+    if args.check is not None and args.stats is not None:
+        raise UsageError("give --check FILE or --stats FILE, not both")
     if args.check is not None:
         return _check(args)
+    if args.stats is not None:
+        return _stats(args)
 
     if args.resume is None and (args.fen is None or args.depth is None):
         raise UsageError("deep needs FEN and DEPTH, or --resume FILE")
@@ -60,10 +66,57 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     for m in result.mismatches:
         print(f"mismatch: unit {m['unit']} part {m['part']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
               f"without tables {m['recount']}")
+    for line in table_lines(result.tables, "first counts") + table_lines(result.verify_tables, "verify counts"):
+        print(line)
     for r in result.tampered:
         print(f"perft deep: unit {r['unit']} part {r['part']} of the store failed its checksum (count {r['count']}): "
               f"counted again, not summed", file=sys.stderr)
     print(result.summary())
+    return 0
+
+
+def _rate(part: int, whole: int) -> str:
+    return f"{part / whole:6.1%}" if whole else "     -"
+
+
+def table_lines(tables: dict, what: str) -> list[str]:
+    """The lines of a run's table statistics (``DeepResult.tables``: ``{"by_depth": {r: row},
+    "processes": n}``) for people, one remaining depth a line, deepest first; [] without any.
+    ``what``: the counts they are of, in words."""
+    if not tables.get("by_depth"):
+        return []
+    n = tables.get("processes", 0)
+    out = [f"tables over the {what} ({n} worker process{'es' * (n != 1)}; occupancy as last read):",
+           f"  {'r':>2} {'probes':>15} {'hits':>15} {'rate':>6} {'host probes':>12} {'host hits':>12} {'rate':>6} "
+           f"{'stores':>15} {'slots':>14} {'occupied':>14} {'evictions':>15}"]
+    for r, row in sorted(tables["by_depth"].items(), key=lambda kv: -int(kv[0])):
+        table = "".join(f" {row[k]:>{w},}" if row.get(k) is not None else f" {'-':>{w}}"
+                        for k, w in (("slots", 14), ("occupied", 14), ("evictions", 15)))
+        out.append(f"  {int(r):>2} {row['probes']:>15,} {row['hits']:>15,} {_rate(row['hits'], row['probes'])} "
+                   f"{row['host_probes']:>12,} {row['host_hits']:>12,} {_rate(row['host_hits'], row['host_probes'])} "
+                   f"{row['stores']:>15,}{table}")
+    return out
+
+
+def _stats(args: argparse.Namespace) -> int:
+    """``--stats FILE``: the store's run, its units counted so far and its table statistics; exit 0."""
+    from .check import store_statistics
+
+    if args.fen is not None or args.resume is not None or args.store is not None:
+        raise UsageError("--stats FILE takes no FEN, DEPTH, --store or --resume")
+    s = store_statistics(args.stats)
+    if args.json:
+        print(json.dumps(s))
+        return 0
+    print(f"store {s['store']}: perft {s['depth']} of {s['fen']} on {s['backend']}"
+          f"{' with tables' if s['tt'] else ''}; {s['counted']} of {s['rows']} unit rows counted in "
+          f"{s['unit_seconds']:.1f} worker seconds; device TT: {s['tt_hits']:,} hits of {s['tt_probes']:,} probes "
+          f"({_rate(s['tt_hits'], s['tt_probes']).strip()})")
+    lines = table_lines(s["tables"], "first counts") + table_lines(s["verify_tables"], "verify counts")
+    if not lines:
+        lines = [f"no table statistics per remaining depth in this store (schema {s['schema']}: they are kept "
+                 "from schema 4 on, for the GPU backends with tables)"]
+    print("\n".join(lines))
     return 0
 
 
@@ -102,6 +155,8 @@ def register(sub) -> None:
                    help="verify only this fraction of the units (chosen by key)")
     p.add_argument("--check", metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
                    "again: exit 0 when all hold, 1 when not")
+    p.add_argument("--stats", metavar="FILE", help="print a store's run, units counted and table statistics per "
+                   "remaining depth, without counting (reads a store a run is writing)")
     p.add_argument("--check-sample", type=_fraction, default=0.01, metavar="FRACTION",
                    help="with --check: the fraction of units counted again (default 0.01, at least one)")
     p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "

@@ -49,7 +49,11 @@ class DeepResult:
     unit_seconds: the workers' seconds over all units of the run, every session (first counts);
     tt_probes / tt_hits: device TT probes and hits over those counts (GPU backends with TTs, else 0);
     tampered: unit rows whose checksum failed when the store was opened (dicts: idx, unit, part,
-    fen, count), counted again by this call instead of summed.
+    fen, count), counted again by this call instead of summed;
+    tables / verify_tables: the transposition tables' statistics per remaining depth over the run's
+    first counts / its verify counts, every session and worker (``Store.table_statistics``: probes,
+    hits and hit rate, host cache probes, hits and rate, stores; slots, occupied and evictions of the
+    workers' tables as last read; GPU backends with tables, else {}).
     """
 
     nodes: int
@@ -71,6 +75,8 @@ class DeepResult:
     tt_probes: int = 0
     tt_hits: int = 0
     tampered: list[dict] = field(default_factory=list)
+    tables: dict = field(default_factory=dict)
+    verify_tables: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -415,6 +421,34 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
     return failures
 
 
+READ_TABLES_SECONDS = 60.0
+"""How long the end of a phase waits for the workers' readings of their tables (one pass over
+them: milliseconds) before it goes on without them."""
+
+
+def _read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed: int) -> None:
+    """At the end of a phase, the tables of each worker there is now as they stand
+    (``worker.table_reading``: their last batch may have skipped the occupancy pass), recorded in
+    the store's ``tables``. Statistics only: a worker that is gone, fails or does not answer within
+    READ_TABLES_SECONDS is skipped (its statistics stay as last recorded), never an error of the run."""
+    if backend == "cpu":
+        return
+    workers = sorted(client.nthreads())  # a worker lost in the phase may have been restarted elsewhere
+    futures = [client.submit(worker.table_reading, backend, run_key, seed, pure=False, workers=[addr],
+                             allow_other_workers=False) for addr in workers]
+    end = time.monotonic() + READ_TABLES_SECONDS
+    try:
+        for addr, fut in zip(workers, futures):
+            try:
+                reading = fut.result(timeout=max(end - time.monotonic(), 0.0))
+            except Exception:  # noqa: BLE001 - a lost or silent worker (TimeoutError, a CancelledError...)
+                continue
+            if reading is not None:
+                st.tables_read(phase, addr, reading)
+    finally:
+        client.cancel(futures, force=True)
+
+
 def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str | None = None,
                tt: bool | None = None, workers: int | None = None, gpus: int | None = None,
                scheduler: str | None = None, split_ply: int | None = None, store: str | os.PathLike | None = None,
@@ -526,11 +560,11 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     def counted(batch, res, task):
         nonlocal counted_now
         counted_now += st.finish(batch, res["counts"], _share(res["seconds"], batch), res["worker"], res["device"],
-                                 task, _share(res["probes"], batch), _share(res["hits"], batch))
+                                 task, _share(res["probes"], batch), _share(res["hits"], batch), res.get("tables"))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def verified(batch, res, task):
-        st.verified(batch, res["counts"], _share(res["seconds"], batch))
+        st.verified(batch, res["counts"], _share(res["seconds"], batch), res["worker"], task, res.get("tables"))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def recounted(batch, res, task):
@@ -551,6 +585,8 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         t_count = time.perf_counter()
         failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts,
                                pace)
+        if rows and tt:
+            _read_tables(client, st, "count", backend, run_key, seed)
         pace = seconds_per_estimate(st.units(), speed)
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
@@ -558,6 +594,8 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                     and _sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
                                    bar, "verify", parts, pace)
+            if rows:
+                _read_tables(client, st, "verify", backend, run_key, run["verify_seed"])
         rows = [r for r in st.units() if r["status"] == "mismatch"]
         failures += _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted, workers,
                                bar, "recount", parts, pace)
@@ -582,10 +620,12 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         verify = (f"{len(units_verified)} of {n_units} units ({sample}) counted again with tables keyed by seed "
                   f"{run['verify_seed']:#x}: {len(mismatches)} differed"
                   + (" and were counted again without tables" if mismatches else ""))
+    tables = st.table_statistics()
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
                       depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=n_units,
                       parts=parts, counted_now=counted_now, verified=len(units_verified), verify=verify,
                       mismatches=mismatches, count_seconds=count_seconds,
                       unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
-                      tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered])
+                      tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
+                      tables=tables.get("count", {}), verify_tables=tables.get("verify", {}))

@@ -15,6 +15,17 @@ Tables:
                backends with TTs), verify_count / verify_seconds (second key seed), recount
                (without tables, after a verify mismatch).
   ``sessions`` one row per client that worked on the run: start, end, host, pid, units counted.
+  ``tables``   the transposition tables' statistics (GPU backends with tables): one row per task
+               (batch) and remaining depth r: session, worker (address), process (host:pid of the
+               worker process, whose tables they are), task, phase (``count`` or
+               ``verify``), finished, and over the batch: probes / hits (device TT), host_probes /
+               host_hits (the driver's host cache), stores (device entries written); and the
+               worker's table of r as it stood after the batch: slots, occupied, evictions (NULL
+               where it has none, or occupancy was not read then: ``worker.OCCUPANCY_SHARE``).
+               Written with the task's counts, in the same transaction, only when they are, and
+               once per worker at the end of a phase (task ``tables read``: counters 0, the
+               tables as they stand); never in a total or a checksum (:meth:`Store.table_statistics`
+               sums them up; ``perft deep --stats`` prints them).
 
 Counts are decimal TEXT (Python ints of any size). Each unit row carries ``checksum``: SHA-256 (first
 16 bytes, hex) over its key, part, depth, multiplicity, its three counts and the run's options
@@ -48,7 +59,7 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 3  # 3: units.checksum (a schema-2 store gains it when it is opened)
+SCHEMA = 4  # 3: units.checksum; 4: the tables table (an older store gains them when it is opened)
 # The options that define a run: a resumed run must agree on every one of them.
 RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample")
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
@@ -69,7 +80,17 @@ CREATE TABLE units (
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL,
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE tables (
+    id INTEGER PRIMARY KEY, session INTEGER, worker TEXT NOT NULL, process TEXT NOT NULL, task TEXT NOT NULL,
+    phase TEXT NOT NULL, finished TEXT NOT NULL, r INTEGER NOT NULL, probes INTEGER NOT NULL, hits INTEGER NOT NULL,
+    host_probes INTEGER NOT NULL, host_hits INTEGER NOT NULL, stores INTEGER NOT NULL, slots INTEGER,
+    occupied INTEGER, evictions INTEGER);
 """
+_TABLES_DDL = _DDL[_DDL.index("CREATE TABLE tables"):]
+TABLE_COUNTERS = ("probes", "hits", "host_probes", "host_hits", "stores")
+"""The columns of ``tables`` that are a batch's own figures (summed over a run); slots, occupied and
+evictions are a worker's tables as they stood (the latest reading of each worker process is summed)."""
+_TABLE_SNAPSHOT = ("slots", "occupied", "evictions")
 
 
 class StoreError(ValueError):
@@ -109,7 +130,7 @@ class Store:
     as ints.
     """
 
-    def __init__(self, path: Path, lock_fd: int, conn: sqlite3.Connection):
+    def __init__(self, path: Path, lock_fd: int | None, conn: sqlite3.Connection):
         self.path = path
         self._lock_fd = lock_fd
         self.conn = conn
@@ -213,6 +234,25 @@ class Store:
             os.close(fd)
             raise
 
+    @classmethod
+    def read(cls, path: str | os.PathLike) -> Store:
+        """Open a store read-only, without its lock, to read it while a run may be writing it
+        (``perft deep --stats``): no migration, no checksum check, nothing written.
+
+        Raises StoreError: missing, or not a readable deep-perft store.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise StoreError(f"store {path} does not exist")
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        try:
+            return cls(path, None, conn)
+        except BaseException as exc:
+            conn.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise StoreError(f"store {path} is not a readable deep-perft store: {exc}") from None
+            raise
+
     def _read_run(self) -> dict:
         try:
             cur = self.conn.execute("SELECT * FROM run WHERE id = 1")
@@ -222,7 +262,7 @@ class Store:
         if row is None:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
-        if run["schema"] not in (2, SCHEMA):
+        if run["schema"] not in (2, 3, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         for k in ("seed", "verify_seed"):
@@ -240,13 +280,17 @@ class Store:
                              f"{self.run['parts']} parts, {bad or 0} inconsistent, {twice or 0} counted twice")
 
     def _migrate(self) -> None:
-        """A schema-2 store (no checksums) gains them: its rows as they stand are sealed."""
+        """An older store gains what it lacks, in one transaction: a schema-2 store (no checksums)
+        its checksums (its rows as they stand are sealed), a schema-3 store (or 2) the ``tables``
+        table (empty: the statistics of its counts so far were not kept)."""
         if self.run["schema"] == SCHEMA:
             return
         with self._transaction():
-            self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
+            if self.run["schema"] < 3:
+                self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
+                self._seal("1")
+            self.conn.execute(_TABLES_DDL)
             self.conn.execute("UPDATE run SET schema = ?", (SCHEMA,))
-            self._seal("1")
         self.run["schema"] = SCHEMA
 
     def _seal(self, where: str, params: tuple = ()) -> None:
@@ -337,10 +381,11 @@ class Store:
                                   f"free space, then continue with --resume {self.path}") from None
 
     def finish(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str, device: str, task: str,
-               probes: list | None = None, hits: list | None = None) -> int:
+               probes: list | None = None, hits: list | None = None, tables: dict | None = None) -> int:
         """Write the counts of the rows of one task (dicts with ``idx``), all in one transaction;
         returns how many were written (a row that already has a count keeps it: a duplicate
-        result, ignored)."""
+        result, ignored). ``tables``: the task's table statistics (``worker.run_task``'s
+        ``"tables"`` and ``"process"``), written as ``count`` rows of ``tables`` when any count was."""
         probes = probes or [None] * len(rows)
         hits = hits or [None] * len(rows)
         written = 0
@@ -355,10 +400,60 @@ class Store:
                 self._seal("idx = ?", (r["idx"],))
             if written and self.session is not None:
                 self.conn.execute("UPDATE sessions SET counted = counted + ? WHERE id = ?", (written, self.session))
+            if written:
+                self._record_tables("count", worker, task, now, tables)
         return written
 
-    def verified(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
-        """Write the second-seed counts of one task's rows (one transaction). A unit is judged once
+    def _record_tables(self, phase: str, worker: str, task: str, finished: str, tables: dict | None) -> None:
+        """Write one task's table statistics (``{"process": str, "by_depth": {r: {TABLE_COUNTERS,
+        slots, occupied, evictions}}}``; None or no depths: nothing) as rows of ``tables``."""
+        if not tables or not tables.get("by_depth"):
+            return
+        columns = (*TABLE_COUNTERS, *_TABLE_SNAPSHOT)
+        self.conn.executemany(
+            f"INSERT INTO tables (session, worker, process, task, phase, finished, r, {', '.join(columns)}) "
+            f"VALUES ({', '.join('?' * (7 + len(columns)))})",
+            ((self.session, worker, tables["process"], task, phase, finished, int(r), *(row.get(c) for c in columns))
+             for r, row in sorted(tables["by_depth"].items())))
+
+    def tables_read(self, phase: str, worker: str, reading: dict) -> None:
+        """Record a worker's tables as they stand at the end of ``phase`` (``worker.table_reading``:
+        counters 0, slots, occupied, evictions) as rows of ``tables`` (one transaction)."""
+        with self._transaction():
+            self._record_tables(phase, worker, "tables read", _now(), reading)
+
+    def table_statistics(self) -> dict[str, dict]:
+        """The run's table statistics (every session and worker), per phase (``"count"``,
+        ``"verify"``; a phase without rows is left out): ``{"by_depth": {r: {...}}, "processes":
+        worker processes whose tables they are}``. Each remaining depth r (int) has the sums of
+        TABLE_COUNTERS (ints), ``hit_rate`` = hits / probes and ``host_hit_rate`` = host_hits /
+        host_probes (floats; None without probes) and, where some worker had a table of r, the sums
+        over worker processes of their latest reading of ``slots``, ``occupied`` and ``evictions``.
+        An empty dict for a store without statistics (written before schema 4, or the cpu backend)."""
+        if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tables'").fetchone():
+            return {}
+        out: dict[str, dict] = {}
+        sums = ", ".join(f"SUM({c})" for c in TABLE_COUNTERS)
+        for phase, r, *got in self.conn.execute(f"SELECT phase, r, {sums} FROM tables GROUP BY phase, r ORDER BY r"):
+            row = dict(zip(TABLE_COUNTERS, got))
+            row["hit_rate"] = row["hits"] / row["probes"] if row["probes"] else None
+            row["host_hit_rate"] = row["host_hits"] / row["host_probes"] if row["host_probes"] else None
+            out.setdefault(phase, {"by_depth": {}})["by_depth"][r] = row
+        latest = ("SELECT MAX(id) FROM tables WHERE occupied IS NOT NULL GROUP BY phase, worker, process, r")
+        snap = ", ".join(f"SUM({c})" for c in _TABLE_SNAPSHOT)
+        for phase, r, *got in self.conn.execute(f"SELECT phase, r, {snap} FROM tables WHERE id IN ({latest}) "
+                                                "GROUP BY phase, r"):
+            out[phase]["by_depth"][r].update(zip(_TABLE_SNAPSHOT, got))
+        for phase, n in self.conn.execute("SELECT phase, COUNT(DISTINCT worker || ' ' || process) FROM tables "
+                                          "GROUP BY phase"):
+            out[phase]["processes"] = n
+        return out
+
+    def verified(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str = "", task: str = "",
+                 tables: dict | None = None) -> int:
+        """Write the second-seed counts of one task's rows (one transaction), and the task's table
+        statistics (``tables``, as for :meth:`finish`) as ``verify`` rows when any count was written
+        (``worker``: its address, ``task``: its Dask key). A unit is judged once
         every part has its second count: the parts are cut by key, so a second seed cuts them
         differently and only the unit's totals compare; its rows become ``verified`` (the totals
         agree) or ``mismatch``. Returns the rows written (rows already verified are skipped)."""
@@ -366,6 +461,8 @@ class Store:
             written = self._update_rows("UPDATE units SET verify_count = ?, verify_seconds = ? "
                                         "WHERE idx = ? AND status = 'counted' AND verify_count IS NULL",
                                         rows, counts, seconds)
+            if written:
+                self._record_tables("verify", worker, task, _now(), tables)
             for unit in {r["unit"] for r in rows}:
                 got = self.conn.execute("SELECT count, verify_count FROM units WHERE unit = ? AND status = 'counted'",
                                         (unit,)).fetchall()

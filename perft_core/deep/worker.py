@@ -9,9 +9,13 @@ one ``perft_core.zobrist.TranspositionTable`` per run and key seed in the proces
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 
 from .. import _core
+from ..gpu.registry import get_driver, table_statistics
+from ..gpu.ttdriver import DEPTH_COUNTERS
 from ..position import Position
 
 
@@ -24,6 +28,7 @@ def _not_a_cancel(record: logging.LogRecord) -> bool:
 logging.getLogger("distributed.worker.state_machine").addFilter(_not_a_cancel)
 
 _CPU_TABLES: dict[tuple, object] = {}  # (run key, seed, depth) -> TranspositionTable, this process's
+_tables_of: dict[str, tuple] = {}  # GPU backend -> (run key, key seed) its driver's tables were last kept for
 
 
 def _where(backend: str) -> tuple[str, str]:
@@ -72,8 +77,6 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
             mb = min(zobrist.DEFAULT_TT_MB, 8 * fitted)
             table = _CPU_TABLES[(run_key, seed, depth)] = zobrist.TranspositionTable(max(depth, 2), mb, seed=seed)
         return [zobrist.perft_tt(p, depth, table=table) for p in positions]
-    from ..gpu.registry import get_driver
-
     drv = get_driver(backend)
     if not tt and parts == 1:  # the plain BFS, no tables at all
         drv.whole_counts()
@@ -85,6 +88,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
     game = Position.from_fen(run_fen)
     drv.set_part(part, parts)
     drv.keep_tables(run_key, run_depth, game)
+    _tables_of[backend] = (run_key, seed)
     drv.tables = tt and tables
     try:
         return drv.count_roots(positions, depth, game)
@@ -92,33 +96,77 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         drv.tables = True
 
 
+def _process() -> str:
+    """This worker process, as host:pid (whose tables a statistics row is of)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
              run_depth: int, part: int = 0, parts: int = 1, tables: bool = True) -> dict:
     """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
     [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
-    name, "probes": device TT probes of the batch, "hits": its device TT hits}`` (probes and hits
-    None on the CPU or without tables)."""
+    name, "probes": device TT probes of the batch, "hits": its device TT hits, "tables": {"process":
+    host:pid of this process (whose tables they are), "by_depth": the batch's table statistics per
+    remaining depth (:func:`batch_tables`)}}`` (probes, hits and tables None on the CPU or without
+    tables)."""
     t = time.perf_counter()
-    before = _tt_counts(backend)
+    kept = tt and tables and backend != "cpu"
+    if kept:
+        drv = get_driver(backend)
+        before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
     counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)
     seconds = time.perf_counter() - t
-    after = _tt_counts(backend)
     worker, device = _where(backend)
-    probes = hits = None
-    if tt and tables and before is not None:
-        probes, hits = after[0] - before[0], after[1] - before[1]
-    return {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits}
+    probes = hits = stats = None
+    if kept:  # the totals from the driver's own counters, the split by remaining depth from its depth_stats
+        probes, hits = drv.tt_stats["probes"] - before[1], drv.tt_stats["hits"] - before[2]
+        stats = {"process": _process(), "by_depth": batch_tables(backend, before[0], seconds)}
+    return {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits,
+            "tables": stats}
 
 
-def _tt_counts(backend: str) -> tuple[int, int] | None:
-    """(device TT probes, hits) of this process's driver so far (GPU backends), else None."""
-    if backend == "cpu":
+OCCUPANCY_SHARE = 0.01
+"""Reading the tables' occupied slots (one pass over every table: about 10 ms per 40 GB on an
+H200, more on the emulated GPU's NumPy) may take at most this share of a worker's counting time:
+after a batch the pass runs only when the batches since the last pass took at least its last
+cost / OCCUPANCY_SHARE (the first batch always reads it). A run's tasks hold up to
+``run.MAX_TASK_SECONDS`` of work, but its first tasks, a small run's, or a resumed run's last, can
+take milliseconds: those rows then carry no occupancy, and the last reading stands."""
+_occupancy = {"cost": 0.0, "since": 0.0}  # this process's last pass (seconds), counting seconds since it
+
+
+def batch_tables(backend: str, before: dict, seconds: float) -> dict[int, dict]:
+    """The table statistics of one batch that took ``seconds``, from ``before`` (a copy of
+    ``TTBfsDriver.depth_stats`` before it): per remaining depth r (int), the batch's ``probes``,
+    ``hits``, ``host_probes``, ``host_hits`` and ``stores`` (``ttdriver.DEPTH_COUNTERS``, each the change over
+    the batch), and the driver's table of r as it stands after the batch: ``slots`` (None where no
+    table of r exists), ``occupied`` and ``evictions`` (None where no table exists or occupancy was
+    not read after this batch, see OCCUPANCY_SHARE). Depths the batch never touched and that
+    have no table are left out."""
+    _occupancy["since"] += seconds
+    read = _occupancy["since"] * OCCUPANCY_SHARE >= _occupancy["cost"]
+    t = time.perf_counter()
+    stats = table_statistics(backend, {"by_depth": before}, occupancy=read)
+    if read:
+        _occupancy.update(cost=time.perf_counter() - t, since=0.0)
+    out = {}
+    for r, row in stats["by_depth"].items():
+        if "slots" in row or any(row[k] for k in ("probes", "host_probes")):
+            out[r] = {k: row.get(k) for k in (*DEPTH_COUNTERS, "slots", "occupied", "evictions")}
+    return out
+
+
+def table_reading(backend: str, run_key: str, seed: int) -> dict | None:
+    """This process's tables as they stand, read at the end of a phase (the statistics of its last
+    batch may carry no occupancy, see OCCUPANCY_SHARE): ``{"process": host:pid, "by_depth": {r:
+    {DEPTH_COUNTERS all 0, "slots", "occupied", "evictions"}}}`` for each device table; None when
+    this process's driver last kept tables for another run or key seed, or never counted."""
+    if _tables_of.get(backend) != (run_key, seed):
         return None
-    from ..gpu.registry import get_driver
-
-    drv = get_driver(backend)
-    stats = getattr(drv, "tt_stats", None)
-    return None if stats is None else (stats["probes"], stats["hits"])
+    stats = table_statistics(backend)
+    by_depth = {r: dict.fromkeys(DEPTH_COUNTERS, 0) | {k: row[k] for k in ("slots", "occupied", "evictions")}
+                for r, row in stats["by_depth"].items() if "slots" in row}
+    return {"process": _process(), "by_depth": by_depth}
 
 
 def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str) -> int:

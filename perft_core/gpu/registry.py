@@ -59,17 +59,21 @@ def _make_driver(backend: str, tt_mb: float | None):
     raise ValueError(f"unknown GPU backend {backend!r}")
 
 
-def table_statistics(backend: str, since: dict | None = None) -> dict | None:
+def table_statistics(backend: str, since: dict | None = None, occupancy: bool = True) -> dict | None:
     """The process's ``backend`` driver's table statistics (``TTBfsDriver.tt_statistics``), with
-    the cumulative counters (probes, hits, host probes and hits) less those of ``since`` (an
-    earlier result of this function), so that the difference is one count's; None when the
-    backend is not a GPU one or its driver was never made (nothing was counted through it)."""
+    the cumulative counters (``ttdriver.DEPTH_COUNTERS``: probes, hits, host probes and hits,
+    stores) less those of ``since`` (an earlier result of this function, or ``{"by_depth":
+    driver.depth_stats}`` copied), so that the difference is one count's; ``occupancy``: read the
+    tables' occupied slots (one pass over them). None when the backend is not a GPU one or its
+    driver was never made (nothing was counted through it)."""
+    from .ttdriver import DEPTH_COUNTERS
+
     drv = _DRIVERS.get(backend)
     if drv is None:
         return None
-    stats = drv.tt_statistics()
+    stats = drv.tt_statistics(occupancy)
     before = (since or {}).get("by_depth", {})
     for r, row in stats["by_depth"].items():
-        for key in ("probes", "hits", "host_probes", "host_hits"):
+        for key in DEPTH_COUNTERS:
             row[key] -= before.get(r, {}).get(key, 0)
     return stats

@@ -39,6 +39,9 @@ on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 
 (35.5 GiB: the remaining-depth-3 table 96 % full, 7.2 G of 9.2 G stores evicted) and 66 % with
 88 GiB; perft 11 took 21.1 s with 30 % and 20.8 s with 49 %; counts of one BFS call use no table."""
 HITS_SLOTS = 64  # device hit counters of a BFS call, one per remaining depth
+DEPTH_COUNTERS = ("probes", "hits", "host_probes", "host_hits", "stores")
+"""The cumulative counters of ``TTBfsDriver.depth_stats`` (per remaining depth): subtract two
+snapshots for the figures between them (a count, a deep run's batch)."""
 
 
 FIRST_TRANSPOSITION_PLY = 3
@@ -166,10 +169,10 @@ class TTBfsDriver(BfsDriver):
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0}
-        # Per remaining depth r: device probes and hits, host cache probes and hits (cumulative), and
-        # the device stores into the present table of r since it was planned (see tt_statistics).
+        # Per remaining depth r: DEPTH_COUNTERS (cumulative), and the stores counted when the
+        # present table of r was planned (its evictions are the stores since then, see tt_statistics).
         self.depth_stats: dict[int, dict[str, int]] = {}
-        self._table_stores: dict[int, int] = {}
+        self._stores_at_plan: dict[int, int] = {}
 
     def reseed(self, seed: int) -> None:
         """Key with another Zobrist seed from now on; forgets the host cache (its keys change)."""
@@ -445,35 +448,38 @@ class TTBfsDriver(BfsDriver):
                 self.tt_stats["tt_disabled"] += 1
                 continue
             self.tts[r] = DeviceTT(r, slots, entries, audit)
-            self._table_stores[r] = 0
+            self._stores_at_plan[r] = self._depth_stat(r)["stores"]
 
     def _depth_stat(self, r: int) -> dict[str, int]:
         got = self.depth_stats.get(r)
         if got is None:
-            got = self.depth_stats[r] = {"probes": 0, "hits": 0, "host_probes": 0, "host_hits": 0}
+            got = self.depth_stats[r] = dict.fromkeys(DEPTH_COUNTERS, 0)
         return got
 
-    def tt_statistics(self) -> dict:
+    def tt_statistics(self, occupancy: bool = True) -> dict:
         """The tables' statistics per remaining depth, for people (``perft run --json``, deep stores).
 
         Returns ``{"by_depth": {r: {...}}, "host_cache_entries": int}``; each remaining depth ``r``
-        (int) has ``probes`` and ``hits`` (device table lookups and finds), ``host_probes`` and
-        ``host_hits`` (the lossless host cache, above the launch depth), all cumulative over this
-        driver's counts (subtract two snapshots for one count), and, where a device table of depth
-        r exists now: ``slots``, ``occupied`` (slots holding an entry: one pass over the table),
-        ``stores`` (entries written since the table was planned: probed boards not found, zero
-        counts included though never stored, so an upper bound) and ``evictions`` (stores that
-        replaced another position's entry or were lost to a same-slot store: ``stores - occupied``,
-        at least 0). Reading ``occupied`` costs one device pass over the tables (about 10 ms per
-        40 GB on an H200), so only this call pays it, never a count.
+        (int) has DEPTH_COUNTERS, cumulative over this driver's counts (subtract two snapshots for
+        one count): ``probes`` and ``hits`` (device table lookups and finds), ``host_probes`` and
+        ``host_hits`` (the lossless host cache, above the launch depth), ``stores`` (device
+        entries written: probed boards not found, zero counts included though never stored, so an
+        upper bound); and, where a device table of depth r exists now: ``slots``, and with
+        ``occupancy``: ``occupied`` (slots holding an entry: one pass over the table) and
+        ``evictions`` (stores since the table was planned that replaced another position's entry
+        or were lost to a same-slot store: those stores less ``occupied``, at least 0). Reading
+        ``occupied`` costs one device pass over the tables (about 10 ms per 40 GB on an H200), so
+        only a call with ``occupancy`` pays it, never a count.
         """
         out: dict[int, dict[str, int]] = {r: dict(v) for r, v in self.depth_stats.items()}
         xp = self.k.xp
         for r, tt in self.tts.items():
-            occupied = int(xp.count_nonzero(tt.entries.reshape(-1, 2)[:, 1]))
-            stores = self._table_stores.get(r, 0)
-            row = out.setdefault(r, {"probes": 0, "hits": 0, "host_probes": 0, "host_hits": 0})
-            row.update(slots=int(tt.slots), occupied=occupied, stores=stores, evictions=max(0, stores - occupied))
+            row = out.setdefault(r, dict.fromkeys(DEPTH_COUNTERS, 0))
+            row["slots"] = int(tt.slots)
+            if occupancy:
+                occupied = int(xp.count_nonzero(tt.entries.reshape(-1, 2)[:, 1]))
+                since_plan = row["stores"] - self._stores_at_plan.get(r, 0)
+                row.update(occupied=occupied, evictions=max(0, since_plan - occupied))
         return {"by_depth": dict(sorted(out.items())), "host_cache_entries": len(self.host_cache)}
 
     def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
@@ -706,7 +712,7 @@ class TTBfsDriver(BfsDriver):
                     self._depth_stat(r)["hits"] += found
                     self.tt_stats["hits"] += found
                     # every board not found stores its count (zero counts excepted, see bfs_store)
-                    self._table_stores[r] = self._table_stores.get(r, 0) + lv["n"] - found
+                    self._depth_stat(r)["stores"] += lv["n"] - found
         return out
 
     def _merge(self, boards, keys, n: int, ply: int):
