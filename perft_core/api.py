@@ -38,8 +38,9 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
             on the GPU backends, device tables plus a host cache (perft_core.gpu.ttdriver).
         tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 60 % of the GPU
             driver's memory on the GPU backends (fixed when the process's driver is made).
-        verify_seed: with tt, count again with tables keyed by this Zobrist seed and raise
-            HashVerificationError if the two counts differ.
+        verify_seed: with tt, count again with tables keyed by this Zobrist seed (an int in
+            0..2**64-1 other than the default seed) and raise HashVerificationError if the two
+            counts differ; on every backend and way to count the same pass (perft_core.backends).
         max_seconds: stop the count after this many wall seconds (the CPU extension polls the
             deadline itself, also with force=True; on the GPU backends, checked after each BFS
             chunk) and raise CountInterrupted; None: no limit.

@@ -175,12 +175,12 @@ class CpuBackend(Backend):
     def _count(self, pos, depth, seed):
         if self.tt:
             return zobrist.perft_tt(pos, depth, threads=self.threads, tt_mb=self._budget(), seed=seed)
-        return int(_core.perft(pos._core_args(), depth, self.threads))
+        return int(_core.perft(pos.core_args(), depth, self.threads))
 
     def _divide(self, pos, depth, seed):
         if self.tt:
             return zobrist.divide_tt(pos, depth, threads=self.threads, tt_mb=self._budget(), seed=seed)
-        return {m: int(n) for m, n in sorted(_core.divide(pos._core_args(), depth, self.threads))}
+        return {m: int(n) for m, n in sorted(_core.divide(pos.core_args(), depth, self.threads))}
 
     def _count_moves(self, pos, depth, moves, watch, on_move, seed, estimate):
         """One extension call per root move (through one set of tables shared by the root moves),
@@ -298,7 +298,7 @@ def _smallest_first(pos: Position, depth: int, moves: list[str]) -> list[str]:
     at ``depth``: under 10^5 nodes each), so that a time-limited count finishes the smallest
     subtrees first and its partial divide is non-empty whenever the limit allows one subtree."""
     probe = min(depth - 1, 3)
-    size = {m: int(_core.perft(pos.push(m)._core_args(), probe, 1)) for m in moves}
+    size = {m: int(_core.perft(pos.push(m).core_args(), probe, 1)) for m in moves}
     return sorted(moves, key=lambda m: (size[m], m))
 
 
@@ -310,7 +310,7 @@ def _split_plies(pos: Position, depth: int, estimate, calls: int) -> int:
     s = 0
     while s < min(3, depth - 2) and estimate.seconds / max(calls, 1) > CALL_SECONDS:
         s += 1
-        calls = int(_core.perft(pos._core_args(), s + 1, 1))
+        calls = int(_core.perft(pos.core_args(), s + 1, 1))
     return s
 
 
@@ -318,5 +318,5 @@ def _subtree(position: Position, depth: int, split: int, threads: int, watch) ->
     """perft(position, depth) as the sum of its descendants' counts ``split`` plies down, one
     extension call each, each stopping at the deadline of ``watch`` (limits.cpu_count)."""
     if split == 0 or depth <= 1:
-        return limits.cpu_count(watch, position._core_args(), depth, threads)
+        return limits.cpu_count(watch, position.core_args(), depth, threads)
     return sum(_subtree(position.push(m), depth - 1, split - 1, threads, watch) for m in position.legal_moves())

@@ -161,7 +161,7 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
     from .backends import get_backend
 
     pos = as_position(fen_or_position)
-    args = pos._core_args()
+    args = pos.core_args()
     engine = get_backend(backend, threads=threads, tt_mb=tt_mb)
     cpu_threads = engine.probe_threads
     measured: list[int] = []
@@ -203,7 +203,7 @@ def node_bound(fen_or_position: str | Position, depth: int) -> float:
     from . import _core
 
     pos = as_position(fen_or_position)
-    args = pos._core_args()
+    args = pos.core_args()
     measured: list[int] = []
     for d in range(1, max(depth, 2)):
         t0 = time.perf_counter()
@@ -245,7 +245,7 @@ def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]
     from .gpu.driver import expand_host, host_keys
     from .gpu.ttdriver import distinct_per_ply
 
-    root, us, ci = _core.gpu_root(pos._core_args())
+    root, us, ci = _core.gpu_root(pos.core_args())
     z = np.frombuffer(_core.zobrist_keys_blob(_core.ZOBRIST_DEFAULT_SEED), dtype=np.uint64).copy()
     distinct = distinct_per_ply(np.array([root], dtype=np.uint64), us, k,
                                 lambda boards, side: expand_host(boards, side, ci)[0],

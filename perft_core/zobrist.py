@@ -192,7 +192,7 @@ def fitted_mb(position: str | Position, depth: int, tt_mb: float = DEFAULT_TT_MB
     """
     if depth <= 3:
         return min(tt_mb, 1.0)
-    args = as_position(position)._core_args()
+    args = as_position(position).core_args()
     n1 = max(_core.perft(args, 1, 1), 1)
     branching = 1.5 * max(_core.perft(args, 2, 1) / n1, 1.0)
     positions = sum(n1 * branching ** (p - 1) for p in range(1, depth - 1))
@@ -289,7 +289,7 @@ def perft_tt(position: str | Position, depth: int, *, threads: int | None = None
     threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
     position = as_position(position)
-    args = position._core_args()
+    args = position.core_args()
     fault = _fault(_planted_bug)
     nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native, fault)
     if verify_seed is not None:
@@ -311,7 +311,7 @@ def divide_tt(position: str | Position, depth: int, *, threads: int | None = Non
     if depth == 0:
         return {}
     position = as_position(position)
-    args = position._core_args()
+    args = position.core_args()
     fault = _fault(_planted_bug)
     split = dict(sorted(_core.divide_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native,
                                          fault)))

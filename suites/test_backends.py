@@ -129,7 +129,7 @@ def test_the_private_use_check_catches_planted_uses():
     """The check, both ways: each planted private use is reported, their public forms are not."""
     planted = ("from . import zobrist\nfrom .position import _zobrist_seed\nfrom . import _core\n"
                "import perft_core._core as core\n"
-               "def f(pos):\n    return zobrist._tables(pos), zobrist.__name__, pos._core_args()\n")
+               "def f(pos):\n    return zobrist._tables(pos), zobrist.__name__, pos.core_args()\n")
     assert private_uses(planted) == ["import _zobrist_seed", "import _core", "import _core", "zobrist._tables"]
     assert private_uses(planted, frozenset({"_core"})) == ["import _zobrist_seed", "zobrist._tables"]
     public = "from . import zobrist\nfrom .position import zobrist_seed\ndef f(pos):\n    return zobrist.new_tables(pos)\n"

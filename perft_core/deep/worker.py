@@ -60,7 +60,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         if parts != 1:
             raise ValueError("the cpu backend counts whole units (parts = 1)")
         if not tt:
-            return [int(_core.perft(p._core_args(), depth, 1)) for p in positions]
+            return [int(_core.perft(p.core_args(), depth, 1)) for p in positions]
         from .. import zobrist
 
         table = _CPU_TABLES.get((run_key, seed, depth))
