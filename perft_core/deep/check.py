@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .run import in_verify_sample
+from .run import _sampled
 from .store import Store
 
 
@@ -64,7 +64,7 @@ def check_store(path: str | os.PathLike, sample: float = 0.01, backend: str = "c
             by_unit.setdefault(r["unit"], []).append(r)
         done = {u: parts for u, parts in by_unit.items()
                 if u not in bad and all(p["count"] is not None for p in parts)}
-        chosen = [u for u, parts in done.items() if in_verify_sample(parts[0]["key"], sample)]
+        chosen = [u for u, parts in done.items() if _sampled(parts[0]["key"], sample)]
         if not chosen and done:  # a small store or a small fraction: still count one
             chosen = [min(done, key=lambda u: done[u][0]["estimate"])]
         for u in chosen:

@@ -227,9 +227,8 @@ def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int) -> int:
     return 1
 
 
-def in_verify_sample(key_hex: str, fraction: float) -> bool:
-    """Is the unit of key ``key_hex`` (hex digits) in a verify sample of ``fraction`` (0..1) of the
-    units? Decided by the low 32 bits of the key (uniform), so every process picks the same units."""
+def _sampled(key_hex: str, fraction: float) -> bool:
+    """Is the unit of this key in a verify sample of ``fraction``? (low 32 bits of the key: uniform)"""
     return fraction >= 1 or int(key_hex[-8:], 16) < fraction * 2**32
 
 
@@ -556,7 +555,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
-                    and in_verify_sample(r["key"], run["verify_sample"])]
+                    and _sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
                                    bar, "verify", parts, pace)
         rows = [r for r in st.units() if r["status"] == "mismatch"]
