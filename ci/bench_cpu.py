@@ -87,7 +87,7 @@ def ours(fen: str, depth: int, tables: bool, threads: int = 1) -> tuple[int, flo
         t = clock()  # the tables' making and their pages (zeroed by the OS when first touched) count
         n = zobrist.perft_tt(fen, depth, threads=threads, table=zobrist.TranspositionTable(depth, TT_MB))
         return n, clock() - t
-    args = perft_core.Position.from_fen(fen)._core_args()
+    args = perft_core.Position.from_fen(fen).core_args()
     t = clock()
     n = _core.perft(args, depth, threads)
     return n, clock() - t

@@ -51,13 +51,6 @@ _TT_MODEL_SECONDS = 1.0      # model the tables' share (tt_fraction) only for co
 _BOUND_PROBE_SECONDS = 0.001
 # ... and the margin over their extrapolation at the top growth (the rule is within 0.5..2x; test_estimate).
 _BOUND_MARGIN = 2.0
-#: Speeds no backend falls under (nodes/s), for the cheap bound: the CPU extension counts 450-700 M
-#: nodes/s on one core of this project's 2-core VM under load (NOTES "CPU benchmark"); the H200
-#: 0.3-2 T without tables (NOTES "Session 9": CPW 6 d8 in 7.3 s, startpos 9 in 1.7 s): a GPU 30-200x
-#: slower than an H200 (a low-end card of 2016) still counts 10 G nodes/s.
-SPEED_FLOOR = {"cpu": 5e7, "gpu-emulated": 5e7, "gpu": 1e10}
-
-
 @dataclass(frozen=True)
 class Estimate:
     """What a count will cost.
@@ -165,10 +158,12 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
     Returns an :class:`Estimate`.
     """
     from . import _core
+    from .backends import get_backend
 
     pos = as_position(fen_or_position)
-    args = pos._core_args()
-    cpu_threads = threads if backend == "cpu" else 1
+    args = pos.core_args()
+    engine = get_backend(backend, threads=threads, tt_mb=tt_mb)
+    cpu_threads = engine.probe_threads
     measured: list[int] = []
     speed = 0.0
     for d in range(1, max(depth, 2)):  # depth 0 and 1: ply 1 (at most 218 nodes) is counted
@@ -185,9 +180,9 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
             break
     nodes = extrapolate(measured, depth)
     upper = bool(tt)
-    if backend != "cpu" and nodes > 1e8 and measured:
-        speed = _driver_speed(pos, backend, tt_mb, len(measured), measured[-1])
-        upper = True
+    if nodes > 1e8 and measured:
+        speed, lower = engine.speed(pos, len(measured), measured[-1], speed)
+        upper = upper or lower
     if speed <= 0:  # nothing measurable: a count of at most a few hundred nodes
         speed = 1e6
     # The tables' share is worth its host expansion (up to ~0.2 s) only for counts that take a while.
@@ -208,7 +203,7 @@ def node_bound(fen_or_position: str | Position, depth: int) -> float:
     from . import _core
 
     pos = as_position(fen_or_position)
-    args = pos._core_args()
+    args = pos.core_args()
     measured: list[int] = []
     for d in range(1, max(depth, 2)):
         t0 = time.perf_counter()
@@ -221,12 +216,14 @@ def node_bound(fen_or_position: str | Position, depth: int) -> float:
 
 def within_limit(fen_or_position: str | Position, depth: int, backend: str, limit_seconds: float) -> bool:
     """True when ``perft(position, depth)`` on ``backend`` surely takes at most ``limit_seconds``:
-    :func:`node_bound` over ``SPEED_FLOOR[backend]`` (each 10-100x on the safe side). False means
+    :func:`node_bound` over the backend's ``speed_floor`` (perft_core.backends; each 10-100x on the safe side). False means
     "could be longer": only then is the sampled :func:`estimate` (20-250 ms and, on a GPU, two
     small device counts) worth its cost. Tables only make a count faster, so the bound holds for
     them too. Raises KeyError for an unknown backend.
     """
-    return node_bound(fen_or_position, depth) / SPEED_FLOOR[backend] <= limit_seconds
+    from .backends import BACKENDS
+
+    return node_bound(fen_or_position, depth) / BACKENDS[backend].speed_floor <= limit_seconds
 
 
 def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]) -> float:
@@ -248,29 +245,10 @@ def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]
     from .gpu.driver import expand_host, host_keys
     from .gpu.ttdriver import distinct_per_ply
 
-    root, us, ci = _core.gpu_root(pos._core_args())
+    root, us, ci = _core.gpu_root(pos.core_args())
     z = np.frombuffer(_core.zobrist_keys_blob(_core.ZOBRIST_DEFAULT_SEED), dtype=np.uint64).copy()
     distinct = distinct_per_ply(np.array([root], dtype=np.uint64), us, k,
                                 lambda boards, side: expand_host(boards, side, ci)[0],
                                 lambda boards, side: host_keys(boards, side, ci, z))
     paths = extrapolate(list(measured), k)
     return min(1.0, distinct[k] / max(paths, 1.0))
-
-
-def _driver_speed(pos: Position, backend: str, tt_mb: float | None, depth: int, nodes: int) -> float:
-    """Nodes/s of the process's GPU driver on ``perft(pos, depth) == nodes`` without tables, after
-    a warm-up count at depth 1 (kernel compile, first-use costs)."""
-    from .gpu import get_driver
-
-    drv = get_driver(backend, tt_mb)
-    drv.whole_counts()
-    was = drv.tt_enabled
-    drv.tt_enabled = False
-    try:
-        drv.perft(pos, 1)
-        t0 = time.perf_counter()
-        drv.perft(pos, depth)
-        dt = time.perf_counter() - t0
-    finally:
-        drv.tt_enabled = was
-    return nodes / dt if dt > 0 else 0.0

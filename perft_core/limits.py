@@ -74,11 +74,10 @@ def cpu_count(watch, core_args: tuple, depth: int, threads: int) -> int:
     Raises perft_core.watch.Deadline when the limit passes before the count is done.
     """
     from . import _core
-    from .watch import Deadline
 
     watch.check()
     left = 0.0 if watch.max_seconds is None else max(watch.max_seconds - watch.elapsed(), 1e-3)
     try:
         return int(_core.perft(core_args, depth, threads, left))
     except _core.CountStopped:
-        raise Deadline(f"stopped after {watch.elapsed():.1f} s (max_seconds={watch.max_seconds:g})") from None
+        watch.expire()

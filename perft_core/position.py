@@ -204,7 +204,7 @@ class Position:
         """
         from perft_core import _core
 
-        return _core.zobrist_key(self._core_args(), _zobrist_seed(seed))
+        return _core.zobrist_key(self.core_args(), zobrist_seed(seed))
 
     def zobrist_path(self, moves, seed: int | None = None) -> list[int]:
         """Keys along UCI ``moves``: the from-scratch key, then the incremental key after each move.
@@ -220,13 +220,13 @@ class Position:
             if not isinstance(m, str):
                 raise IllegalMoveError(f"moves must be UCI strings, got {m!r}")
         try:
-            return _core.zobrist_path(self._core_args(), moves, _zobrist_seed(seed))
+            return _core.zobrist_path(self.core_args(), moves, zobrist_seed(seed))
         except ValueError as exc:
             if "illegal" in str(exc):
                 raise IllegalMoveError(str(exc)) from None
             raise
 
-    def _core_args(self) -> tuple:
+    def core_args(self) -> tuple:
         """The argument tuple ``B`` of every ``perft_core._core`` function."""
         ep = -1 if self.ep_square is None else self.ep_square
         return (self.pbq, self.nbk, self.rqk, self.black, self.white_to_move,
@@ -240,7 +240,7 @@ class Position:
         """
         from perft_core import _core
 
-        return sorted(_core.legal_moves(self._core_args()))
+        return sorted(_core.legal_moves(self.core_args()))
 
     def push(self, uci: str) -> Position:
         """The position after the UCI move ``uci`` (this one is unchanged).
@@ -258,7 +258,7 @@ class Position:
         from perft_core import _core
 
         try:
-            pbq, nbk, rqk, black, castle_rooks, ep, resets = _core.make_move(self._core_args(), uci)
+            pbq, nbk, rqk, black, castle_rooks, ep, resets = _core.make_move(self.core_args(), uci)
         except ValueError:
             castling = "king-takes-rook, e.g. e1h1" if self.chess960 else "e.g. e1g1"
             raise IllegalMoveError(
@@ -455,8 +455,11 @@ def as_position(fen_or_position: "str | Position | chess.Board") -> Position:
     raise TypeError(f"expected a FEN string, a chess.Board or a Position, got {type(fen_or_position).__name__}")
 
 
-def _zobrist_seed(seed: object) -> int:
-    """``seed`` checked (an int in 0..2**64-1), or the engine's default key seed for None."""
+def zobrist_seed(seed: object) -> int:
+    """``seed`` checked (an int in 0..2**64-1), or the engine's default key seed for None.
+
+    Raises ValueError for anything else (a bool, a negative or 65-bit int, a string).
+    """
     if seed is None:
         from perft_core import _core
 

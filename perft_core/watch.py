@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import NoReturn
 
 from .estimate import Estimate, format_seconds
 
@@ -146,7 +147,11 @@ class Watch:
     def check(self) -> None:
         """Raise :class:`Deadline` when ``max_seconds`` has passed."""
         if self.max_seconds is not None and self.elapsed() > self.max_seconds:
-            raise Deadline(f"stopped after {self.elapsed():.1f} s (max_seconds={self.max_seconds:g})")
+            self.expire()
+
+    def expire(self) -> NoReturn:
+        """Raise :class:`Deadline` now: the count stopped itself at the deadline (the CPU extension)."""
+        raise Deadline(f"stopped after {self.elapsed():.1f} s (max_seconds={self.max_seconds:g})")
 
     def chunk(self, nodes: int) -> None:
         """A GPU chunk inside the current root move counted ``nodes``; move the bar, check the time."""

@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 from . import _core
 from .errors import HashVerificationError
-from .position import Position, _zobrist_seed, as_position
+from .position import Position, as_position, zobrist_seed
 
 __all__ = [
     "DEFAULT_SEED", "DEFAULT_TT_MB", "PLANTED_BUGS", "HashVerificationError", "TTEntry",
-    "TranspositionTable", "zobrist", "zobrist_path", "perft_tt", "divide_tt",
+    "TranspositionTable", "zobrist", "zobrist_path", "perft_tt", "divide_tt", "fitted_mb", "new_tables",
+    "check_verify_seed", "check_same",
 ]
 
 DEFAULT_SEED: int = _core.ZOBRIST_DEFAULT_SEED
@@ -68,7 +69,7 @@ class TTEntry:
 
 
 def _seed(seed: int | None) -> int:
-    return _zobrist_seed(seed)
+    return zobrist_seed(seed)
 
 
 
@@ -181,8 +182,9 @@ class TranspositionTable:
         self._native.clear()
 
 
-def _fitted_mb(args: tuple, depth: int, tt_mb: float) -> float:
-    """tt_mb, or less for a small tree: ~64 bytes per position estimated above the last two plies.
+def fitted_mb(position: str | Position, depth: int, tt_mb: float = DEFAULT_TT_MB) -> float:
+    """Tables' MiB for ``perft(position, depth)``: ``tt_mb``, or less for a small tree: ~64 bytes per
+    position estimated above the last two plies (at least 1 MiB; 1 MiB up to depth 3).
 
     The estimate grows the root's perft(2) / perft(1) branching by half again per ply, so it
     overshoots the positions a table can hold; a smaller table would cost hits, never counts.
@@ -190,18 +192,28 @@ def _fitted_mb(args: tuple, depth: int, tt_mb: float) -> float:
     """
     if depth <= 3:
         return min(tt_mb, 1.0)
+    args = as_position(position).core_args()
     n1 = max(_core.perft(args, 1, 1), 1)
     branching = 1.5 * max(_core.perft(args, 2, 1) / n1, 1.0)
     positions = sum(n1 * branching ** (p - 1) for p in range(1, depth - 1))
     return min(tt_mb, max(1.0, 64 * positions / 2**20))
 
 
+def new_tables(position: str | Position, depth: int, tt_mb: float = DEFAULT_TT_MB,
+               seed: int | None = None) -> TranspositionTable:
+    """Empty tables for counts of ``position`` (and positions below it) up to ``depth`` plies, keyed
+    by ``seed``, of :func:`fitted_mb` MiB (at most ``tt_mb``).
+
+    Raises ValueError: bad budget or seed.
+    """
+    _budget_bytes(tt_mb)
+    return TranspositionTable(max(depth, 2), fitted_mb(position, depth, tt_mb), seed=seed)
+
+
 def _tables(depth: int, table: TranspositionTable | None, tt_mb: float, seed: int | None,
-            args: tuple | None = None) -> TranspositionTable:
+            position: Position) -> TranspositionTable:
     if table is None:
-        _budget_bytes(tt_mb)
-        mb = tt_mb if args is None else _fitted_mb(args, depth, tt_mb)
-        return TranspositionTable(max(depth, 2), mb, seed=seed)
+        return new_tables(position, depth, tt_mb, seed)
     if seed is not None and _seed(seed) != table.seed:
         raise ValueError("seed differs from the table's seed")
     if depth > table.max_depth:
@@ -226,13 +238,37 @@ def _fault(planted_bug: str | None) -> int:
     return PLANTED_BUGS[planted_bug]
 
 
-def _check_verify(verify_seed: int | None, seed: int | None, table: TranspositionTable | None) -> None:
-    if verify_seed is None:
-        return
-    if table is not None:
-        raise ValueError("verify_seed builds its own tables; do not pass table=")
-    if _seed(verify_seed) == _seed(seed):
+def check_verify_seed(verify_seed: int | None, seed: int | None = None) -> None:
+    """Raise ValueError unless ``verify_seed`` is None or a key seed (0..2**64-1) other than ``seed``
+    (None: DEFAULT_SEED): a second count keyed alike would check nothing."""
+    if verify_seed is not None and _seed(verify_seed) == _seed(seed):
         raise ValueError(f"verify_seed must differ from the key seed {_seed(seed):#x}")
+
+
+def check_same(first: int | dict[str, int], again: int | dict[str, int], depth: int, seed: int | None,
+               verify_seed: int) -> None:
+    """Compare a count (nodes, or a divide ``{uci: nodes}``) made with key ``seed`` (None:
+    DEFAULT_SEED) with the same count made with ``verify_seed``.
+
+    Raises HashVerificationError naming the count (and the first root move that differs).
+    """
+    if isinstance(first, dict):
+        bad = sorted(m for m in first if first[m] != again.get(m))
+        if bad:
+            m = bad[0]
+            more = f" ({len(bad)} moves differ)" if len(bad) > 1 else ""
+            raise HashVerificationError(
+                f"divide {depth}: {m} has {first[m]} nodes with key seed {_seed(seed):#x} but {again.get(m)} "
+                f"with seed {verify_seed:#x}{more}")
+    elif first != again:
+        raise HashVerificationError(
+            f"perft {depth}: {first} with key seed {_seed(seed):#x} but {again} with seed {verify_seed:#x}")
+
+
+def _check_verify(verify_seed: int | None, seed: int | None, table: TranspositionTable | None) -> None:
+    if verify_seed is not None and table is not None:
+        raise ValueError("verify_seed builds its own tables; do not pass table=")
+    check_verify_seed(verify_seed, seed)
 
 
 def perft_tt(position: str | Position, depth: int, *, threads: int | None = None, tt_mb: float = DEFAULT_TT_MB,
@@ -252,14 +288,13 @@ def perft_tt(position: str | Position, depth: int, *, threads: int | None = None
     depth = _depth(depth)
     threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
-    args = as_position(position)._core_args()
+    position = as_position(position)
+    args = position.core_args()
     fault = _fault(_planted_bug)
-    nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, args)._native, fault)
+    nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native, fault)
     if verify_seed is not None:
-        again = _core.perft_tt(args, depth, threads, _tables(depth, None, tt_mb, verify_seed, args)._native, fault)
-        if again != nodes:
-            raise HashVerificationError(
-                f"perft {depth}: {nodes} with key seed {_seed(seed):#x} but {again} with seed {verify_seed:#x}")
+        again = _core.perft_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native, fault)
+        check_same(nodes, again, depth, seed, verify_seed)
     return nodes
 
 
@@ -275,17 +310,13 @@ def divide_tt(position: str | Position, depth: int, *, threads: int | None = Non
     _check_verify(verify_seed, seed, table)
     if depth == 0:
         return {}
-    args = as_position(position)._core_args()
+    position = as_position(position)
+    args = position.core_args()
     fault = _fault(_planted_bug)
-    split = dict(sorted(_core.divide_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, args)._native,
+    split = dict(sorted(_core.divide_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native,
                                          fault)))
     if verify_seed is not None:
-        again = dict(_core.divide_tt(args, depth, threads, _tables(depth, None, tt_mb, verify_seed, args)._native,
+        again = dict(_core.divide_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native,
                                       fault))
-        bad = sorted(m for m in split if split[m] != again.get(m))
-        if bad:
-            m = bad[0]
-            raise HashVerificationError(
-                f"divide {depth}: {m} has {split[m]} nodes with key seed {_seed(seed):#x} but {again.get(m)} "
-                f"with seed {verify_seed:#x} ({len(bad)} moves differ)")
+        check_same(split, again, depth, seed, verify_seed)
     return split

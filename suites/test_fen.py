@@ -266,8 +266,8 @@ def test_value_semantics():
     assert a == b and hash(a) == hash(b) and len({a, b}) == 1
     assert a != Position.from_fen(START, chess960=True)  # same FEN, different castling notation
     assert repr(a) == f"Position({START!r})"
-    assert a._core_args() == (a.pbq, a.nbk, a.rqk, a.black, True, (7, 0, 63, 56), -1, False)
-    assert Position.from_fen("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 1")._core_args()[6] == 43
+    assert a.core_args() == (a.pbq, a.nbk, a.rqk, a.black, True, (7, 0, 63, 56), -1, False)
+    assert Position.from_fen("4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 1").core_args()[6] == 43
     with pytest.raises(AttributeError):
         a.halfmove = 3
     assert [a.piece_at(s) for s in (0, 4, 12, 28, 60)] == ["R", "K", "P", None, "k"]

@@ -187,7 +187,7 @@ def _device_keys_property(kernels, fen: str, seed: int, plies: int = 3) -> int:
 
     xp = kernels.xp
     pos = perft_core.Position.from_fen(fen)
-    root, us, ci = _core.gpu_root(pos._core_args())
+    root, us, ci = _core.gpu_root(pos.core_args())
     kernels.set_castle(ci)
     z = kernels.zobrist(seed)
     z_host = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()

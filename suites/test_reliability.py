@@ -92,7 +92,7 @@ def test_f1_a_depth_past_the_maximum_is_one_line_not_a_segfault():
     from perft_core import Position, _core
 
     with pytest.raises(ValueError, match="depth"):  # the extension checks on its own too
-        _core.perft(Position.from_fen(START)._core_args(), 9500, 1)
+        _core.perft(Position.from_fen(START).core_args(), 9500, 1)
 
 
 def test_f2_too_many_threads_is_one_line_not_an_abort():
@@ -175,7 +175,7 @@ def test_a_stopped_count_keeps_the_subtrees_it_finished():
     board.push_uci(move)
     assert nodes == perft_core.perft(board.fen(), 6)
     # the extension itself: a deadline stops it and hands back the root moves finished
-    args = perft_core.Position.from_fen(START)._core_args()
+    args = perft_core.Position.from_fen(START).core_args()
     t = time.monotonic()
     with pytest.raises(_core.CountStopped) as info:
         _core.divide(args, 9, 2, 0.5)
@@ -453,7 +453,7 @@ def test_row_errors_are_named_on_stderr(tmp_path):
 def test_batch_gen_refuses_a_count_it_does_not_match():
     from perft_core import Position, _core
 
-    root, us, ci = _core.gpu_root(Position.from_fen(START)._core_args())
+    root, us, ci = _core.gpu_root(Position.from_fen(START).core_args())
     boards = np.array([root, root], dtype=np.uint64).reshape(-1)
     for wrong in (19, 21):  # startpos has 20 moves
         offsets = np.array([0, wrong, wrong + 20], dtype=np.uint64)

@@ -32,7 +32,7 @@ def test_split_balances(fen, depth, threads):
     """Every item of the split is a small share of one thread's work (the largest at most a quarter
     of total / threads), the items add up to the count, and each belongs to a legal root move."""
     pos = Position.from_fen(fen)
-    items = _core.split_counts(pos._core_args(), depth, threads)
+    items = _core.split_counts(pos.core_args(), depth, threads)
     total = sum(n for _, _, n in items)
     assert total == perft_core.perft(pos, depth, threads=1)
     assert {m for m, _, _ in items} <= set(perft_core.divide(pos, 1, threads=1))
@@ -42,7 +42,7 @@ def test_split_balances(fen, depth, threads):
 
 def test_one_thread_is_one_item_per_root_move():
     pos = Position.from_fen(START)
-    items = _core.split_counts(pos._core_args(), 4, 1)
+    items = _core.split_counts(pos.core_args(), 4, 1)
     assert sorted(m for m, _, _ in items) == sorted(perft_core.divide(pos, 1, threads=1))
     assert {plies for _, plies, _ in items} == {3}
 
@@ -51,7 +51,7 @@ def test_dominant_root_move_is_split_deeper():
     """A single legal root move: the split goes below it until the items balance, instead of
     stopping at a fixed ply."""
     pos = Position.from_fen("4k3/8/8/8/8/8/3P1P2/3QK2r w - - 0 1")
-    items = _core.split_counts(pos._core_args(), 6, 2)
+    items = _core.split_counts(pos.core_args(), 6, 2)
     assert len(items) >= 64 and {m for m, _, _ in items} == {"e1e2"}
 
 

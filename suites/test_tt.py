@@ -300,7 +300,7 @@ def test_a_count_stopped_at_its_deadline_stores_no_partial_count():
     exact (recounted without tables), and a count through the same tables afterwards is too."""
     table = TranspositionTable(6, 16, lossless_from=4, record_positions=True)
     with pytest.raises(_core.CountStopped, match="deadline"):
-        _core.perft_tt(Position.from_fen(KIWIPETE)._core_args(), 6, 1, table._native, 0, 0.2)
+        _core.perft_tt(Position.from_fen(KIWIPETE).core_args(), 6, 1, table._native, 0, 0.2)
     n, bad_keys, bad_counts = _audit(table)
     assert n > 1000 and bad_keys == [] and bad_counts == []
     assert perft_tt(KIWIPETE, 6, table=table, threads=1) == 8_031_647_685

@@ -159,7 +159,7 @@ def fens(root: Position, boards: np.ndarray, ply: int) -> list[str]:
 
 def _levels(pos: Position, seed: int):
     """Yield (ply, boards, keys, multiplicities, side to move) for ply 0, 1, 2, ..., merged."""
-    root, us, ci = _core.gpu_root(pos._core_args())
+    root, us, ci = _core.gpu_root(pos.core_args())
     z = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
     boards = np.array([root], dtype=np.uint64)
     keys, mult, ply = host_keys(boards, us, ci, z), np.ones(1, dtype=np.uint64), 0
@@ -180,7 +180,7 @@ def root_growth(pos: Position, depth: int) -> list[int]:
     for d in range(1, depth + 1):
         if counts[-1] >= 50_000:
             break
-        counts.append(int(_core.perft(pos._core_args(), d, 1)))
+        counts.append(int(_core.perft(pos.core_args(), d, 1)))
     return counts
 
 

@@ -65,7 +65,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         if parts != 1:
             raise ValueError("the cpu backend counts whole units (parts = 1)")
         if not tt:
-            return [int(_core.perft(p._core_args(), depth, 1)) for p in positions]
+            return [int(_core.perft(p.core_args(), depth, 1)) for p in positions]
         from .. import zobrist
 
         table = _CPU_TABLES.get((run_key, seed, depth))
@@ -73,7 +73,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
             _CPU_TABLES.clear()
             # Sized for 8 subtrees like this one (zobrist's estimate), at most the default budget:
             # a table far larger than a run's small units costs page faults, not hits.
-            fitted = zobrist._fitted_mb(positions[0]._core_args(), depth, zobrist.DEFAULT_TT_MB)
+            fitted = zobrist.fitted_mb(positions[0], depth, zobrist.DEFAULT_TT_MB)
             mb = min(zobrist.DEFAULT_TT_MB, 8 * fitted)
             table = _CPU_TABLES[(run_key, seed, depth)] = zobrist.TranspositionTable(max(depth, 2), mb, seed=seed)
         return [zobrist.perft_tt(p, depth, table=table) for p in positions]

@@ -123,7 +123,7 @@ class BfsDriver:
 
     def _set_root(self, pos) -> tuple[tuple[int, ...], int]:
         """The root board (its 5 uint64 words) and side to move of ``pos``; uploads its castling geometry."""
-        root, us, ci = _core.gpu_root(pos._core_args())
+        root, us, ci = _core.gpu_root(pos.core_args())
         self.k.set_castle(ci)
         self._ci_bytes = ci
         return root, us
@@ -247,7 +247,7 @@ class BfsDriver:
         for d in range(1, min(depth, 4) + 1):
             if counts[-1] >= 50_000:
                 break
-            counts.append(_core.perft(pos._core_args(), d, 1))
+            counts.append(_core.perft(pos.core_args(), d, 1))
         ratios = [counts[i + 1] / counts[i] for i in range(len(counts) - 1) if counts[i] > 0]
         last = max(ratios[-2:]) if ratios else 1.0
         return [max(r, 1.0) * 1.15 for r in ratios] + [max(last, 1.0) * 1.15 * 1.06 ** i for i in range(1, 64)]

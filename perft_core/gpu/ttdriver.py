@@ -221,7 +221,7 @@ class TTBfsDriver(BfsDriver):
                 # root: this unit's, below plies of 1), the whole budget for the run's many units.
                 plan = self._keep_depth or depth
                 if self._keep_game is not None:
-                    game_root, game_us, _ = _core.gpu_root(self._keep_game._core_args())
+                    game_root, game_us, _ = _core.gpu_root(self._keep_game.core_args())
                     shape, bound = self._distinct(game_root, game_us, plan), True
                     self._kept_growth = self._growth(self._keep_game, plan)
                 else:
@@ -299,10 +299,10 @@ class TTBfsDriver(BfsDriver):
         if not self.tt_enabled:
             return [self.perft(p, depth) for p in positions]
         game = positions[0] if game is None else game
-        rooks = game._core_args()[5]
+        rooks = game.core_args()[5]
         roots, sides = [], set()
         for p in positions:
-            args = p._core_args()
+            args = p.core_args()
             if any(r >= 0 and r != g for r, g in zip(args[5], rooks)):
                 raise ValueError(f"count_roots: {p.fen()} castles with a rook the geometry of {game.fen()} lacks")
             root, us, _ = _core.gpu_root(args)
@@ -333,7 +333,7 @@ class TTBfsDriver(BfsDriver):
         launch, nodes = 0, 1
         while nodes < self.min_roots and launch < depth - 1:
             launch += 1
-            nodes = _core.perft(pos._core_args(), launch, 1)
+            nodes = _core.perft(pos.core_args(), launch, 1)
         launch = min(max(launch, depth - g_mem), depth - 1)
         g = depth - launch
         if self.max_gpu_depth is not None:
