@@ -12,6 +12,16 @@
 #define PC_HD_NOINLINE inline
 #endif
 
+// PC_HOST_UNROLL(n) before a loop: GCC unrolls it n times in host builds (GCC keeps a short loop over
+// a local array rolled, and that array then lives in memory); nothing in GPU builds, whose code stays
+// as it was.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define PC_HOST_UNROLL(n)
+#else
+#define PC_HOST_PRAGMA(x) _Pragma(#x)
+#define PC_HOST_UNROLL(n) PC_HOST_PRAGMA(GCC unroll n)
+#endif
+
 typedef unsigned long long u64;
 typedef long long i64;
 typedef unsigned int u32;

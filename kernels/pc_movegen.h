@@ -53,7 +53,9 @@ struct ListSink {
     PC_HD void pins(u64) {}
 };
 
-template <int Us, class Sink>
+// Castling = false leaves out every castling test, for a caller that knows the side to move has no
+// castling right (the host's leaf parent, perft_core/src/host.h); the GPU kernels use the default.
+template <int Us, class Sink, bool Castling = true>
 PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
     constexpr int Them = Us ^ 1;
     constexpr int Up = Us == WHITE ? 8 : -8;
@@ -85,22 +87,27 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
     // Castling needs: the right, no check, and the squares between king, rook and their
     // destinations empty; the attacks on the king's path are tested below.
     bool castle[2] = {false, false};
-    if (!checkers)
+    if (Castling && !checkers) {
+        PC_HOST_UNROLL(2)
         for (int side = 0; side < 2; ++side)
             castle[side] = (b.state & castle_bit(Us, side)) && !(occ & ci.side[Us][side].empty);
+    }
 
     // Squares they attack with our king lifted (so a slider's ray through the king's square counts):
     // the king may not move there, and castling may not cross them. One attack set, with no
     // per-square branches, serves both; only enemy pieces whose empty-board attacks reach a square
     // next to our king, or a square the king crosses when castling, take part (the zones).
     u64 zn = zone_knight(ksq), zd = zone_diag(ksq), zo = zone_orth(ksq);
-    for (int side = 0; side < 2; ++side)
-        if (castle[side]) {
-            const CastleSide& cs = ci.side[Us][side];
-            zn |= cs.zone_knight;
-            zd |= cs.zone_diag;
-            zo |= cs.zone_orth;
-        }
+    if (Castling) {
+        PC_HOST_UNROLL(2)
+        for (int side = 0; side < 2; ++side)
+            if (castle[side]) {
+                const CastleSide& cs = ci.side[Us][side];
+                zn |= cs.zone_knight;
+                zd |= cs.zone_diag;
+                zo |= cs.zone_orth;
+            }
+    }
     const u64 occ_nk = occ ^ bit(ksq);
     const u64 their_pawns = pawns & them;
     u64 danger = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns) | king_att(lsb(kings_of(b) & them));
@@ -114,15 +121,18 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
     // matters only when an enemy rook or queen stands beyond it on the back rank (cs.xray; Chess960:
     // an a-side rook on the b-file shields c1 from a1), and then each square is tested with both
     // pieces lifted.
-    for (int side = 0; side < 2; ++side) {
-        if (!castle[side]) continue;
-        const CastleSide& cs = ci.side[Us][side];
-        bool safe = !(cs.king_path & danger);
-        if (safe && (cs.xray & orth & them)) {
-            const u64 occ_c = occ ^ bit(ksq) ^ bit(cs.rook);
-            for (u64 path = cs.king_path; path && safe;) safe = !attacked_by(b, pop_lsb(path), Them, occ_c);
+    if (Castling) {
+        PC_HOST_UNROLL(2)
+        for (int side = 0; side < 2; ++side) {
+            if (!castle[side]) continue;
+            const CastleSide& cs = ci.side[Us][side];
+            bool safe = !(cs.king_path & danger);
+            if (safe && (cs.xray & orth & them)) {
+                const u64 occ_c = occ ^ bit(ksq) ^ bit(cs.rook);
+                for (u64 path = cs.king_path; path && safe;) safe = !attacked_by(b, pop_lsb(path), Them, occ_c);
+            }
+            if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
         }
-        if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
     }
 
     const u64 checkmask = checkers ? between_bb(ksq, lsb(checkers)) | checkers : ~0ULL;
