@@ -12,6 +12,19 @@
 #define PC_HD_NOINLINE inline
 #endif
 
+// CPU-only choices in the shared chess core (the GPU kernels' code stays as it is):
+// PC_HOST_CODE is 1 in host builds, 0 in GPU builds (a condition `PC_HOST_CODE && ...` is a host-only
+// branch); PC_HOST_UNROLL(n) before a loop makes GCC unroll it n times in host builds (GCC keeps a short
+// loop over a local array rolled, and the array then lives in memory), and is nothing in GPU builds.
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define PC_HOST_UNROLL(n)
+#define PC_HOST_CODE 0
+#else
+#define PC_HOST_CODE 1
+#define PC_HOST_PRAGMA(x) _Pragma(#x)
+#define PC_HOST_UNROLL(n) PC_HOST_PRAGMA(GCC unroll n)
+#endif
+
 typedef unsigned long long u64;
 typedef long long i64;
 typedef unsigned int u32;

@@ -71,79 +71,13 @@ struct MoveListSink : Room {
 typedef MoveListSink<Unbounded> ListSink;
 typedef MoveListSink<Bounded> CappedSink;
 
+// The moves of every piece but the king (generate_legal), given the squares that answer a check
+// (checkmask, all squares when not in check) and the pin rays (pin_hv, pin_d).
 template <int Us, class Sink>
-PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
+PC_HD void generate_others(const Board& b, Sink& sink, u64 occ, u64 us, u64 them, u64 pawns, u64 knights, u64 diag,
+                           u64 orth, int ksq, u64 checkmask, u64 pin_hv, u64 pin_d) {
     constexpr int Them = Us ^ 1;
     constexpr int Up = Us == WHITE ? 8 : -8;
-    const u64 occ = occupied(b);
-    const u64 us = Us == WHITE ? occ & ~b.black : occ & b.black;
-    const u64 them = occ ^ us;
-    const u64 pawns = pawns_of(b), knights = knights_of(b);
-    const u64 diag = diag_of(b), orth = orth_of(b);
-    const int ksq = lsb(kings_of(b) & us);
-
-    // Checkers and pins: a slider aligned with our king checks if nothing stands between, and pins
-    // our piece if exactly that one piece stands between. One loop over both kinds of aligned slider
-    // (a warp runs fewer iterations than with a loop per kind: NOTES.md session 7).
-    u64 checkers = (knight_att(ksq) & knights & them) | (pawn_att(Us, ksq) & pawns & them);
-    u64 pin_hv = 0, pin_d = 0;
-    const u64 orth_lines = rook_empty(ksq);
-    for (u64 sn = ((orth_lines & orth) | (bishop_empty(ksq) & diag)) & them; sn;) {
-        int s = pop_lsb(sn);
-        u64 ray = between_bb(ksq, s), blockers = ray & occ;
-        if (!blockers) checkers |= bit(s);
-        else if (!more_than_one(blockers) && (blockers & us)) {
-            if (orth_lines & bit(s)) pin_hv |= ray | bit(s);
-            else pin_d |= ray | bit(s);
-        }
-    }
-
-    sink.pins(pin_hv | pin_d);
-
-    // Castling needs: the right, no check, and the squares between king, rook and their
-    // destinations empty; the attacks on the king's path are tested below.
-    bool castle[2] = {false, false};
-    if (!checkers)
-        for (int side = 0; side < 2; ++side)
-            castle[side] = (b.state & castle_bit(Us, side)) && !(occ & ci.side[Us][side].empty);
-
-    // Squares they attack with our king lifted (so a slider's ray through the king's square counts):
-    // the king may not move there, and castling may not cross them. One attack set, with no
-    // per-square branches, serves both; only enemy pieces whose empty-board attacks reach a square
-    // next to our king, or a square the king crosses when castling, take part (the zones).
-    u64 zn = zone_knight(ksq), zd = zone_diag(ksq), zo = zone_orth(ksq);
-    for (int side = 0; side < 2; ++side)
-        if (castle[side]) {
-            const CastleSide& cs = ci.side[Us][side];
-            zn |= cs.zone_knight;
-            zd |= cs.zone_diag;
-            zo |= cs.zone_orth;
-        }
-    const u64 occ_nk = occ ^ bit(ksq);
-    const u64 their_pawns = pawns & them;
-    u64 danger = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns) | king_att(lsb(kings_of(b) & them));
-    for (u64 p = knights & them & zn; p;) danger |= knight_att(pop_lsb(p));
-    for (u64 p = diag & them & zd; p;) danger |= bishop_att(pop_lsb(p), occ_nk);
-    for (u64 p = orth & them & zo; p;) danger |= rook_att(pop_lsb(p), occ_nk);
-    sink.piece(ksq, king_att(ksq) & ~us & ~danger);
-    if (more_than_one(checkers)) return;  // double check: only the king may move
-
-    // Lifting the king reveals no attack on the path when it is not in check; lifting the rook
-    // matters only when an enemy rook or queen stands beyond it on the back rank (cs.xray; Chess960:
-    // an a-side rook on the b-file shields c1 from a1), and then each square is tested with both
-    // pieces lifted.
-    for (int side = 0; side < 2; ++side) {
-        if (!castle[side]) continue;
-        const CastleSide& cs = ci.side[Us][side];
-        bool safe = !(cs.king_path & danger);
-        if (safe && (cs.xray & orth & them)) {
-            const u64 occ_c = occ ^ bit(ksq) ^ bit(cs.rook);
-            for (u64 path = cs.king_path; path && safe;) safe = !attacked_by(b, pop_lsb(path), Them, occ_c);
-        }
-        if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
-    }
-
-    const u64 checkmask = checkers ? between_bb(ksq, lsb(checkers)) | checkers : ~0ULL;
     const u64 target = ~us & checkmask;
     const u64 pinned = pin_hv | pin_d;
 
@@ -215,6 +149,97 @@ PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
             }
         }
     }
+}
+
+// Castling = false leaves out every castling test, for a caller that knows the side to move has no
+// castling right (the host's leaf parent, perft_core/src/host.h); the GPU kernels use the default.
+template <int Us, class Sink, bool Castling = true>
+PC_HD void generate_legal(const Board& b, const CastleInfo& ci, Sink& sink) {
+    constexpr int Them = Us ^ 1;
+    const u64 occ = occupied(b);
+    const u64 us = Us == WHITE ? occ & ~b.black : occ & b.black;
+    const u64 them = occ ^ us;
+    const u64 pawns = pawns_of(b), knights = knights_of(b);
+    const u64 diag = diag_of(b), orth = orth_of(b);
+    const int ksq = lsb(kings_of(b) & us);
+
+    // Checkers and pins: a slider aligned with our king checks if nothing stands between, and pins
+    // our piece if exactly that one piece stands between. One loop over both kinds of aligned slider
+    // (a warp runs fewer iterations than with a loop per kind: NOTES.md session 7).
+    u64 checkers = (knight_att(ksq) & knights & them) | (pawn_att(Us, ksq) & pawns & them);
+    u64 pin_hv = 0, pin_d = 0;
+    const u64 orth_lines = rook_empty(ksq);
+    for (u64 sn = ((orth_lines & orth) | (bishop_empty(ksq) & diag)) & them; sn;) {
+        int s = pop_lsb(sn);
+        u64 ray = between_bb(ksq, s), blockers = ray & occ;
+        if (!blockers) checkers |= bit(s);
+        else if (!more_than_one(blockers) && (blockers & us)) {
+            if (orth_lines & bit(s)) pin_hv |= ray | bit(s);
+            else pin_d |= ray | bit(s);
+        }
+    }
+
+    sink.pins(pin_hv | pin_d);
+
+    // Castling needs: the right, no check, and the squares between king, rook and their
+    // destinations empty; the attacks on the king's path are tested below.
+    bool castle[2] = {false, false};
+    if (Castling && !checkers) {
+        PC_HOST_UNROLL(2)
+        for (int side = 0; side < 2; ++side)
+            castle[side] = (b.state & castle_bit(Us, side)) && !(occ & ci.side[Us][side].empty);
+    }
+
+    // Squares they attack with our king lifted (so a slider's ray through the king's square counts):
+    // the king may not move there, and castling may not cross them. One attack set, with no
+    // per-square branches, serves both; only enemy pieces whose empty-board attacks reach a square
+    // next to our king, or a square the king crosses when castling, take part (the zones).
+    u64 zn = zone_knight(ksq), zd = zone_diag(ksq), zo = zone_orth(ksq);
+    if (Castling) {
+        PC_HOST_UNROLL(2)
+        for (int side = 0; side < 2; ++side)
+            if (castle[side]) {
+                const CastleSide& cs = ci.side[Us][side];
+                zn |= cs.zone_knight;
+                zd |= cs.zone_diag;
+                zo |= cs.zone_orth;
+            }
+    }
+    const u64 occ_nk = occ ^ bit(ksq);
+    const u64 their_pawns = pawns & them;
+    u64 danger = shift_up_a<Them>(their_pawns) | shift_up_h<Them>(their_pawns) | king_att(lsb(kings_of(b) & them));
+    for (u64 p = knights & them & zn; p;) danger |= knight_att(pop_lsb(p));
+    for (u64 p = diag & them & zd; p;) danger |= bishop_att(pop_lsb(p), occ_nk);
+    for (u64 p = orth & them & zo; p;) danger |= rook_att(pop_lsb(p), occ_nk);
+    sink.piece(ksq, king_att(ksq) & ~us & ~danger);
+    if (more_than_one(checkers)) return;  // double check: only the king may move
+
+    // Lifting the king reveals no attack on the path when it is not in check; lifting the rook
+    // matters only when an enemy rook or queen stands beyond it on the back rank (cs.xray; Chess960:
+    // an a-side rook on the b-file shields c1 from a1), and then each square is tested with both
+    // pieces lifted.
+    if (Castling) {
+        PC_HOST_UNROLL(2)
+        for (int side = 0; side < 2; ++side) {
+            if (!castle[side]) continue;
+            const CastleSide& cs = ci.side[Us][side];
+            bool safe = !(cs.king_path & danger);
+            if (safe && (cs.xray & orth & them)) {
+                const u64 occ_c = occ ^ bit(ksq) ^ bit(cs.rook);
+                for (u64 path = cs.king_path; path && safe;) safe = !attacked_by(b, pop_lsb(path), Them, occ_c);
+            }
+            if (safe) sink.one(ksq, cs.rook, MF_CASTLE);
+        }
+    }
+
+    // Host builds give the common case, no check and no pin, a copy of its own in which the masks are
+    // constants and their tests fold away (7-10 % fewer instructions, NOTES.md session 11); the GPU
+    // keeps one copy (its code is unchanged: a warp would run both copies).
+    const u64 checkmask = checkers ? between_bb(ksq, lsb(checkers)) | checkers : ~0ULL;
+    if (PC_HOST_CODE && !(checkers | pin_hv | pin_d))
+        generate_others<Us>(b, sink, occ, us, them, pawns, knights, diag, orth, ksq, ~0ULL, 0, 0);
+    else
+        generate_others<Us>(b, sink, occ, us, them, pawns, knights, diag, orth, ksq, checkmask, pin_hv, pin_d);
 }
 
 template <int Us>

@@ -150,7 +150,8 @@ class TranspositionTable:
 
     @property
     def allocated_bytes(self) -> int:
-        """Bytes the tables allocated (<= budget_bytes); pages are touched only as entries are used."""
+        """Bytes the tables allocated (<= budget_bytes), all resident from the tables' creation (their pages are
+        made at once, perft_core/src/tt.h)."""
         return self._native.allocated_bytes
 
     def levels(self) -> list[tuple[int, str, int]]:

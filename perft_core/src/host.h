@@ -158,13 +158,17 @@ inline int legal(const Root& r, Move* out) {
 // captures of pawns (nearly all moves) made and bulk-counted inline; castling, en passant and
 // promotions keep PerftSink's make_and_count. 7 % fewer instructions and 2-5 % less time than
 // PerftSink alone, whose call per move GCC keeps out of line (NOTES.md, session 10).
-template <int Us>
+// ThemCastle = false when the side to move in the children has no castling right (none comes back):
+// their counts are compiled without castling code (NOTES.md, session 11).
+template <int Us, bool ThemCastle>
 struct LeafParentSink : PerftSink<Us> {
     using PerftSink<Us>::PerftSink;
     PC_HD void hot(int from, int to, int flag) {  // flag: a constant once inlined
         Board g = this->b;
         make_move<Us>(g, make_mv(from, to, flag), this->ci);
-        this->n += count_moves<Us ^ 1>(g, this->ci);
+        CountSink c;
+        generate_legal<Us ^ 1, CountSink, ThemCastle>(g, this->ci, c);
+        this->n += c.n;
     }
     PC_HD void piece(int from, u64 to) {
         while (to) hot(from, pop_lsb(to), MF_NORMAL);
@@ -178,14 +182,21 @@ struct LeafParentSink : PerftSink<Us> {
     }
 };
 
+// Perft 2 of b (Us to move), in nodes, through LeafParentSink.
+template <int Us, bool ThemCastle>
+PC_HD u64 perft2(const Board& b, const CastleInfo& ci) {
+    LeafParentSink<Us, ThemCastle> s(b, ci);
+    generate_legal<Us>(b, ci, s);
+    return s.n;
+}
+
 template <int Us>
 u64 perft_rec(const Board& b, const CastleInfo& ci, int depth) {
     if (depth == 1) return count_moves<Us>(b, ci);
     if (depth >= STOP_PLIES && stop_requested()) return 0;
     if (depth == 2) {  // stream the children into make + bulk count (measured ~3 % faster than a list)
-        LeafParentSink<Us> s(b, ci);
-        generate_legal<Us>(b, ci, s);
-        return s.n;
+        const bool them_castle = b.state & (castle_bit(Us ^ 1, 0) | castle_bit(Us ^ 1, 1));
+        return them_castle ? perft2<Us, true>(b, ci) : perft2<Us, false>(b, ci);
     }
     Move list[PC_MAX_MOVES];
     int n = generate_moves<Us>(b, ci, list);

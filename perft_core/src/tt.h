@@ -79,26 +79,22 @@ struct LosslessNode {
     u32 next;  // index + 1 of the next node of the chain, 0 = end
 };
 
-// A zero-filled array from its own anonymous mapping: the OS hands out zero pages lazily, and
-// arrays of 2 MiB or more ask for transparent huge pages (random probes into a table of hundreds
-// of MiB otherwise miss the TLB on nearly every access).
+// A zero-filled array from its own anonymous mapping, its pages made at once (MAP_POPULATE): one
+// system call instead of two page faults a page (a probe's read maps the shared zero page, the first
+// store copies it), the same cost on every run. Transparent huge pages were dropped (NOTES.md
+// session 11): on this project's machine their first touch cost 0.0-0.55 s of system time for
+// 256 MiB, by whether the kernel handed out fresh or reused memory, against 0.08 s here and 2 % more
+// user time for small pages.
 template <class T>
 class Mapped {
   public:
     Mapped() = default;
     explicit Mapped(u64 n) {
         if (n == 0) return;
-        const size_t huge = 2u << 20;
-        bytes_ = n * sizeof(T) + huge;
-        void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        bytes_ = n * sizeof(T);
+        void* m = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         if (m == MAP_FAILED) throw std::bad_alloc();
-        base_ = m;
-        uintptr_t a = ((uintptr_t)m + huge - 1) & ~(uintptr_t)(huge - 1);
-        // Huge pages only for whole 2 MiB pages inside the array, so resident memory never
-        // exceeds the array (the slack after it stays in small, untouched pages).
-        const size_t whole = n * sizeof(T) & ~(huge - 1);
-        if (whole) madvise((void*)a, whole, MADV_HUGEPAGE);
-        p_ = reinterpret_cast<T*>(a);
+        p_ = static_cast<T*>(m);
     }
     Mapped(Mapped&& o) noexcept { swap(o); }
     Mapped& operator=(Mapped&& o) noexcept {
@@ -108,18 +104,16 @@ class Mapped {
     Mapped(const Mapped&) = delete;
     Mapped& operator=(const Mapped&) = delete;
     ~Mapped() {
-        if (base_) munmap(base_, bytes_);
+        if (p_) munmap(p_, bytes_);
     }
     T* get() const { return p_; }
     T& operator[](u64 i) const { return p_[i]; }
 
   private:
     void swap(Mapped& o) {
-        std::swap(base_, o.base_);
         std::swap(p_, o.p_);
         std::swap(bytes_, o.bytes_);
     }
-    void* base_ = nullptr;
     T* p_ = nullptr;
     size_t bytes_ = 0;
 };
