@@ -126,8 +126,8 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
 
 
 OCCUPANCY_SHARE = 0.01
-"""Reading the tables' occupied slots (one pass over every table: about 10 ms per 40 GB on an
-H200, more on the emulated GPU's NumPy) may take at most this share of a worker's counting time:
+"""Reading the tables' occupied slots (one pass over every table: about 17 ms for 65 GB on an
+H200, ttdriver.tt_statistics; more on the emulated GPU's NumPy) may take at most this share of a worker's counting time:
 after a batch the pass runs only when the batches since the last pass took at least its last
 cost / OCCUPANCY_SHARE (the first batch always reads it). A run's tasks hold up to
 ``run.MAX_TASK_SECONDS`` of work, but its first tasks, a small run's, or a resumed run's last, can
