@@ -79,6 +79,18 @@ def _prebuilt():
 class BuildWithKernels(build_ext):
     """build_ext, then the precompiled GPU kernels (in place: into kernels/; else into the build tree)."""
 
+    def build_extension(self, ext):
+        """Each extension compiles into its own temporary folder: _core_base and _core_v3 compile the
+        same sources with other flags, and shared object files let one link the other's objects (a
+        rebuild after one .so was removed reused the v3 objects; two builds at once mixed module
+        inits). One extension at a time: this sets ``build_temp`` for the duration (no ``-j``)."""
+        temp = self.build_temp
+        self.build_temp = os.path.join(temp, ext.name.rsplit(".", 1)[-1])
+        try:
+            super().build_extension(ext)
+        finally:
+            self.build_temp = temp
+
     def run(self):
         super().run()
         if self.inplace:  # an extension named perft_core._core (before the run-time dispatch) would
