@@ -141,7 +141,8 @@ def test_the_api_uses_no_private_name_of_another_module():
     assert private_uses((ROOT / "perft_core" / "api.py").read_text()) == []
 
 
-@pytest.mark.parametrize("module", ["backends", "estimate", "zobrist", "limits", "watch", "deep/worker"])
+@pytest.mark.parametrize("module", ["backends", "estimate", "zobrist", "limits", "watch", "deep/worker", "deep/run",
+                                    "deep/check", "deep/units", "deep/store"])
 def test_modules_of_the_count_path_use_no_private_name_of_another_module(module):
     """The modules a count walks through import only the extension ``_core`` privately."""
     source = (ROOT / "perft_core" / f"{module}.py").read_text()

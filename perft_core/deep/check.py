@@ -15,7 +15,7 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 
-from .run import _sampled
+from .run import sampled
 from .store import Store, StoreError
 
 
@@ -69,7 +69,7 @@ def check_store(path: str | os.PathLike, sample: float = 0.01, backend: str = "c
             by_unit.setdefault(r["unit"], []).append(r)
         done = {u: parts for u, parts in by_unit.items()
                 if u not in bad and all(p["count"] is not None for p in parts)}
-        chosen = [u for u, parts in done.items() if _sampled(parts[0]["key"], sample)]
+        chosen = [u for u, parts in done.items() if sampled(parts[0]["key"], sample)]
         if not chosen and done:  # a small store or a small fraction: still count one
             chosen = [min(done, key=lambda u: done[u][0]["estimate"])]
         for u in chosen:

@@ -233,7 +233,7 @@ def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int) -> int:
     return 1
 
 
-def _sampled(key_hex: str, fraction: float) -> bool:
+def sampled(key_hex: str, fraction: float) -> bool:
     """Is the unit of this key in a verify sample of ``fraction``? (low 32 bits of the key: uniform)"""
     return fraction >= 1 or int(key_hex[-8:], 16) < fraction * 2**32
 
@@ -591,7 +591,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
-                    and _sampled(r["key"], run["verify_sample"])]
+                    and sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
                                    bar, "verify", parts, pace)
             if rows:
