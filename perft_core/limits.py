@@ -16,6 +16,9 @@ The numbers:
 - ``MAX_SPLIT_PLY`` = 6: ``perft deep`` holds every unique position of its split ply in memory and
   in its store (startpos: 9,417,681 positions at ply 6, about 3 GB of store); and
   ``MAX_SPLIT_CHILDREN`` = 50,000,000 boards (2 GB) at any ply of the expansion.
+- CPU tables: at most the memory the system says is available (``MemAvailable`` of /proc/meminfo,
+  else the physical memory): their pages are all made when the table is (perft_core/src/tt.h), so a
+  larger table would be killed by the system's out-of-memory killer instead of refused.
 """
 from __future__ import annotations
 
@@ -32,6 +35,32 @@ class LimitError(ValueError):
 def _int_in(name: str, value: object, low: int, high: int, unit: str = "") -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise LimitError(f"{name} must be an integer in {low}..{high}{unit}, got {value!r}")
+
+
+def available_memory_bytes() -> int | None:
+    """Bytes of memory the system can give this process now: Linux's ``MemAvailable``
+    (/proc/meminfo), else the physical memory (``os.sysconf``), None where neither is known."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_table_bytes(nbytes: int) -> None:
+    """Raise LimitError when CPU tables of ``nbytes`` bytes exceed :func:`available_memory_bytes`."""
+    avail = available_memory_bytes()
+    if avail is not None and nbytes > avail:
+        raise LimitError(f"tt_mb: {nbytes / 2**20:,.0f} MiB of tables is more than the memory available on this "
+                         f"machine ({avail / 2**20:,.0f} MiB); ask for less")
 
 
 def check_depth(depth: object) -> None:

@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from . import _core
+from . import _core, limits
 from .errors import HashVerificationError
 from .position import Position, as_position, zobrist_seed
 
@@ -120,7 +120,8 @@ class TranspositionTable:
     table serves single-threaded searches only (``threads=None`` then means 1).
 
     Raises:
-        ValueError: bad depth, budget or seed.
+        ValueError: bad depth, budget or seed; perft_core.limits.LimitError (a ValueError) for a
+            budget over the memory available (``limits.check_table_bytes``: the pages are made at once).
     """
 
     def __init__(self, max_depth: int, mb: float = DEFAULT_TT_MB, *, seed: int | None = None,
@@ -133,7 +134,9 @@ class TranspositionTable:
             raise ValueError(f"min_depth must be an integer >= 2, got {min_depth!r}")
         if lossless_from is None:
             lossless_from = max(max_depth - 3, 0)
-        self._native = _core.TTable(max_depth, _budget_bytes(mb), _seed(seed), min_depth=min_depth,
+        budget = _budget_bytes(mb)
+        limits.check_table_bytes(budget)  # the pages are made at once: more than there is would be killed
+        self._native = _core.TTable(max_depth, budget, _seed(seed), min_depth=min_depth,
                                     lossless_from=int(lossless_from), record=bool(record_positions))
 
     @property

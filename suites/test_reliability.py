@@ -451,6 +451,27 @@ def test_row_errors_are_named_on_stderr(tmp_path):
     assert "Traceback" not in p.stderr and "perft: error:" in p.stderr and "bad.epd:1: castling:" in p.stderr
 
 
+# ----- item 1: CPU tables no larger than the memory there is ----------------------------------------------
+
+def test_cpu_tables_over_the_available_memory_are_refused_in_one_line(monkeypatch):
+    """The CPU tables' pages are made when the table is (MAP_POPULATE): a budget over the memory the
+    system has would be killed by its out-of-memory killer, so it is refused first, naming tt_mb and
+    both sizes; a budget that fits is made as ever."""
+    import perft_core
+    from perft_core import limits, zobrist
+
+    avail = limits.available_memory_bytes()
+    assert avail is not None and avail > 16 << 20  # Linux: MemAvailable is read
+    monkeypatch.setattr(limits, "available_memory_bytes", lambda: 64 << 20)
+    with pytest.raises(LimitError, match=r"^tt_mb: 128 MiB of tables is more than the memory available on this "
+                                         r"machine \(64 MiB\)"):
+        zobrist.TranspositionTable(8, 128)
+    assert zobrist.TranspositionTable(8, 32).budget_bytes == 32 << 20
+    with pytest.raises(LimitError, match="tt_mb: "):
+        perft_core.perft(START, 7, tt=True, tt_mb=4096, max_estimate_seconds=None)
+    assert perft_core.perft(START, 4, tt=True, tt_mb=4096) == 197281  # fitted to the small tree: 1 MiB
+
+
 # ----- item 8: generation that writes another number of moves than counting promised ---------------------
 
 def test_batch_gen_refuses_a_count_it_does_not_match():
