@@ -24,8 +24,12 @@ import contextlib
 import time
 from collections.abc import Callable
 
-from . import _core, limits, zobrist
+from . import limits
 from .position import Position
+
+# The extension (and zobrist, which needs it at import) is imported where a count needs it, as
+# api.py always did: ``import perft_core`` works without a built extension (a source checkout, the
+# tests' subprocesses on a clean clone), and fails only when a count is asked for.
 
 __all__ = ["Backend", "CpuBackend", "GpuBackend", "EmulatedGpuBackend", "BACKENDS", "CALL_SECONDS", "get_backend"]
 
@@ -58,6 +62,7 @@ class Backend:
 
     def __init__(self, *, threads: int = 1, tt: bool = False, tt_mb: float | None = None,
                  verify_seed: int | None = None):
+        from . import zobrist
         zobrist.check_verify_seed(verify_seed)
         self.threads, self.tt, self.tt_mb, self.verify_seed = threads, tt, tt_mb, verify_seed
 
@@ -69,6 +74,7 @@ class Backend:
     @property
     def seed(self) -> int:
         """The Zobrist key seed of the first pass (its tables)."""
+        from . import zobrist
         return zobrist.DEFAULT_SEED
 
     @property
@@ -119,6 +125,7 @@ class Backend:
         self._count_moves(pos, depth, moves, watch, first.__setitem__, None, estimate)
 
         def checked(move: str, nodes: int) -> None:
+            from . import zobrist
             zobrist.check_same({move: first[move]}, {move: nodes}, depth, self.seed, self.verify_seed)
             counted[move] = nodes
 
@@ -148,6 +155,7 @@ class Backend:
 
     def _verified(self, depth: int, count):
         """``count(seed)`` with the first pass's key seed (None), and, with a verify seed, again with it."""
+        from . import zobrist
         first = count(None)
         if self.verify_seed is not None:
             zobrist.check_same(first, count(self.verify_seed), depth, self.seed, self.verify_seed)
@@ -170,14 +178,17 @@ class CpuBackend(Backend):
         return self.threads
 
     def _budget(self) -> float:
+        from . import zobrist
         return zobrist.DEFAULT_TT_MB if self.tt_mb is None else self.tt_mb
 
     def _count(self, pos, depth, seed):
+        from . import _core, zobrist
         if self.tt:
             return zobrist.perft_tt(pos, depth, threads=self.threads, tt_mb=self._budget(), seed=seed)
         return int(_core.perft(pos.core_args(), depth, self.threads))
 
     def _divide(self, pos, depth, seed):
+        from . import _core, zobrist
         if self.tt:
             return zobrist.divide_tt(pos, depth, threads=self.threads, tt_mb=self._budget(), seed=seed)
         return {m: int(n) for m, n in sorted(_core.divide(pos.core_args(), depth, self.threads))}
@@ -185,6 +196,7 @@ class CpuBackend(Backend):
     def _count_moves(self, pos, depth, moves, watch, on_move, seed, estimate):
         """One extension call per root move (through one set of tables shared by the root moves),
         or, time-limited without tables, one per descendant ``split`` plies below it."""
+        from . import zobrist
         table = zobrist.new_tables(pos, depth, self._budget(), seed) if self.tt else None
         split = _split_plies(pos, depth, estimate, len(moves)) if watch.max_seconds is not None and not self.tt else 0
         for i, move in enumerate(moves, 1):
@@ -297,6 +309,7 @@ def _smallest_first(pos: Position, depth: int, moves: list[str]) -> list[str]:
     """``moves`` ordered by the size of their subtree three plies deep (a cheap proxy for the size
     at ``depth``: under 10^5 nodes each), so that a time-limited count finishes the smallest
     subtrees first and its partial divide is non-empty whenever the limit allows one subtree."""
+    from . import _core
     probe = min(depth - 1, 3)
     size = {m: int(_core.perft(pos.push(m).core_args(), probe, 1)) for m in moves}
     return sorted(moves, key=lambda m: (size[m], m))
@@ -305,6 +318,7 @@ def _smallest_first(pos: Position, depth: int, moves: list[str]) -> list[str]:
 def _split_plies(pos: Position, depth: int, estimate, calls: int) -> int:
     """Plies (0-3) below each of the ``calls`` root moves at which a time-limited CPU count is split
     into separate calls, so that one call is estimated (``estimate``, None: no split) at most CALL_SECONDS."""
+    from . import _core
     if estimate is None:
         return 0
     s = 0

@@ -8,6 +8,9 @@ private name of another module (an AST check, shown to catch planted uses).
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -147,3 +150,15 @@ def test_modules_of_the_count_path_use_no_private_name_of_another_module(module)
     """The modules a count walks through import only the extension ``_core`` privately."""
     source = (ROOT / "perft_core" / f"{module}.py").read_text()
     assert private_uses(source, frozenset({"_core"})) == []
+
+
+def test_perft_core_and_the_oracle_import_without_the_extension():
+    """``import perft_core`` (and the oracle, its tables) needs no built extension: a count asks
+    for it. A source checkout without a build, and the tests' subprocesses in a clean clone, import
+    the package from the checkout (CI caught test_tables failing when backends imported it at once)."""
+    code = ("import sys; sys.modules['perft_core._core'] = None  # as if no extension were built\n"
+            "import perft_core, oracle\nfrom oracle import tables\nassert len(tables.load_all()) > 1000\n"
+            "try:\n    perft_core.perft('8/8/8/8/8/8/8/K1k5 w - - 0 1', 2)\nexcept ImportError:\n    print('ok')\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
