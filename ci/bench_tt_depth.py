@@ -37,7 +37,7 @@ A048987 = {9: 2_439_530_234_167, 10: 69_352_859_712_417, 11: 2_097_651_003_696_8
 
 
 def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None, backend: str = "gpu",
-           stop_after: float | None = None) -> dict:
+           stop_after: float | None = None, leaf_merge: bool = True) -> dict:
     """One count in this process (see the module docstring); returns the figures as a dict."""
     import perft_core
     from perft_core.errors import CountInterrupted
@@ -46,10 +46,12 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
 
     pos = perft_core.Position.from_fen(fen)
     drv = get_driver(backend, tt_mb)
+    drv.leaf_merge = leaf_merge
     perft_core.perft(pos, depth - 2, backend=backend, tt=True, tt_mb=tt_mb, max_estimate_seconds=None)
     k = drv.k
     before = dict(getattr(k, "kernel_seconds_by_name", {}))
     stats0 = {r: dict(v) for r, v in drv.depth_stats.items()}
+    leaf0 = (drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
     t = time.perf_counter()
     nodes, partial, samples = None, None, []
     if stop_after is not None:  # the plain count (one driver count), stopped after a chunk past the time
@@ -83,7 +85,9 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
             "arena_bytes": drv.arena.capacity, "nodes": nodes, "partial": partial, "wall_s": wall,
             "kernel_s": sum(by_name.values()), "kernel_s_by_name": by_name, "gpu_calls": drv.stats.gpu_calls,
             "launch_depth": drv.stats.launch_depth, "gpu_depth": drv.stats.gpu_depth, "tables": tables,
-            "progress": samples}
+            "progress": samples, "leaf_merge": leaf_merge,
+            "leaf_moves": drv.tt_stats["leaf_moves"] - leaf0[0],
+            "leaf_positions": drv.tt_stats["leaf_positions"] - leaf0[1]}
 
 
 def show(r: dict) -> None:
@@ -93,6 +97,11 @@ def show(r: dict) -> None:
           f"{r['arena_bytes'] / 2**30:.1f} GiB): {r['nodes'] if r['nodes'] is None else format(r['nodes'], ',')}"
           f"{verdict} in {r['wall_s']:.2f} s; kernels {r['kernel_s']:.2f} s; {r['gpu_calls']} GPU calls, launch "
           f"depth {r['launch_depth']}, GPU depth {r['gpu_depth']}" + (f"; stopped: {r['partial']}" if r["partial"] else ""))
+    if r.get("leaf_moves"):
+        print(f"    leaf merge: {r['leaf_moves']:,} moves of remaining-depth-3 positions, {r['leaf_positions']:,} "
+              f"distinct children counted ({r['leaf_moves'] / max(r['leaf_positions'], 1):.2f}x)")
+    elif not r.get("leaf_merge", True):
+        print("    leaf merge off")
     for name, s in list(r["kernel_s_by_name"].items())[:10]:
         print(f"    {name:40s} {s:9.3f} s")
     print("    r  probes          hits            rate    host probes  host hits  slots          occupied       "
@@ -125,6 +134,8 @@ def main() -> int:
     ap.add_argument("--peer", type=Path, default=ROOT / ".peer" / "perft_gpu")
     ap.add_argument("--peer-timeout", type=float, default=300)
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--no-leaf-merge", action="store_true",
+                    help="count each move of the fused leaf (no merge of its children by key): the A/B of issue 27")
     ap.add_argument("--worker", type=json.loads, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
@@ -134,7 +145,7 @@ def main() -> int:
     for mb in args.tt_mb:
         tt_mb = None if mb == "default" else float(mb)
         cmd = [sys.executable, __file__, "--worker", json.dumps([args.fen, args.depth, tt_mb, args.max_seconds, args.backend,
-                                                              args.stop_after])]
+                                                              args.stop_after, not args.no_leaf_merge])]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
             print(f"bench_tt_depth: worker for tt_mb={mb} failed (exit {proc.returncode})")

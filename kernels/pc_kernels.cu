@@ -163,9 +163,12 @@ __device__ __forceinline__ void block_add(u64 v, unsigned long long* total) {
 // Own = false (the leaf without tables): returns this lane's share of the warp's grandchild counts,
 // only the block's sum means anything. Own = true (the TT leaf): returns this lane's child's own
 // count, each count added to its owner's sum in shared memory.
-template <int Us, bool Own>
+// Heads = true (the leaf of a merged level, leaf_heads_kernel): lane j's child is made by move
+// heads[j] rather than move j.
+template <int Us, bool Own, bool Heads = false>
 __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, const u32* __restrict__ parents,
-                                          const Move* __restrict__ moves, u64 n, const CastleInfo& ci) {
+                                          const Move* __restrict__ moves, u64 n, const CastleInfo& ci,
+                                          const u32* __restrict__ heads = nullptr) {
     __shared__ Board s_child[PC_LEAF_THREADS];
     __shared__ Move s_move[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
     __shared__ u8 s_owner[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
@@ -176,8 +179,9 @@ __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, cons
     int cnt = 0;
     u64 v = 0;
     if (j < n) {
-        Board c = boards[parents[j]];
-        make_move<Us>(c, moves[j], ci);
+        const u64 mj = Heads ? (u64)heads[j] : j;
+        Board c = boards[parents[mj]];
+        make_move<Us>(c, moves[mj], ci);
         s_child[threadIdx.x] = c;
         cnt = generate_not_quiet<Us>(c, ci, list, v);
     }
@@ -302,6 +306,49 @@ __global__ void PC_LEAF_BOUNDS leaf_values_kernel(const Board* __restrict__ boar
     if (v) atomicAdd(values + parents[j], (unsigned long long)v);
 }
 
+// The leaf merge of TTBfsDriver: the moves of a remaining-depth-3 level are grouped by their
+// children's keys (child_keys_kernel, leaf_merge_insert_kernel), and only the first move of each
+// group, heads[j] (j < n), is counted: values[heads[j]] = perft 2 of the child it makes (the
+// warp-shared fused leaf). upsweep_heads_kernel then gives every move its head's count.
+template <int Us>
+__global__ void PC_LEAF_BOUNDS leaf_heads_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                                 const Move* __restrict__ moves, const u32* __restrict__ heads,
+                                                 u64 n, const CastleInfo* ci_g, u64* __restrict__ values) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 v = leaf3_warp<Us, true, true>(boards, parents, moves, n, ci, heads);
+    if (j < n) values[heads[j]] = v;
+}
+
+// The key of the child each move makes (the children themselves are not made: the leaf merge
+// groups a level's moves by these keys, and leaf_heads_kernel makes one child a group).
+template <int Us>
+__global__ void __launch_bounds__(PC_GEN_THREADS) child_keys_kernel(const Board* __restrict__ boards,
+                                                                    const Key128* __restrict__ keys,
+                                                                    const u32* __restrict__ parents,
+                                                                    const Move* __restrict__ moves, u64 n,
+                                                                    const CastleInfo* ci_g, const ZobristKeys* z,
+                                                                    Key128* __restrict__ child_keys) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        const u32 p = parents[j];
+        child_keys[j] = update_hash<Us>(keys[p], boards[p], moves[j], ci, *z);
+    }
+}
+
+// The upsweep of a leaf merge: move i adds its group head's count to its parent's value.
+__global__ void upsweep_heads_kernel(const u32* __restrict__ parents, const u32* __restrict__ head_of,
+                                     const u64* __restrict__ values, u64 n, unsigned long long* parent_values) {
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        const u64 v = values[head_of[i]];
+        if (v) atomicAdd(parent_values + parents[i], (unsigned long long)v);
+    }
+}
+
 __global__ void upsweep_kernel(const u32* __restrict__ parents, const u64* __restrict__ child_values, u64 n,
                                unsigned long long* parent_values) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -421,30 +468,58 @@ __global__ void part_filter_kernel(const Key128* __restrict__ keys, u64 n, u32 p
     }
 }
 
-// Merge of equal keys, step 1: each board claims a slot of an open-addressing table (owner: board
-// index + 1, 0 = empty; slots a power of two, at least 2n). The board that claims a free slot heads
-// its key's group (head = 1); a board whose key equals the owner's joins that group (head = 0).
-__global__ void merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* owner, u64 mask, int shift,
-                                    u32* __restrict__ slot_of, u32* __restrict__ head) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+// Merge of equal keys: element i claims a slot of an open-addressing table (owner: element index
+// + 1, 0 = empty; slots a power of two, at least 2n) or finds the element whose key equals its own
+// there. Returns that element's index (i itself when i claimed a free slot: i heads its key's group);
+// `slot` is the slot.
+__device__ __forceinline__ u32 merge_claim(const u64* __restrict__ keys, u32 i, u32* owner, u64 mask, int shift,
+                                           u64& slot) {
     u64 lo = keys[2 * (u64)i], hi = keys[2 * (u64)i + 1];
     u64 s = (lo * 0x9E3779B97F4A7C15ULL) >> shift;  // Fibonacci hashing of the low word
     while (true) {
         u32 prev = atomicCAS(owner + s, 0u, i + 1);
         if (prev == 0) {
-            slot_of[i] = (u32)s;
-            head[i] = 1;
-            return;
+            slot = s;
+            return i;
         }
         u64 j = prev - 1;
         if (keys[2 * j] == lo && keys[2 * j + 1] == hi) {
-            slot_of[i] = (u32)s;
-            head[i] = 0;
-            return;
+            slot = s;
+            return (u32)j;
         }
         s = (s + 1) & mask;
     }
+}
+
+// Merge of equal keys, step 1: the board that claims a free slot heads its key's group (head = 1);
+// a board whose key equals the owner's joins that group (head = 0).
+__global__ void merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* owner, u64 mask, int shift,
+                                    u32* __restrict__ slot_of, u32* __restrict__ head) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 s;
+    const u32 h = merge_claim(keys, i, owner, mask, shift, s);
+    slot_of[i] = (u32)s;
+    head[i] = h == i;
+}
+
+// The leaf merge's step 1 (keys: the children's, child_keys_kernel): each move's group head
+// (head_of, the first move that claimed the key) and whether it is one (head).
+__global__ void leaf_merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* owner, u64 mask, int shift,
+                                         u32* __restrict__ head_of, u32* __restrict__ head) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u64 s;
+    const u32 h = merge_claim(keys, i, owner, mask, shift, s);
+    head_of[i] = h;
+    head[i] = h == i;
+}
+
+// The leaf merge's step 2 (after the scan of head into rank): heads[rank] = each head's index.
+__global__ void leaf_merge_heads_kernel(const u32* __restrict__ head, const u64* __restrict__ rank, u32 n,
+                                        u32* __restrict__ heads) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && head[i]) heads[rank[i]] = i;
 }
 
 // Step 2 (after the scan of head into rank): each head copies its board and key to its rank among
@@ -505,6 +580,10 @@ __global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u3
     template __global__ void leaf_values_kernel<S, 2>(const Board*, const u32*, const Move*, u64,          \
                                                       const CastleInfo*, unsigned long long*);             \
     template __global__ void leaf_values_kernel<S, 3>(const Board*, const u32*, const Move*, u64,          \
-                                                      const CastleInfo*, unsigned long long*);
+                                                      const CastleInfo*, unsigned long long*);             \
+    template __global__ void leaf_heads_kernel<S>(const Board*, const u32*, const Move*, const u32*, u64,    \
+                                                  const CastleInfo*, u64*);                                \
+    template __global__ void child_keys_kernel<S>(const Board*, const Key128*, const u32*, const Move*, u64, \
+                                                  const CastleInfo*, const ZobristKeys*, Key128*);
 PC_BOTH_SIDES(PC_INST)
 #endif

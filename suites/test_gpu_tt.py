@@ -415,6 +415,7 @@ def test_levels_without_transpositions_are_not_merged(kernels):
 
     kernels.merge_groups = watched
     drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=4 << 20)
+    drv.leaf_merge = False  # the BFS levels' merges only (the leaf's: test_leaf_merge_*)
     pos3 = perft_core.Position.from_fen(POS3)
     assert drv.perft(pos3, 5) == 674624  # one BFS call: plies 1 and 2 made, neither merged
     assert drv.stats.gpu_calls == 1 and drv.stats.launch_depth == 0 and merged_n == []
@@ -425,6 +426,35 @@ def test_levels_without_transpositions_are_not_merged(kernels):
     roots = [kiwi.push(m) for m in sorted(kiwi.legal_moves())[:6]]
     assert drv.count_roots(roots, 4, kiwi) == [perft_core.perft(p, 4) for p in roots]
     assert len(merged_n) == drv.stats.gpu_calls > 0  # the call's first made level is merged
+
+
+def test_leaf_merge_counts_each_distinct_child_once(kernels):
+    """The fused leaf's moves are merged by their children's keys: startpos perft 5 in one BFS call
+    has a remaining-depth-3 level of the 400 ply-2 positions, whose 8,902 moves reach 5,362
+    distinct ply-3 positions (OEIS A083276), and the leaf counts those 5,362 once each; exact with
+    and without the merge, and with slices too small to hold a transposition's two moves."""
+    start = perft_core.Position.from_fen(STARTPOS)
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=4 << 20)
+    assert drv.perft(start, 5) == 4865609 and drv.stats.gpu_calls == 1
+    assert (drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"]) == (8902, 5362)
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=4 << 20)
+    drv.leaf_merge_slice = 2000  # some transpositions' two moves now fall in different slices
+    assert drv.perft(start, 5) == 4865609
+    assert 5362 < drv.tt_stats["leaf_positions"] < 8902
+    merged = 0
+    for fen, depth, expected in CASES + OOM_CASES:
+        pos = perft_core.Position.from_fen(fen)
+        for merge in (True, False):
+            drv = make_driver(kernels)
+            drv.leaf_merge = merge
+            assert drv.perft(pos, depth) == expected, (fen, merge)
+            assert_clean(drv)
+            assert drv.tt_stats["leaf_positions"] <= drv.tt_stats["leaf_moves"]
+            if merge:
+                merged += drv.tt_stats["leaf_moves"] - drv.tt_stats["leaf_positions"]
+            else:
+                assert drv.tt_stats["leaf_moves"] == 0
+    assert merged > 0
 
 
 def test_read_returns_host_copies_in_one_synchronisation(kernels):

@@ -143,6 +143,18 @@ class EmulatedKernels:
         merged_keys.reshape(-1, 2)[...] = keys[:2 * n].reshape(n, 2)[heads]
         return group_of
 
+    def leaf_merged(self, boards, keys, parents, moves, n, us, z, values) -> int:
+        # The emulated device groups with NumPy and counts each group's child with the CPU perft.
+        child_keys = np.empty((n, 2), dtype=np.uint64)
+        children = np.empty(n * BOARD_WORDS, dtype=np.uint64)
+        self._timed(_core.batch_make_key, boards, keys, parents, moves, n, us, self.ci, z, children, child_keys)
+        _, heads, group_of = np.unique(child_keys, axis=0, return_index=True, return_inverse=True)
+        heads = np.ascontiguousarray(children.reshape(n, BOARD_WORDS)[heads]).reshape(-1)
+        counts = np.asarray(self._timed(_core.batch_perft, heads, len(heads) // BOARD_WORDS, us ^ 1, self.ci, 2),
+                            dtype=np.uint64)
+        self.upsweep(parents, np.ascontiguousarray(counts[group_of.reshape(-1)]), n, values)
+        return len(counts)
+
 
 def kernel_source_dir() -> str:
     """Directory of the kernel sources: the installed ``perft_core.kernels`` package data, or the
@@ -433,6 +445,37 @@ class CupyKernels:
                                                     merged_boards, merged_keys))
         self._launch("merge_group_kernel", n, 256, (slot_of, owner, np.uint32(n), group_of))
         return group_of
+
+    def leaf_merged(self, boards, keys, parents, moves, n, us, z, values) -> int:
+        """The fused leaf of ``n`` moves (n < 2^32) of remaining-depth-3 boards (side ``us``), each
+        distinct child counted once: values[parents[i]] += perft 2 of the child move i makes, for
+        every i, with the children grouped by their Zobrist keys (``z``, from the parents' ``keys``)
+        and perft 2 counted for one move a group. Returns the number of groups (distinct children).
+        Temporaries outside the arena, at most about 48 bytes a move at once."""
+        cp = self.xp
+        # 4-8 slots a move (a load factor of at most 1/4: few probes past the first; at 2-4 slots,
+        # the BFS levels' merge table, startpos perft 11's leaf merges took 2.0 s, NOTES.md)
+        bits = max(10, (4 * int(n) - 1).bit_length())
+        child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
+        self._launch(f"child_keys_kernel<{us}>", n, self.gen_threads,
+                     (boards, keys, parents, moves, np.uint64(n), self.ci, z, child_keys))
+        owner = self._temp(1 << bits, cp.uint32, "leaf_merge_owner")
+        self.zero(owner)
+        head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
+        head = self._temp(n, cp.uint32, "leaf_merge_head")
+        self._launch("leaf_merge_insert_kernel", n, 256,
+                     (child_keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), head_of, head))
+        del child_keys, owner  # back to the pool before the next temporaries
+        rank = self._temp(n + 1, cp.uint64, "leaf_merge_rank")
+        groups = self.scan(head, n, rank)
+        heads = self._temp(groups, cp.uint32, "leaf_merge_heads")
+        self._launch("leaf_merge_heads_kernel", n, 256, (head, rank, np.uint32(n), heads))
+        del rank, head
+        counts = self._temp(n, cp.uint64, "leaf_merge_counts")  # written at the heads only
+        self._launch(f"leaf_heads_kernel<{us}>", groups, self.leaf_threads,
+                     (boards, parents, moves, heads, np.uint64(groups), self.ci, counts))
+        self._launch("upsweep_heads_kernel", n, 256, (parents, head_of, counts, np.uint64(n), values))
+        return groups
 
     def attributes(self) -> dict[str, dict[str, int]]:
         """Registers, local memory (bytes), shared memory (bytes) and max threads of every kernel."""

@@ -33,6 +33,12 @@ AUDIT_BYTES = 64
 # The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
 # hash table of 2-4 slots a board (uint32), slot, head and group (uint32) and rank (uint64) a board.
 MERGE_TEMP_BYTES_PER_BOARD = 36
+LEAF_MERGE_TEMP_BYTES_PER_MOVE = 48
+"""Temporaries outside the arena a move of a leaf merge takes at once (``leaf_merged``): its child's
+key (16) and the hash table (16-32), then its head, group head, rank, count and the heads (at most
+28 + 4)."""
+LEAF_MERGE_SLICE = 1 << 30
+"""The most moves of a remaining-depth-3 level merged at once (a merge's indices are uint32)."""
 TT_SHARE = 0.6
 """The tables' default share of the driver's device memory (the BFS arena gets the rest). Measured
 on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 200 s with 30 %
@@ -168,7 +174,11 @@ class TTBfsDriver(BfsDriver):
         self.parts, self.part = 1, 0  # set_part: this driver counts one part of a count split by key
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
-                         "merged": 0}
+                         "merged": 0, "leaf_moves": 0, "leaf_positions": 0}
+        # Merge the children of each remaining-depth-3 level (the fused leaf's moves) by key and
+        # count each distinct child once (_leaf_merged); needs merge.
+        self.leaf_merge = merge
+        self.leaf_merge_slice = LEAF_MERGE_SLICE
         # Per remaining depth r: DEPTH_COUNTERS (cumulative), and the stores counted when the
         # present table of r was planned (its evictions are the stores since then, see tt_statistics).
         self.depth_stats: dict[int, dict[str, int]] = {}
@@ -679,7 +689,10 @@ class TTBfsDriver(BfsDriver):
             k.gen(boards, n, side, offsets, moves, parents)
             level["parents"] = parents
             if left <= 3:
-                k.leaf_values(boards, parents, moves, total, side, left, values)
+                if left == 3 and self.leaf_merge and (root_ply is None or root_ply + ply + 1 >= FIRST_TRANSPOSITION_PLY):
+                    self._leaf_merged(boards, keys, parents, moves, total, side, values)
+                else:
+                    k.leaf_values(boards, parents, moves, total, side, left, values)
                 break
             if total >= 1 << 32:
                 raise DeviceOutOfMemory(f"boards[{ply + 1}]", total * _core.BOARD_BYTES, a.ordinal, 0)
@@ -717,6 +730,27 @@ class TTBfsDriver(BfsDriver):
                     # every board not found stores its count (zero counts excepted, see bfs_store)
                     self._depth_stat(r)["stores"] += lv["n"] - found
         return out
+
+    def _leaf_merged(self, boards, keys, parents, moves, total: int, side: int, values) -> None:
+        """The leaf of a remaining-depth-3 level with its children merged: the ``total`` moves of
+        ``boards`` (side ``side``) are grouped by the key of the child each makes, perft 2 is
+        counted once a group (``leaf_heads``), and each move adds its group's count to its parent's
+        value (``leaf_merged``). Equal to ``leaf_values(..., levels=3)``; the fused leaf is most of a count's time,
+        and about a third of the children of a level's distinct positions are distinct (startpos
+        perft 11: 31 G moves of ply-8 positions reach 9.2 G distinct ply-9 positions, A083276).
+        In slices of at most ``leaf_merge_slice`` moves (``LEAF_MERGE_SLICE``), within 3/4 of the memory beside the arenas
+        (``LEAF_MERGE_TEMP_BYTES_PER_MOVE``): a transposition whose two moves fall in different
+        slices is counted twice (exactly, like two unmerged moves)."""
+        k = self.k
+        # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
+        # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.81x with ~2^27.4).
+        size = max(1, min(self.leaf_merge_slice, self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE))
+        for start in range(0, total, size):
+            n = min(size, total - start)
+            groups = k.leaf_merged(boards, keys, parents[start:start + n], moves[start:start + n], n, side,
+                                   self.z_dev, values)
+            self.tt_stats["leaf_moves"] += n
+            self.tt_stats["leaf_positions"] += groups
 
     def _merge(self, boards, keys, n: int, ply: int):
         """Merge boards with equal keys: (unique boards, their keys, count, group of each board).
