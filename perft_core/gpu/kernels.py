@@ -451,10 +451,10 @@ class CupyKernels:
         distinct child counted once: values[parents[i]] += perft 2 of the child move i makes, for
         every i, with the children grouped by their Zobrist keys (``z``, from the parents' ``keys``)
         and perft 2 counted for one move a group. Returns the number of groups (distinct children).
-        Temporaries outside the arena, at most about 48 bytes a move at once."""
+        Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two."""
         cp = self.xp
-        # 4-8 slots a move (a load factor of at most 1/4: few probes past the first; at 2-4 slots,
-        # the BFS levels' merge table, startpos perft 11's leaf merges took 2.0 s, NOTES.md)
+        # 4-8 slots a move, 4 when n is a power of two (a load factor of at most 1/4: few probes past
+        # the first; at 2-4 slots, as the BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md)
         bits = max(10, (4 * int(n) - 1).bit_length())
         child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
         self._launch(f"child_keys_kernel<{us}>", n, self.gen_threads,

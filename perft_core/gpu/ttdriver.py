@@ -33,10 +33,10 @@ AUDIT_BYTES = 64
 # The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
 # hash table of 2-4 slots a board (uint32), slot, head and group (uint32) and rank (uint64) a board.
 MERGE_TEMP_BYTES_PER_BOARD = 36
-LEAF_MERGE_TEMP_BYTES_PER_MOVE = 48
-"""Temporaries outside the arena a move of a leaf merge takes at once (``leaf_merged``): its child's
-key (16) and the hash table (16-32), then its head, group head, rank, count and the heads (at most
-28 + 4)."""
+LEAF_MERGE_TEMP_BYTES_PER_MOVE = 40
+"""Temporaries outside the arena a move of a leaf merge's slice takes at once (``leaf_merged``, a
+slice of a power of two moves): its child's key (16), 4 hash table slots (16), its group head and
+head flag (8); after the insert the key and table make way for a rank, a count and the heads (20)."""
 LEAF_MERGE_SLICE = 1 << 30
 """The most moves of a remaining-depth-3 level merged at once (a merge's indices are uint32)."""
 TT_SHARE = 0.6
@@ -744,7 +744,10 @@ class TTBfsDriver(BfsDriver):
         k = self.k
         # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
         # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.81x with ~2^27.4).
+        # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
+        # Too large a slice fails a temporary, and the driver retries the call with half its roots.
         size = max(1, min(self.leaf_merge_slice, self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE))
+        size = 1 << (size.bit_length() - 1)
         for start in range(0, total, size):
             n = min(size, total - start)
             groups = k.leaf_merged(boards, keys, parents[start:start + n], moves[start:start + n], n, side,
