@@ -504,24 +504,22 @@ __global__ void merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* ow
 }
 
 // The leaf merge's step 1 (keys: the children's, child_keys_kernel): each move's group head
-// (head_of: the first move that claimed the key), and each head's index appended to heads (*groups
-// counts them; a warp appends its heads with one atomic, so heads stay roughly in move order).
+// (head_of, the first move that claimed the key) and whether it is one (head).
 __global__ void leaf_merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* owner, u64 mask, int shift,
-                                         u32* __restrict__ head_of, u32* __restrict__ heads,
-                                         unsigned long long* groups) {
+                                         u32* __restrict__ head_of, u32* __restrict__ head) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u64 s;
     const u32 h = merge_claim(keys, i, owner, mask, shift, s);
     head_of[i] = h;
-    const unsigned active = __activemask();
-    const unsigned is_head = __ballot_sync(active, h == i);
-    if (!is_head) return;
-    const int lane = threadIdx.x & 31, leader = __ffs(is_head) - 1;
-    unsigned long long base = 0;
-    if (lane == leader) base = atomicAdd(groups, (unsigned long long)__popc(is_head));
-    base = __shfl_sync(active, base, leader);
-    if (h == i) heads[base + __popc(is_head & ((1u << lane) - 1))] = i;
+    head[i] = h == i;
+}
+
+// The leaf merge's step 2 (after the scan of head into rank): heads[rank] = each head's index.
+__global__ void leaf_merge_heads_kernel(const u32* __restrict__ head, const u64* __restrict__ rank, u32 n,
+                                        u32* __restrict__ heads) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && head[i]) heads[rank[i]] = i;
 }
 
 // Step 2 (after the scan of head into rank): each head copies its board and key to its rank among

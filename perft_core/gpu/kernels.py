@@ -451,8 +451,7 @@ class CupyKernels:
         distinct child counted once: values[parents[i]] += perft 2 of the child move i makes, for
         every i, with the children grouped by their Zobrist keys (``z``, from the parents' ``keys``)
         and perft 2 counted for one move a group. Returns the number of groups (distinct children).
-        Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two
-        (the key 16, the hash table 16-32, the group head and the heads 8)."""
+        Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two."""
         cp = self.xp
         # 4-8 slots a move, 4 when n is a power of two (a load factor of at most 1/4: few probes past
         # the first; at 2-4 slots, as the BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md)
@@ -463,13 +462,15 @@ class CupyKernels:
         owner = self._temp(1 << bits, cp.uint32, "leaf_merge_owner")
         self.zero(owner)
         head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
-        heads = self._temp(n, cp.uint32, "leaf_merge_heads")
-        self.zero(self.total)
+        head = self._temp(n, cp.uint32, "leaf_merge_head")
         self._launch("leaf_merge_insert_kernel", n, 256,
-                     (child_keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), head_of, heads,
-                      self.total))
-        del child_keys, owner  # back to the pool before the counts
-        groups = self._read_word(self.total)
+                     (child_keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), head_of, head))
+        del child_keys, owner  # back to the pool before the next temporaries
+        rank = self._temp(n + 1, cp.uint64, "leaf_merge_rank")
+        groups = self.scan(head, n, rank)
+        heads = self._temp(groups, cp.uint32, "leaf_merge_heads")
+        self._launch("leaf_merge_heads_kernel", n, 256, (head, rank, np.uint32(n), heads))
+        del rank, head
         counts = self._temp(n, cp.uint64, "leaf_merge_counts")  # written at the heads only
         self._launch(f"leaf_heads_kernel<{us}>", groups, self.leaf_threads,
                      (boards, parents, moves, heads, np.uint64(groups), self.ci, counts))

@@ -39,7 +39,7 @@ KERNEL_NAMES: tuple[str, ...] = tuple(
     + ["upsweep_kernel", "store_kernel", "upsweep_grouped_kernel", "widen_kernel", "count_hits_kernel", "part_filter_kernel",
        "scan_tiles_u32_kernel", "scan_tiles_u64_kernel", "scan_apply_u32_kernel", "scan_apply_u64_kernel",
        "merge_insert_kernel", "merge_heads_kernel", "merge_group_kernel",
-       "leaf_merge_insert_kernel", "upsweep_heads_kernel"])
+       "leaf_merge_insert_kernel", "leaf_merge_heads_kernel", "upsweep_heads_kernel"])
 # Options of the default build, NVRTC and nvcc alike (CuPy adds the architecture).
 OPTIONS: tuple[str, ...] = ("-std=c++17",)
 MANIFEST = "pc_kernels.cubin.json"
