@@ -86,6 +86,7 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
             "kernel_s": sum(by_name.values()), "kernel_s_by_name": by_name, "gpu_calls": drv.stats.gpu_calls,
             "launch_depth": drv.stats.launch_depth, "gpu_depth": drv.stats.gpu_depth, "tables": tables,
             "progress": samples, "leaf_merge": leaf_merge, "oom_retries": len(drv.stats.oom_sites),
+            "oom_sites": sorted(set(drv.stats.oom_sites)),
             "leaf_moves": drv.tt_stats["leaf_moves"] - leaf0[0],
             "leaf_positions": drv.tt_stats["leaf_positions"] - leaf0[1]}
 
@@ -98,7 +99,7 @@ def show(r: dict) -> None:
           f"{verdict} in {r['wall_s']:.2f} s; kernels {r['kernel_s']:.2f} s; {r['gpu_calls']} GPU calls, launch "
           f"depth {r['launch_depth']}, GPU depth {r['gpu_depth']}" + (f"; stopped: {r['partial']}" if r["partial"] else ""))
     if r.get("oom_retries"):
-        print(f"    out-of-memory retries: {r['oom_retries']}")
+        print(f"    out-of-memory retries: {r['oom_retries']} (sites: {', '.join(r.get('oom_sites', []))})")
     if r.get("leaf_moves"):
         print(f"    leaf merge: {r['leaf_moves']:,} moves of remaining-depth-3 positions, {r['leaf_positions']:,} "
               f"distinct children counted ({r['leaf_moves'] / max(r['leaf_positions'], 1):.2f}x)")
