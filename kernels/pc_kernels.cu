@@ -515,11 +515,23 @@ __global__ void leaf_merge_insert_kernel(const u64* __restrict__ keys, u32 n, u3
     head[i] = h == i;
 }
 
-// The leaf merge's step 2 (after the scan of head into rank): heads[rank] = each head's index.
-__global__ void leaf_merge_heads_kernel(const u32* __restrict__ head, const u64* __restrict__ rank, u32 n,
-                                        u32* __restrict__ heads) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n && head[i]) heads[rank[i]] = i;
+// The leaf merge's step 2: heads[k] = the index of the k-th head (head[i] != 0), in index order.
+// A stream compaction over the scan's tiles (scan_tiles_u32_kernel's sums, scanned into
+// tile_offsets; null with one tile): each tile ranks its heads itself, so no rank array is made.
+__global__ void __launch_bounds__(PC_SCAN_THREADS) leaf_merge_heads_kernel(const u32* __restrict__ head, u64 n,
+                                                                           const u64* __restrict__ tile_offsets,
+                                                                           u32* __restrict__ heads) {
+    const u64 first = (u64)blockIdx.x * PC_SCAN_TILE + (u64)threadIdx.x * PC_SCAN_ITEMS;
+    u32 items[PC_SCAN_ITEMS];
+    u64 v = 0;
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
+        items[k] = first + k < n ? head[first + k] : 0u;
+        v += items[k];
+    }
+    u64 total;
+    u64 at = block_exclusive(v, &total) + (tile_offsets ? tile_offsets[blockIdx.x] : 0);
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k)
+        if (items[k]) heads[at++] = (u32)(first + k);
 }
 
 // Step 2 (after the scan of head into rank): each head copies its board and key to its rank among

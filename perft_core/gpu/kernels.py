@@ -451,7 +451,8 @@ class CupyKernels:
         distinct child counted once: values[parents[i]] += perft 2 of the child move i makes, for
         every i, with the children grouped by their Zobrist keys (``z``, from the parents' ``keys``)
         and perft 2 counted for one move a group. Returns the number of groups (distinct children).
-        Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two."""
+        Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two
+        (the key 16, the hash table 16-32, the group head and head flag 8)."""
         cp = self.xp
         # 4-8 slots a move, 4 when n is a power of two (a load factor of at most 1/4: few probes past
         # the first; at 2-4 slots, as the BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md)
@@ -466,11 +467,16 @@ class CupyKernels:
         self._launch("leaf_merge_insert_kernel", n, 256,
                      (child_keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), head_of, head))
         del child_keys, owner  # back to the pool before the next temporaries
-        rank = self._temp(n + 1, cp.uint64, "leaf_merge_rank")
-        groups = self.scan(head, n, rank)
+        # The heads in index order, compacted tile by tile (no rank array): the tiles' head counts,
+        # their prefix sums (the last one is the number of groups, read here), then the compaction.
+        tiles = (int(n) + SCAN_TILE - 1) // SCAN_TILE
+        sums = self._temp(tiles, cp.uint64, "leaf_merge_tile_sums")
+        self._launch_grid("scan_tiles_u32_kernel", tiles, 256, (head, np.uint64(n), sums))
+        tile_offsets = self._temp(tiles + 1, cp.uint64, "leaf_merge_tile_offsets")
+        groups = self.scan(sums, tiles, tile_offsets)
         heads = self._temp(groups, cp.uint32, "leaf_merge_heads")
-        self._launch("leaf_merge_heads_kernel", n, 256, (head, rank, np.uint32(n), heads))
-        del rank, head
+        self._launch_grid("leaf_merge_heads_kernel", tiles, 256, (head, np.uint64(n), tile_offsets, heads))
+        del head, sums, tile_offsets
         counts = self._temp(n, cp.uint64, "leaf_merge_counts")  # written at the heads only
         self._launch(f"leaf_heads_kernel<{us}>", groups, self.leaf_threads,
                      (boards, parents, moves, heads, np.uint64(groups), self.ci, counts))
