@@ -7,6 +7,9 @@ plies on the host, merges roots with equal Zobrist keys (counting each once, tim
 multiplicity), looks each up in a lossless host cache, and sends the rest to the GPU in chunks;
 later chunks hit the device entries that earlier chunks stored.
 
+The fused leaf (perft 3 of each remaining-depth-3 position not found) counts each distinct child of
+its level's moves once (``_leaf_merged``).
+
 Device TTs: one per remaining depth r from 3 to the GPU depth - 1, 16-byte XOR-checked entries
 (kernels/pc_tt.h), sized from a memory budget in proportion to the number of distinct positions at
 the ply they serve, each no larger than 4x that number. The distinct positions are the count's own
@@ -125,7 +128,8 @@ class TTBfsDriver(BfsDriver):
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
     ``host_cache_entries`` bound of the lossless host cache (it stops storing when full),
     ``chunk_leaf_moves`` the most leaf moves one GPU call should hold (None: memory alone decides), ``merge`` merge equal
-    positions (equal keys) within each BFS level before expanding it.
+    positions (equal keys) within each BFS level before expanding it, and the fused leaf's children
+    (attribute ``leaf_merge``, see ``_leaf_merged``).
     """
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
@@ -732,15 +736,16 @@ class TTBfsDriver(BfsDriver):
         return out
 
     def _leaf_merged(self, boards, keys, parents, moves, total: int, side: int, values) -> None:
-        """The leaf of a remaining-depth-3 level with its children merged: the ``total`` moves of
-        ``boards`` (side ``side``) are grouped by the key of the child each makes, perft 2 is
-        counted once a group (``leaf_heads``), and each move adds its group's count to its parent's
-        value (``leaf_merged``). Equal to ``leaf_values(..., levels=3)``; the fused leaf is most of a count's time,
-        and about a third of the children of a level's distinct positions are distinct (startpos
-        perft 11: 31 G moves of ply-8 positions reach 9.2 G distinct ply-9 positions, A083276).
-        In slices of at most ``leaf_merge_slice`` moves (``LEAF_MERGE_SLICE``), within 3/4 of the memory beside the arenas
-        (``LEAF_MERGE_TEMP_BYTES_PER_MOVE``): a transposition whose two moves fall in different
-        slices is counted twice (exactly, like two unmerged moves)."""
+        """The fused leaf of a remaining-depth-3 level with its children merged: the ``total`` moves
+        of ``boards`` (side ``side``) are grouped by the Zobrist key of the child each makes, perft 2
+        is counted once a group, and every move adds its group's count to its parent's value
+        (``kernels.leaf_merged``). The same values as ``leaf_values(..., levels=3)``. The fused leaf
+        is most of a deep count's time, and most of its children repeat: startpos perft 11's leaf
+        has 29.1 G moves for 9.2 G distinct ply-9 positions (A083276); the slices merged them into
+        15.7 G (H200, NOTES.md "Session 12": 20.5 -> 14.7 s; perft 12 343 -> 262 s).
+        In slices of a power of two moves, at most ``leaf_merge_slice`` (``LEAF_MERGE_SLICE``) and
+        within 3/4 of the memory beside the arenas (``LEAF_MERGE_TEMP_BYTES_PER_MOVE``): a
+        transposition whose two moves fall in different slices is counted twice, exactly."""
         k = self.k
         # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
         # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.81x with ~2^27.4).
