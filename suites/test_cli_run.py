@@ -215,3 +215,9 @@ def test_json_with_gpu_tables_has_statistics_per_remaining_depth(capsys):
     status, out, err = run(capsys, "run", KIWIPETE, "3", "--backend", "gpu-emulated", "--tt", "--json")
     again = json.loads(out)["tables"]["by_depth"]["3"]
     assert again["host_probes"] == 1 and again["host_hits"] == 1  # this count's own figures, answered from the cache
+    # Startpos perft 5 in one BFS call: its fused leaf's 8,902 moves reach A083276's 5,362 ply-3 positions.
+    status, out, err = run(capsys, "run", "startpos", "5", "--backend", "gpu-emulated", "--tt", "--json")
+    assert status == 0, err
+    assert json.loads(out)["tables"]["leaf_merge"] == {"moves": 8902, "positions": 5362}
+    status, out, err = run(capsys, "run", "startpos", "5", "--backend", "gpu-emulated", "--tt", "--json")
+    assert json.loads(out)["tables"]["leaf_merge"] == {"moves": 0, "positions": 0}  # answered by the host cache

@@ -62,8 +62,9 @@ def _make_driver(backend: str, tt_mb: float | None):
 def table_statistics(backend: str, since: dict | None = None, occupancy: bool = True) -> dict | None:
     """The process's ``backend`` driver's table statistics (``TTBfsDriver.tt_statistics``), with
     the cumulative counters (``ttdriver.DEPTH_COUNTERS``: probes, hits, host probes and hits,
-    stores) less those of ``since`` (an earlier result of this function, or ``{"by_depth":
-    driver.depth_stats}`` copied), so that the difference is one count's; ``occupancy``: read the
+    stores) and the leaf merge's moves and positions less those of ``since`` (an earlier result of
+    this function, or ``{"by_depth": driver.depth_stats}`` copied), so that the difference is one
+    count's; ``occupancy``: read the
     tables' occupied slots (one pass over them). None when the backend is not a GPU one or its
     driver was never made (nothing was counted through it)."""
     from .ttdriver import DEPTH_COUNTERS
@@ -76,4 +77,6 @@ def table_statistics(backend: str, since: dict | None = None, occupancy: bool = 
     for r, row in stats["by_depth"].items():
         for key in DEPTH_COUNTERS:
             row[key] -= before.get(r, {}).get(key, 0)
+    for key, value in (since or {}).get("leaf_merge", {}).items():
+        stats["leaf_merge"][key] -= value
     return stats

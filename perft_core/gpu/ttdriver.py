@@ -473,7 +473,9 @@ class TTBfsDriver(BfsDriver):
     def tt_statistics(self, occupancy: bool = True) -> dict:
         """The tables' statistics per remaining depth, for people (``perft run --json``, deep stores).
 
-        Returns ``{"by_depth": {r: {...}}, "host_cache_entries": int}``; each remaining depth ``r``
+        Returns ``{"by_depth": {r: {...}}, "host_cache_entries": int, "leaf_merge": {"moves": int,
+        "positions": int}}`` (leaf_merge, cumulative: the fused leaf's moves and the distinct children
+        it counted, see ``_leaf_merged``); each remaining depth ``r``
         (int) has DEPTH_COUNTERS, cumulative over this driver's counts (subtract two snapshots for
         one count): ``probes`` and ``hits`` (device table lookups and finds), ``host_probes`` and
         ``host_hits`` (the lossless host cache, above the launch depth), ``stores`` (device
@@ -497,7 +499,8 @@ class TTBfsDriver(BfsDriver):
                 occupied = (int(xp.count_nonzero(tt.entries)) + 1) // 2
                 since_plan = row["stores"] - self._stores_at_plan.get(r, 0)
                 row.update(occupied=occupied, evictions=max(0, since_plan - occupied))
-        return {"by_depth": dict(sorted(out.items())), "host_cache_entries": len(self.host_cache)}
+        return {"by_depth": dict(sorted(out.items())), "host_cache_entries": len(self.host_cache),
+                "leaf_merge": {"moves": self.tt_stats["leaf_moves"], "positions": self.tt_stats["leaf_positions"]}}
 
     def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
         return host_keys(boards, us, self._ci_bytes, self.z_host)
