@@ -120,6 +120,25 @@ def test_reference_without_cache_agrees():
     assert PythonChessEngine(cache_size=10).perft(KIWIPETE, 3) == 97862
 
 
+def test_reference_cache_key_is_exact():
+    """The reference's cache key (position_key, public python-chess API) is equal exactly where
+    every perft count below is: transposed move orders meet; side to move, castling rights and a
+    legal en passant square each tell positions apart; an en passant square with no legal capture
+    does not (the reference adds ``board.chess960`` to the key itself). Each field's removal fails."""
+    from oracle.engines.pychess import position_key
+
+    def key(fen, moves=()):
+        return position_key(board_from(fen, tuple(moves)))
+
+    start = chess.STARTING_FEN
+    assert key(start, ["g1f3", "g8f6", "b1c3"]) == key(start, ["b1c3", "g8f6", "g1f3"])
+    assert key("4k3/8/8/8/8/8/8/4K3 w - - 0 1") != key("4k3/8/8/8/8/8/8/4K3 b - - 0 1")
+    assert key("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1") != key("r3k2r/8/8/8/8/8/8/R3K2R w Kkq - 0 1")
+    # e3 is a legal en passant target only with a black pawn on d4 or f4 that may take
+    assert key("4k3/8/8/8/4P3/8/8/4K3 b - e3 0 1") == key("4k3/8/8/8/4P3/8/8/4K3 b - - 0 1")
+    assert key("4k3/8/8/8/3pP3/8/8/4K3 b - e3 0 1") != key("4k3/8/8/8/3pP3/8/8/4K3 b - - 0 1")
+
+
 def test_reference_reports_a_bad_move_as_engine_error():
     with pytest.raises(EngineError, match="python-chess") as info:
         PythonChessEngine().divide(KIWIPETE, 2, ["e2e5"])

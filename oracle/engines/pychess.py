@@ -7,11 +7,23 @@ import chess
 
 from oracle.engines.base import BaseEngine, EngineError, board_from, check_depth, describe_query
 
+def position_key(board: chess.Board) -> tuple:
+    """An exact key of what decides every perft count below ``board``: its pieces (bitboards per
+    piece type and colour, ints), side to move, castling rights (``clean_castling_rights``) and the
+    en passant square only when an en passant capture is legal (``has_legal_en_passant``), as a
+    hashable tuple. The same fields as python-chess's private ``Board._transposition_key`` (1.10),
+    read through its public API. Two boards with equal keys have equal perft counts at every depth
+    (in one variant: the caller adds ``board.chess960``, which changes castling moves)."""
+    return (board.pawns, board.knights, board.bishops, board.rooks, board.queens, board.kings,
+            board.occupied_co[chess.WHITE], board.occupied_co[chess.BLACK], board.turn,
+            board.clean_castling_rights(), board.ep_square if board.has_legal_en_passant() else None)
+
+
 class PythonChessEngine(BaseEngine):
     """The reference: python-chess move generation, ~1 M leaf nodes/s with bulk counting.
 
     Leaves are counted in bulk (the number of legal moves one ply above them). Interior nodes with
-    at least ``2`` plies left are cached by python-chess's exact transposition key (pieces, side,
+    at least ``2`` plies left are cached by an exact key (:func:`position_key`: pieces, side,
     castling rights, legal en passant square) and the remaining depth; the cache is shared across
     calls and cleared when it holds more than ``cache_size`` entries (0 disables it).
 
@@ -34,7 +46,7 @@ class PythonChessEngine(BaseEngine):
             return len(self.moves(board))
         key = None
         if self.cache_size:
-            key = (board._transposition_key(), board.chess960, depth)
+            key = (position_key(board), board.chess960, depth)
             hit = self._cache.get(key)
             if hit is not None:
                 return hit

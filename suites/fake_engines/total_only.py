@@ -46,7 +46,7 @@ def perft(d: int) -> int:
     moves = gen(board)
     if d == 1:
         return len(moves)
-    key = (board._transposition_key(), d)
+    key = (board.epd(), d)  # pieces, side, castling rights, en passant only when legal (python-chess)
     if key in cache:
         return cache[key]
     nodes = 0
