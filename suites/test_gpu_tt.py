@@ -441,6 +441,9 @@ def test_leaf_merge_counts_each_distinct_child_once(kernels):
     drv.leaf_merge_slice = 2000  # some transpositions' two moves now fall in different slices
     assert drv.perft(start, 5) == 4865609
     assert 5362 < drv.tt_stats["leaf_positions"] < 8902
+    drv = TTBfsDriver(kernels, memory_bytes=64 << 20, tt_bytes=4 << 20)
+    drv.temp_bytes = 1000  # no room beside the arenas: the plain fused leaf, still exact
+    assert drv.perft(start, 5) == 4865609 and drv.tt_stats["leaf_moves"] == 0
     merged = 0
     for fen, depth, expected in CASES + OOM_CASES:
         pos = perft_core.Position.from_fen(fen)

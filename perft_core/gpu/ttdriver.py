@@ -40,6 +40,9 @@ LEAF_MERGE_TEMP_BYTES_PER_MOVE = 40
 """Temporaries outside the arena a move of a leaf merge's slice takes at once (``leaf_merged``, a
 slice of a power of two moves): its child's key (16), 4 hash table slots (16), its group head and
 head flag (8); after the insert the key and table make way for a rank, a count and the heads (20)."""
+LEAF_MERGE_MIN_SLICE = 1 << 12
+"""Fewer moves than this fitting the memory beside the arenas: the leaf is not merged (slices that
+small find few transpositions and pay a host round trip each)."""
 LEAF_MERGE_SLICE = 1 << 30
 """The most moves of a remaining-depth-3 level merged at once (a merge's indices are uint32)."""
 TT_SHARE = 0.6
@@ -754,7 +757,11 @@ class TTBfsDriver(BfsDriver):
         # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.81x with ~2^27.4).
         # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
         # Too large a slice fails a temporary, and the driver retries the call with half its roots.
-        size = max(1, min(self.leaf_merge_slice, self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE))
+        fits = self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE
+        if fits < LEAF_MERGE_MIN_SLICE:  # too little memory beside the arenas: the plain fused leaf
+            self.k.leaf_values(boards, parents, moves, total, side, 3, values)
+            return
+        size = max(1, min(self.leaf_merge_slice, fits))
         size = 1 << (size.bit_length() - 1)
         for start in range(0, total, size):
             n = min(size, total - start)
