@@ -39,7 +39,7 @@ MERGE_TEMP_BYTES_PER_BOARD = 36
 LEAF_MERGE_TEMP_BYTES_PER_MOVE = 40
 """Temporaries outside the arena a move of a leaf merge's slice takes at once (``leaf_merged``, a
 slice of a power of two moves): its child's key (16), 4 hash table slots (16), its group head and
-head flag (8); after the insert the key and table make way for a rank, a count and the heads (20)."""
+head flag (8); after the insert the key and table make way for the heads and a count (12)."""
 LEAF_MERGE_MIN_SLICE = 1 << 12
 """Fewer moves than this fitting the memory beside the arenas: the leaf is not merged (slices that
 small find few transpositions and pay a host round trip each)."""
@@ -754,7 +754,7 @@ class TTBfsDriver(BfsDriver):
         transposition whose two moves fall in different slices is counted twice, exactly."""
         k = self.k
         # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
-        # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.81x with ~2^27.4).
+        # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.85x with 2^28).
         # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
         # Too large a slice fails a temporary, and the driver retries the call with half its roots.
         fits = self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE
