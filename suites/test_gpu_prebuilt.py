@@ -251,6 +251,32 @@ def fake_cupy_kernels(order_seed: int = 0):
                     break
                 s = (s + 1) & int(mask)
 
+    def leaf_merge_insert(grid, block, args):  # as merge_insert, recording each move's group head
+        keys, n, owner, mask, shift, head_of, head = args
+        slot_of = np.empty(int(n), dtype=np.uint32)
+        merge_insert(grid, block, (keys, n, owner, mask, shift, slot_of, head))
+        head_of[:int(n)] = owner[slot_of] - 1
+
+    def leaf_merge_heads(grid, block, args):  # each tile writes its heads from the tile's offset
+        head, n, tile_offsets, heads = args
+        for b in range(grid[0]):
+            idx = b * SCAN_TILE + np.flatnonzero(head[b * SCAN_TILE:min(int(n), (b + 1) * SCAN_TILE)])
+            heads[int(tile_offsets[b]):int(tile_offsets[b]) + len(idx)] = idx
+
+    def child_keys(grid, block, args):  # a stand-in key: the child of (parent p, move m) is p // 3 + m
+        boards, keys, parents, moves, n, ci, z, child_keys = args
+        c = parents[:int(n)].astype(np.uint64) // 3 + moves[:int(n)]
+        child_keys[0:2 * int(n):2], child_keys[1:2 * int(n):2] = c * 7919, c
+
+    def leaf_heads(grid, block, args):  # a stand-in perft 2 of the head's child: 1000 + its key
+        boards, parents, moves, heads, n, ci, values = args
+        h = heads[:int(n)]
+        values[h] = 1000 + parents[h].astype(np.uint64) // 3 + moves[h]
+
+    def upsweep_heads(grid, block, args):
+        parents, head_of, values, n, parent_values = args
+        np.add.at(parent_values, parents[:int(n)], values[head_of[:int(n)]])
+
     def merge_heads(grid, block, args):
         boards, keys, head, rank, slot_of, n, group_of_slot, merged_boards, merged_keys = args
         for i in range(int(n)):
@@ -276,8 +302,31 @@ def fake_cupy_kernels(order_seed: int = 0):
     k.gen_error = np.zeros(1, dtype=np.uint64).view(FakeDeviceArray)  # gen_kernel's report word
     k.fn = {"scan_tiles_u32_kernel": scan_tiles, "scan_tiles_u64_kernel": scan_tiles,
             "scan_apply_u32_kernel": scan_apply, "scan_apply_u64_kernel": scan_apply,
-            "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group}
+            "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group,
+            "leaf_merge_insert_kernel": leaf_merge_insert, "leaf_merge_heads_kernel": leaf_merge_heads,
+            "child_keys_kernel<0>": child_keys, "leaf_heads_kernel<0>": leaf_heads,
+            "upsweep_heads_kernel": upsweep_heads}
+    k.gen_threads = k.leaf_threads = 128
+    k.ci = None
     return k
+
+
+@pytest.mark.parametrize("seed,n", [(0, 1), (1, 700), (2, 5000)])  # tiles of the compaction: 1, 1, 3
+def test_cupy_leaf_merge_glue_counts_each_distinct_child_once(seed, n):
+    """CupyKernels.leaf_merged on stand-in kernels (a child's key and count from its parent and
+    move): every move adds its child's count to its parent, the count is made once a distinct
+    child (the heads), whichever move of a group wins the claim, across tiles of the compaction."""
+    k = fake_cupy_kernels(seed)
+    rng = np.random.default_rng(seed)
+    parents = np.sort(rng.integers(0, max(1, n // 4), n)).astype(np.uint32).view(FakeDeviceArray)
+    moves = rng.integers(0, 5, n).astype(np.uint16).view(FakeDeviceArray)
+    values = np.zeros(max(1, n // 4), dtype=np.uint64).view(FakeDeviceArray)
+    groups = k.leaf_merged(None, None, parents, moves, n, 0, None, values)
+    child = np.asarray(parents).astype(np.uint64) // 3 + np.asarray(moves)
+    assert groups == len(np.unique(child))
+    want = np.zeros(len(values), dtype=np.uint64)
+    np.add.at(want, np.asarray(parents), 1000 + child)
+    assert np.array_equal(np.asarray(values), want)
 
 
 @pytest.mark.parametrize("n", [0, 1, 2048, 2049, 2048 * 2048 + 3])  # one tile, two, three levels of tiles
