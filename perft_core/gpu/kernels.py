@@ -420,18 +420,25 @@ class CupyKernels:
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
 
+    def _claim(self, kernel: str, keys, n: int, slots_per_key: int, site: str, *out):
+        """Launch an insert kernel of the merges (``merge_insert_kernel``, ``leaf_merge_insert_kernel``:
+        each of the ``n`` keys claims or finds its slot, kernels/pc_kernels.cu ``merge_claim``) over a
+        zeroed owner table of ``slots_per_key`` x n slots rounded up to a power of two (at least
+        1,024), writing ``out``; returns the owner table (uint32)."""
+        bits = max(10, (slots_per_key * int(n) - 1).bit_length())
+        owner = self._temp(1 << bits, self.xp.uint32, site)
+        self.zero(owner)
+        self._launch(kernel, n, 256, (keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), *out))
+        return owner
+
     def merge_groups(self, keys, n):
         """Group the first ``n`` keys (uint64 pairs lo, hi) by equality. Returns (number of groups,
         plan for ``merge_gather``); groups are numbered in the order of their head boards (the board
         of each group that claimed its hash slot)."""
         cp = self.xp
-        bits = max(10, (2 * int(n) - 1).bit_length())
-        owner = self._temp(1 << bits, cp.uint32, "merge_owner")
-        self.zero(owner)
         slot_of = self._temp(n, cp.uint32, "merge_slot_of")
         head = self._temp(n, cp.uint32, "merge_head")
-        self._launch("merge_insert_kernel", n, 256,
-                     (keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), slot_of, head))
+        owner = self._claim("merge_insert_kernel", keys, n, 2, "merge_owner", slot_of, head)
         rank = self._temp(n + 1, cp.uint64, "merge_rank")
         groups = self.scan(head, n, rank)
         return groups, (owner, slot_of, head, rank)
@@ -454,18 +461,14 @@ class CupyKernels:
         Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two
         (the key 16, the hash table 16-32, the group head and head flag 8)."""
         cp = self.xp
-        # 4-8 slots a move, 4 when n is a power of two (a load factor of at most 1/4: few probes past
-        # the first; at 2-4 slots, as the BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md)
-        bits = max(10, (4 * int(n) - 1).bit_length())
         child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
         self._launch(f"child_keys_kernel<{us}>", n, self.gen_threads,
                      (boards, keys, parents, moves, np.uint64(n), self.ci, z, child_keys))
-        owner = self._temp(1 << bits, cp.uint32, "leaf_merge_owner")
-        self.zero(owner)
         head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
         head = self._temp(n, cp.uint32, "leaf_merge_head")
-        self._launch("leaf_merge_insert_kernel", n, 256,
-                     (child_keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), head_of, head))
+        # 4-8 slots a move, 4 when n is a power of two (a load factor of at most 1/4: few probes past
+        # the first; at 2-4 slots, as the BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md)
+        owner = self._claim("leaf_merge_insert_kernel", child_keys, n, 4, "leaf_merge_owner", head_of, head)
         del child_keys, owner  # back to the pool before the next temporaries
         # The heads in index order, compacted tile by tile (no rank array): the tiles' head counts,
         # their prefix sums (the last one is the number of groups, read here), then the compaction.

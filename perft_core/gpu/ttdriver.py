@@ -759,7 +759,7 @@ class TTBfsDriver(BfsDriver):
         # Too large a slice fails a temporary, and the driver retries the call with half its roots.
         fits = self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE
         if fits < LEAF_MERGE_MIN_SLICE:  # too little memory beside the arenas: the plain fused leaf
-            self.k.leaf_values(boards, parents, moves, total, side, 3, values)
+            k.leaf_values(boards, parents, moves, total, side, 3, values)
             return
         size = max(1, min(self.leaf_merge_slice, fits))
         size = 1 << (size.bit_length() - 1)
