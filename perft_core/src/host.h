@@ -165,7 +165,7 @@ struct LeafParentSink : PerftSink<Us> {
     using PerftSink<Us>::PerftSink;
     PC_HD void hot(int from, int to, int flag) {  // flag: a constant once inlined
         Board g = this->b;
-        make_move<Us>(g, make_mv(from, to, flag), this->ci);
+        make_move<Us>(g, from, to, flag, this->ci);
         CountSink c;
         generate_legal<Us ^ 1, CountSink, ThemCastle>(g, this->ci, c);
         this->n += c.n;
