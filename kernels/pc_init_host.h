@@ -77,14 +77,16 @@ inline void init_magics(Magic* magics, const int (*dirs)[2], u32 base) {
 }
 
 #ifdef PC_HOST_PEXT
-// The PEXT table (pc_tables.h): each square's attacks for every subset of its mask, copied from the
+// The PEXT tables (pc_tables.h): each square's attacks for every subset of its mask, copied from the
 // magic table at the subset's PEXT index.
-inline void init_pext(const Magic* magics) {
+inline void init_pext(const Magic* magics, u64* mask, const u64** base) {
     for (int sq = 0; sq < 64; ++sq) {
         const Magic& m = magics[sq];
+        mask[sq] = m.mask;
+        base[sq] = g_pext.slider + m.offset;
         u64 b = 0;
         do {
-            g_pext_slider[m.offset + pext_index(m, b)] = g_tables_host.slider[m.offset + (u32)((b * m.magic) >> m.shift)];
+            g_pext.slider[m.offset + pext_index(b, m.mask)] = g_tables_host.slider[m.offset + (u32)((b * m.magic) >> m.shift)];
             b = (b - m.mask) & m.mask;
         } while (b);
     }
@@ -112,8 +114,8 @@ inline void init_tables() {
     init_magics(t.small.rook, ROOK_DIRS, 0);
     init_magics(t.small.bishop, BISHOP_DIRS, PC_ROOK_ENTRIES);
 #ifdef PC_HOST_PEXT
-    init_pext(t.small.rook);
-    init_pext(t.small.bishop);
+    init_pext(t.small.rook, g_pext.rook_mask, g_pext.rook_base);
+    init_pext(t.small.bishop, g_pext.bishop_mask, g_pext.bishop_base);
 #endif
     for (int s = 0; s < 64; ++s) {
         t.small.knight[s] = leaper(s, KN, 8);

@@ -78,20 +78,27 @@ PC_HD u64 zone_diag(int sq) { return PC_SLD(PC_S.zone_diag[sq]); }
 PC_HD u64 zone_orth(int sq) { return PC_SLD(PC_S.zone_orth[sq]); }
 
 // PC_HOST_PEXT (host only; set by setup.py for the CPU extension built for x86-64-v3, never by a GPU
-// build): slider attacks by BMI2 PEXT of the occupancy under the mask, from a table of their own laid
-// out like the magic one (same per-square offsets and sizes), filled by pc_init_host.h.
+// build): slider attacks by BMI2 PEXT of the occupancy under the square's mask, from tables of their
+// own (g_pext, filled by pc_init_host.h from the magic table): each square's mask and a pointer to its
+// first entry sit in arrays indexed by square, so a lookup is one PEXT, one load of the pointer and one
+// of the entry (two instructions fewer than going through Magic's offset: NOTES.md session 13).
 #if defined(PC_HOST_PEXT) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
-inline u64 g_pext_slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];
-PC_HD u64 pext_index(const Magic& m, u64 occ) { return __builtin_ia32_pext_di(occ, m.mask); }
-#endif
-
+struct PextTables {
+    u64 rook_mask[64], bishop_mask[64];
+    const u64* rook_base[64];
+    const u64* bishop_base[64];
+    u64 slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];  // same per-square offsets and sizes as Tables::slider
+};
+inline PextTables g_pext;
+PC_HD u64 pext_index(u64 occ, u64 mask) { return __builtin_ia32_pext_di(occ, mask); }
+PC_HD u64 rook_att(int sq, u64 occ) { return g_pext.rook_base[sq][pext_index(occ, g_pext.rook_mask[sq])]; }
+PC_HD u64 bishop_att(int sq, u64 occ) { return g_pext.bishop_base[sq][pext_index(occ, g_pext.bishop_mask[sq])]; }
+#else
 PC_HD u64 magic_lookup(const Magic& m, u64 occ) {
-#if defined(PC_HOST_PEXT) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
-    return g_pext_slider[m.offset + (u32)pext_index(m, occ)];
-#endif
     u64 mask = PC_SLD(m.mask), mul = PC_SLD(m.magic);
     u32 off = PC_SLD(m.offset), sh = PC_SLD(m.shift);
     return PC_LD(PC_T.slider[off + (u32)(((occ & mask) * mul) >> sh)]);
 }
 PC_HD u64 rook_att(int sq, u64 occ) { return magic_lookup(PC_S.rook[sq], occ); }
 PC_HD u64 bishop_att(int sq, u64 occ) { return magic_lookup(PC_S.bishop[sq], occ); }
+#endif
