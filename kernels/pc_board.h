@@ -84,9 +84,11 @@ PC_HD void clear_squares(Board& b, u64 squares) {
     b.black &= keep;
 }
 
-// Plays a legal move for side Us, given as from, to and flag (a Move's fields). The en passant file is set after every double push (whether
-// or not a capture is possible; move generation checks for capturers).
-template <int Us>
+// Plays a legal move for side Us, given as from, to and flag (a Move's fields). The en passant
+// file is set after every double push (whether or not a capture is possible; move generation checks
+// for capturers). Mover: the moving piece's code when the caller knows it at compile time (the
+// host's leaf parent for pawn moves), 0: read from the board.
+template <int Us, int Mover = 0>
 PC_HD void make_move(Board& b, int from, int to, int flag, const CastleInfo& ci) {
     u8 rights = (u8)((b.state & 15) & ci.keep[from] & ci.keep[to]);
     int ep = 0;
@@ -94,9 +96,19 @@ PC_HD void make_move(Board& b, int from, int to, int flag, const CastleInfo& ci)
         // A plain move or double push (most moves): a captured piece leaves `to` on every board, and
         // the mover's code bits go from `from` to `to` (1-2 % less leaf time on an H200, NOTES.md session 7).
         const u64 bf = bit(from), bt = bit(to), mv = bf | bt;
-        b.pbq = (b.pbq & ~bt) ^ ((b.pbq & bf) ? mv : 0);
-        b.nbk = (b.nbk & ~bt) ^ ((b.nbk & bf) ? mv : 0);
-        b.rqk = (b.rqk & ~bt) ^ ((b.rqk & bf) ? mv : 0);
+        if (PC_HOST_CODE) {
+            // Host builds: both squares cleared, then the mover's code bits set on `to`. The code is
+            // read once for all the targets of one piece (GCC hoists it out of the sink's loop) or is
+            // Mover: 1-3 % fewer instructions (NOTES.md session 13). The GPU keeps the form below.
+            const u64 c = Mover ? (u64)Mover : (u64)piece_code(b, from);
+            b.pbq = (b.pbq & ~mv) | (bt & (0 - (c & 1)));
+            b.nbk = (b.nbk & ~mv) | (bt & (0 - ((c >> 1) & 1)));
+            b.rqk = (b.rqk & ~mv) | (bt & (0 - ((c >> 2) & 1)));
+        } else {
+            b.pbq = (b.pbq & ~bt) ^ ((b.pbq & bf) ? mv : 0);
+            b.nbk = (b.nbk & ~bt) ^ ((b.nbk & bf) ? mv : 0);
+            b.rqk = (b.rqk & ~bt) ^ ((b.rqk & bf) ? mv : 0);
+        }
         b.black = Us == BLACK ? (b.black ^ bf) | bt : b.black & ~bt;
         if (flag == MF_DOUBLE) ep = (to & 7) + 1;
     } else if (flag == MF_CASTLE) {

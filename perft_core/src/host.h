@@ -163,9 +163,10 @@ inline int legal(const Root& r, Move* out) {
 template <int Us, bool ThemCastle>
 struct LeafParentSink : PerftSink<Us> {
     using PerftSink<Us>::PerftSink;
+    template <int Mover = 0>
     PC_HD void hot(int from, int to, int flag) {  // flag: a constant once inlined
         Board g = this->b;
-        make_move<Us>(g, from, to, flag, this->ci);
+        make_move<Us, Mover>(g, from, to, flag, this->ci);
         CountSink c;
         generate_legal<Us ^ 1, CountSink, ThemCastle>(g, this->ci, c);
         this->n += c.n;
@@ -177,7 +178,7 @@ struct LeafParentSink : PerftSink<Us> {
     PC_HD void pawns(u64 to, int delta, int flag) {
         while (to) {
             const int t = pop_lsb(to);
-            hot(t - delta, t, flag);
+            hot<PAWN>(t - delta, t, flag);
         }
     }
 };
