@@ -6,6 +6,9 @@
 //   g++ -O3 -march=x86-64-v3 -DPC_HOST_PEXT -std=c++17 -Ikernels -Iperft_core $(python -m pybind11 --includes) \
 //       ci/perft_probe.cpp -o /tmp/perft_probe $(python3-config --ldflags --embed)   # host.h includes pybind11
 //   /tmp/perft_probe "FEN" DEPTH                # prints: nodes seconds
+//   /tmp/perft_probe "FEN" DEPTH MB             # through tables of MB MiB (perft_core/src/tt.h, as
+//                                               # zobrist.TranspositionTable(DEPTH, MB) with its defaults;
+//                                               # callgrind: --toggle-collect='run_tt(*')
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null --collect-atstart=no --toggle-collect='run(*' \
 //       /tmp/perft_probe "FEN" DEPTH            # "Collected" = instructions of the count
 //
@@ -18,9 +21,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
-#include "src/host.h"
+#include "src/tt.h"
 
 using namespace pc_host;
 
@@ -68,16 +72,26 @@ static Root parse_fen(const char* fen) {
 
 __attribute__((noinline)) u64 run(const Root& r, int depth) { return perft_any(r.board, r.ci, r.us, depth); }
 
+__attribute__((noinline)) u64 run_tt(const Root& r, int depth, pc_tt::Table& t) {
+    pc_tt::Search s(t, r.ci);
+    return (u64)pc_tt::tt_any<pc_tt::FAULT_NONE>(r.board, pc_tt::root_key(r.board, r.us, r.ci, t.keys()), r.us, depth, s);
+}
+
 int main(int argc, char** argv) {
-    if (argc != 3) {
-        std::fprintf(stderr, "usage: %s FEN DEPTH\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        std::fprintf(stderr, "usage: %s FEN DEPTH [TABLE_MIB]\n", argv[0]);
         return 2;
     }
     pc_init::init_tables();
     try {
         const Root r = parse_fen(argv[1]);
+        const int depth = std::atoi(argv[2]);
+        std::unique_ptr<pc_tt::Table> table;  // made before the clock starts (bench_cpu.py also times its making)
+        if (argc == 4)
+            table.reset(new pc_tt::Table(depth, (u64)(std::atof(argv[3]) * (1 << 20)), PC_ZOBRIST_DEFAULT_SEED, 2,
+                                         std::max(depth - 3, 0), false));
         const auto t = std::chrono::steady_clock::now();
-        const u64 n = run(r, std::atoi(argv[2]));
+        const u64 n = table ? run_tt(r, depth, *table) : run(r, depth);
         std::printf("%llu %.3f\n", n, std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s\n", e.what());
