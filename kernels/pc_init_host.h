@@ -76,22 +76,27 @@ inline void init_magics(Magic* magics, const int (*dirs)[2], u32 base) {
     }
 }
 
-#ifdef PC_HOST_PEXT
-// The PEXT tables (pc_tables.h): each square's attacks for every subset of its mask, copied from the
-// magic table at the subset's PEXT index.
-inline void init_pext(const Magic* magics, u64* mask, const u64** base) {
+// g_sliders (pc_tables.h) from the magics of one kind (0: rook, 1: bishop); PEXT builds copy each
+// square's attacks for every subset of its mask from the magic table to the subset's PEXT index.
+inline void init_host_sliders(const Magic* magics, int kind) {
     for (int sq = 0; sq < 64; ++sq) {
         const Magic& m = magics[sq];
-        mask[sq] = m.mask;
-        base[sq] = g_pext.slider + m.offset;
+        g_sliders.mask[kind][sq] = m.mask;
+        g_sliders.magic[kind][sq] = m.magic;
+        g_sliders.shift[kind][sq] = m.shift;
+#ifdef PC_HOST_PEXT
+        g_sliders.base[kind][sq] = g_sliders.pext_slider + m.offset;
         u64 b = 0;
         do {
-            g_pext.slider[m.offset + pext_index(b, m.mask)] = g_tables_host.slider[m.offset + (u32)((b * m.magic) >> m.shift)];
+            g_sliders.pext_slider[m.offset + __builtin_ia32_pext_di(b, m.mask)] =
+                g_tables_host.slider[m.offset + (u32)((b * m.magic) >> m.shift)];
             b = (b - m.mask) & m.mask;
         } while (b);
+#else
+        g_sliders.base[kind][sq] = g_tables_host.slider + m.offset;
+#endif
     }
 }
-#endif
 
 inline u64 leaper(int sq, const int (*d)[2], int n) {
     u64 att = 0;
@@ -113,10 +118,8 @@ inline void init_tables() {
     Tables& t = g_tables_host;
     init_magics(t.small.rook, ROOK_DIRS, 0);
     init_magics(t.small.bishop, BISHOP_DIRS, PC_ROOK_ENTRIES);
-#ifdef PC_HOST_PEXT
-    init_pext(t.small.rook, g_pext.rook_mask, g_pext.rook_base);
-    init_pext(t.small.bishop, g_pext.bishop_mask, g_pext.bishop_base);
-#endif
+    init_host_sliders(t.small.rook, 0);
+    init_host_sliders(t.small.bishop, 1);
     for (int s = 0; s < 64; ++s) {
         t.small.knight[s] = leaper(s, KN, 8);
         t.small.king[s] = leaper(s, KG, 8);

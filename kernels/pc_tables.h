@@ -77,22 +77,33 @@ PC_HD u64 zone_knight(int sq) { return PC_SLD(PC_S.zone_knight[sq]); }
 PC_HD u64 zone_diag(int sq) { return PC_SLD(PC_S.zone_diag[sq]); }
 PC_HD u64 zone_orth(int sq) { return PC_SLD(PC_S.zone_orth[sq]); }
 
-// PC_HOST_PEXT (host only; set by setup.py for the CPU extension built for x86-64-v3, never by a GPU
-// build): slider attacks by BMI2 PEXT of the occupancy under the square's mask, from tables of their
-// own (g_pext, filled by pc_init_host.h from the magic table): each square's mask and a pointer to its
-// first entry sit in arrays indexed by square, so a lookup is one PEXT, one load of the pointer and one
-// of the entry (two instructions fewer than going through Magic's offset: NOTES.md session 13).
-#if defined(PC_HOST_PEXT) && !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
-struct PextTables {
-    u64 rook_mask[64], bishop_mask[64];
-    const u64* rook_base[64];
-    const u64* bishop_base[64];
-    u64 slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];  // same per-square offsets and sizes as Tables::slider
+// Host builds look sliders up through g_sliders (filled by pc_init_host.h after the magic search):
+// each square's mask, magic, shift and a pointer to its first entry sit in arrays indexed by square,
+// so a lookup needs no offset arithmetic (2 instructions fewer than through Magic: NOTES.md session 13).
+// PC_HOST_PEXT (set by setup.py for the CPU extension built for x86-64-v3, never by a GPU build): the
+// index is BMI2 PEXT of the occupancy under the mask, into a table of its own laid out like the magic
+// one (same per-square offsets and sizes). GPU builds use Magic and Tables::slider as they are.
+#if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
+struct HostSliders {
+    u64 mask[2][64];  // [0: rook, 1: bishop][square]
+    u64 magic[2][64];
+    u64 shift[2][64];
+    const u64* base[2][64];
+#ifdef PC_HOST_PEXT
+    u64 pext_slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];
+#endif
 };
-inline PextTables g_pext;
-PC_HD u64 pext_index(u64 occ, u64 mask) { return __builtin_ia32_pext_di(occ, mask); }
-PC_HD u64 rook_att(int sq, u64 occ) { return g_pext.rook_base[sq][pext_index(occ, g_pext.rook_mask[sq])]; }
-PC_HD u64 bishop_att(int sq, u64 occ) { return g_pext.bishop_base[sq][pext_index(occ, g_pext.bishop_mask[sq])]; }
+inline HostSliders g_sliders;
+template <int Kind>
+PC_HD u64 host_slider_att(int sq, u64 occ) {
+#ifdef PC_HOST_PEXT
+    return g_sliders.base[Kind][sq][__builtin_ia32_pext_di(occ, g_sliders.mask[Kind][sq])];
+#else
+    return g_sliders.base[Kind][sq][((occ & g_sliders.mask[Kind][sq]) * g_sliders.magic[Kind][sq]) >> g_sliders.shift[Kind][sq]];
+#endif
+}
+PC_HD u64 rook_att(int sq, u64 occ) { return host_slider_att<0>(sq, occ); }
+PC_HD u64 bishop_att(int sq, u64 occ) { return host_slider_att<1>(sq, occ); }
 #else
 PC_HD u64 magic_lookup(const Magic& m, u64 occ) {
     u64 mask = PC_SLD(m.mask), mul = PC_SLD(m.magic);
