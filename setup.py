@@ -1,10 +1,11 @@
 """Build the CPU backend: the chess core in kernels/ compiled by the host C++ compiler.
 
-A portable build by default: on x86-64 two copies of the extension, ``perft_core._core_base``
-(the compiler's baseline instruction set) and ``perft_core._core_v3`` (``-march=x86-64-v3``: AVX2,
-BMI1/BMI2, with PEXT slider lookups, ``-DPC_HOST_PEXT``); ``perft_core/_core.py`` loads the second
-where the CPU has those features (run-time dispatch), so one wheel runs everywhere at full speed.
-Elsewhere only ``_core_base`` is built. ``PERFT_MARCH=native`` (or any ``-march`` value, or
+A portable build by default: on x86-64 three copies of the extension, ``perft_core._core_base``
+(the compiler's baseline instruction set), ``perft_core._core_v3`` (``-march=x86-64-v3``: AVX2,
+BMI1/BMI2, with PEXT slider lookups, ``-DPC_HOST_PEXT``) and ``perft_core._core_v3magic`` (the same
+level with magic slider lookups, for the AMD processors whose PEXT is microcoded);
+``perft_core/_core.py`` loads the best one for the CPU (run-time dispatch, perft_core/isa.py), so one
+wheel runs everywhere at full speed. Elsewhere only ``_core_base`` is built. ``PERFT_MARCH=native`` (or any ``-march`` value, or
 ``none``) asks for one local build for that target instead (``_core_base`` alone; add
 ``PERFT_PEXT=1`` where the target has a fast BMI2 PEXT).
 
@@ -44,7 +45,8 @@ def core_extensions() -> list[Pybind11Extension]:
     if march:
         return [core_extension("base", None if march == "none" else march, os.environ.get("PERFT_PEXT") == "1")]
     if platform.machine().lower() in ("x86_64", "amd64"):
-        return [core_extension("base", None, False), core_extension("v3", "x86-64-v3", True)]
+        return [core_extension("base", None, False), core_extension("v3", "x86-64-v3", True),
+                core_extension("v3magic", "x86-64-v3", False)]
     return [core_extension("base", None, False)]
 
 
@@ -80,9 +82,10 @@ class BuildWithKernels(build_ext):
     """build_ext, then the precompiled GPU kernels (in place: into kernels/; else into the build tree)."""
 
     def build_extension(self, ext):
-        """Each extension compiles into its own temporary folder: _core_base and _core_v3 compile the
-        same sources with other flags into the same object paths otherwise, and two builds at once in
-        one tree overwrote each other's objects (a _core_v3 with _core_base's module init was seen).
+        """Each extension compiles into its own temporary folder: _core_base, _core_v3 and
+        _core_v3magic compile the same sources with other flags into the same object paths
+        otherwise, and two builds at once in one tree overwrote each other's objects (a _core_v3
+        with _core_base's module init was seen).
         A build alone recompiles every object of an extension it builds, so it was never wrong
         (checked: no PEXT instruction in a _core_base rebuilt after the v3 build). One extension at
         a time: this sets ``build_temp`` for the duration (no ``-j``)."""

@@ -85,22 +85,55 @@ def test_cli_help_states_the_thread_default(capsys):
 
 def test_core_choice_by_cpu_flags():
     v3 = isa.V3_FLAGS
-    assert isa.choose(frozenset(v3 | {"sse4_2"})) == ["_core_v3", "_core_base"]
+    assert isa.choose(frozenset(v3 | {"sse4_2"})) == ["_core_v3", "_core_v3magic", "_core_base"]
     assert isa.choose(frozenset(v3 - {"bmi2"})) == ["_core_base"]
     assert isa.choose(frozenset()) == ["_core_base"]
     assert isa.choose(frozenset(v3), "base") == ["_core_base"]
     assert isa.choose(frozenset(), "v3") == ["_core_v3", "_core_base"]
+    assert isa.choose(frozenset(), "v3magic") == ["_core_v3magic", "_core_base"]
     with pytest.raises(ValueError, match="PERFT_CORE"):
         isa.choose(frozenset(), "avx512")
-    first_built = next(n for n in isa.choose(isa.cpu_flags(), os.environ.get("PERFT_CORE") or None) if _built(n))
+    first_built = next(n for n in isa.choose(isa.cpu_info(), os.environ.get("PERFT_CORE") or None) if _built(n))
     assert _core.__name__ == f"perft_core.{first_built}"
 
 
-@pytest.mark.parametrize("build", ["base", "v3"])
+# /proc/cpuinfo blocks (first processor; the fields the choice reads, as Linux prints them).
+_CPUINFO = "processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: {family}\nmodel\t\t: 1\nflags\t\t: {flags}\n\n" \
+           "processor\t: 1\nvendor_id\t: Other\ncpu family\t: 99\nflags\t\t: fpu\n"
+
+
+@pytest.mark.parametrize("vendor, family, slow", [
+    ("AuthenticAMD", 21, True),   # Excavator (15h)
+    ("AuthenticAMD", 23, True),   # Zen, Zen+, Zen 2 (17h)
+    ("HygonGenuine", 24, True),   # Dhyana (18h, a Zen core)
+    ("AuthenticAMD", 25, False),  # Zen 3, Zen 4 (19h)
+    ("AuthenticAMD", 26, False),  # Zen 5 (1Ah)
+    ("GenuineIntel", 6, False),   # Haswell and later
+])
+def test_microcoded_pext_gets_the_magic_build(tmp_path, vendor, family, slow):
+    """AMD before Zen 3 (and Hygon) runs the x86-64-v3 build with magic lookups first; others PEXT."""
+    path = tmp_path / "cpuinfo"
+    path.write_text(_CPUINFO.format(vendor=vendor, family=family, flags=" ".join(sorted(isa.V3_FLAGS | {"fpu"}))))
+    cpu = isa.cpu_info(path)
+    assert (cpu.vendor, cpu.family, cpu.flags >= isa.V3_FLAGS) == (vendor, family, True)
+    assert cpu.slow_pext is slow
+    first = "_core_v3magic" if slow else "_core_v3"
+    assert isa.choose(cpu)[0] == first and isa.choose(cpu)[-1] == "_core_base"
+    assert isa.choose(cpu, "v3") == ["_core_v3", "_core_base"]  # PERFT_CORE still wins
+
+
+def test_cpu_info_without_cpuinfo(tmp_path):
+    assert isa.cpu_info(tmp_path / "absent") == isa.Cpu()
+    assert isa.choose(isa.cpu_info(tmp_path / "absent")) == ["_core_base"]
+    (tmp_path / "odd").write_text("vendor_id\t: AuthenticAMD\ncpu family\t: x\nflags\t: avx\n")
+    assert isa.cpu_info(tmp_path / "odd") == isa.Cpu(frozenset({"avx"}), "AuthenticAMD", -1)
+
+
+@pytest.mark.parametrize("build", ["base", "v3", "v3magic"])
 def test_each_build_counts_exactly(build):
-    """Both builds (baseline and x86-64-v3 with PEXT sliders) give the same counts."""
-    if build == "v3" and not (_built("_core_v3") and isa.V3_FLAGS <= isa.cpu_flags()):
-        pytest.skip("no _core_v3 build here (not x86-64, or PERFT_MARCH set), or the CPU lacks x86-64-v3")
+    """Every build (baseline; x86-64-v3 with PEXT or with magic sliders) gives the same counts."""
+    if build != "base" and not (_built(f"_core_{build}") and isa.V3_FLAGS <= isa.cpu_flags()):
+        pytest.skip(f"no _core_{build} build here (not x86-64, or PERFT_MARCH set), or the CPU lacks x86-64-v3")
     code = ("import perft_core; from perft_core import _core; print(_core.__name__, "
             "perft_core.perft('r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1', 4, threads=1), "
             "perft_core.perft('8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1', 5, threads=2))")
