@@ -14,7 +14,8 @@
 //
 // FEN: piece placement, side to move, castling in KQkq / Shredder / X-FEN letters, en passant square
 // (a tool for known-good positions: the oracle's Position is the project's FEN reader).
-// valgrind cannot run AVX-512 code: build with -march=x86-64-v3 (as the extension's _core_v3), not native.
+// valgrind cannot run AVX-512 code: build with -march=x86-64-v3 (as the extension's _core_v3; without
+// -DPC_HOST_PEXT as _core_v3magic), not native.
 // Built from the project's own headers (host.h's make_castle_info and perft_any), so it measures
 // exactly what the extension runs.
 #include <chrono>

@@ -13,7 +13,7 @@ using namespace pc_host;
 #define PC_MODULE_NAME _core_base
 #endif
 
-// Built once per instruction set (setup.py: _core_base, _core_v3); perft_core/_core.py picks one.
+// Built once per instruction set (setup.py: _core_base, _core_v3, _core_v3magic); perft_core/_core.py picks one.
 PYBIND11_MODULE(PC_MODULE_NAME, m) {
     m.doc() = "perft CPU backend: the kernels/ chess core compiled for the host";
     pc_init::init_tables();
