@@ -137,9 +137,13 @@ def test_each_build_counts_exactly(build):
     code = ("import perft_core; from perft_core import _core; print(_core.__name__, "
             "perft_core.perft('r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1', 4, threads=1), "
             "perft_core.perft('8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1', 5, threads=2))")
-    env = dict(os.environ, PERFT_CORE=build)
-    out = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert out == [f"perft_core._core_{build}", "4085603", "674624"]
+    # -P keeps the current folder off the path; the package this test imported is put on it instead
+    # (an installed package, or a source tree such as a GPU runner's copy).
+    home = str(Path(perft_core.__file__).resolve().parents[1])
+    env = dict(os.environ, PERFT_CORE=build, PYTHONPATH=os.pathsep.join(filter(None, [home, os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-P", "-c", code], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [f"perft_core._core_{build}", "4085603", "674624"]
 
 
 def _built(name: str) -> bool:
