@@ -2,6 +2,7 @@
 
     python ci/bench_cpu.py [--runs 3] [--rows startpos-7,kiwipete-6] [--no-stockfish] [--json out.json]
     python ci/bench_cpu.py --scaling 2          # also ours on 2 threads against 1 (issue 25: >= 1.8x)
+    python ci/bench_cpu.py --rows none --walks 6 --walk-seed 1   # six positions of seeded random games
 
 Rows (issue 25): startpos 7, Kiwipete 6, CPW positions 3 (d7), 4 (d6), 5 (d5), 6 (d5) and two
 Chess960 positions of the CPW set without castling rights (the peers do not implement Chess960
@@ -21,6 +22,11 @@ from ``go perft`` to ``Nodes searched``. Runs are interleaved (each run goes thr
 program) and the minimum of the runs is kept. Every count is checked against the known count; a
 wrong count is a failure (exit 1). A peer that cannot count a row (a crash) is reported and skipped.
 Ratios are peer seconds / our seconds (above 1: ours is faster).
+
+``--walks N``: N more rows, positions of random games from the start position (python-chess, seeded by
+``--walk-seed``; 16-40 plies, never a finished game), each at the least depth (4-7) that takes ours at
+least 0.3 s: positions no rule was tuned to. Their counts are not known beforehand: every program
+must give ours (a disagreement is a failure, exit 1).
 """
 from __future__ import annotations
 
@@ -162,10 +168,37 @@ def _cpu_name() -> str:
     return platform.processor() or "unknown CPU"
 
 
-def measure(rows, runs: int, peers: Path | None, sf: str | None, scaling: int) -> tuple[dict, list[str], dict]:
-    """{(row, program): min seconds} over ``runs`` interleaved runs, the wrong counts seen, and
-    {(row, peer): why} for the peers that failed on a row (they are not run on it again)."""
+def walk_rows(n: int, seed: int, min_s: float = 0.3) -> list[tuple]:
+    """``n`` rows (name, FEN, depth, None, False) of random-game positions (module docstring)."""
+    import random
+
+    import chess
+
+    rng = random.Random(seed)
+    rows: list[tuple] = []
+    while len(rows) < n:
+        board = chess.Board()
+        for _ in range(rng.randint(16, 40)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        if board.is_game_over():
+            continue
+        fen = board.fen()
+        depth = 4
+        while depth < 7 and ours(fen, depth, False)[1] < min_s:
+            depth += 1
+        rows.append((f"walk-{seed}-{len(rows) + 1}-{depth}", fen, depth, None, False))
+    return rows
+
+
+def measure(rows, runs: int, peers: Path | None, sf: str | None, scaling: int) -> tuple[dict, list[str], dict, dict]:
+    """{(row, program): min seconds} over ``runs`` interleaved runs, the wrong counts seen,
+    {(row, peer): why} for the peers that failed on a row (they are not run on it again), and
+    {row: our count} for the rows whose count is not known (None): every program must give it."""
     best: dict[tuple[str, str], float] = {}
+    counted: dict[str, int] = {}  # ours, for the rows without a known count
     wrong: list[str] = []
     failed: dict[tuple[str, str], str] = {}
     for _ in range(runs):
@@ -189,18 +222,24 @@ def measure(rows, runs: int, peers: Path | None, sf: str | None, scaling: int) -
                         raise
                     failed[name, prog] = str(exc).splitlines()[0][:160]
                     continue
-                if n != expected:
+                if expected is None:  # ours runs first in each run: the others must agree with it
+                    want = counted.setdefault(name, n)
+                    if n != want:
+                        wrong.append(f"{name}: {prog} counted {n}, ours {want}")
+                elif n != expected:
                     wrong.append(f"{name}: {prog} counted {n}, expected {expected}")
                 best[name, prog] = min(s, best.get((name, prog), float("inf")))
                 print(f"  {name:<17} {prog:<10} {s:8.3f} s", file=sys.stderr, flush=True)
-    return best, wrong, failed
+    return best, wrong, failed, counted
 
 
 def table(rows, best: dict, scaling: int) -> list[dict]:
     """One dict per row: seconds of each program and the ratios (their seconds / ours)."""
     out = []
-    for name, _, depth, nodes, tables in rows:
+    for name, fen, depth, nodes, tables in rows:
         r = {"row": name, "nodes": nodes, "ours_s": best[name, "ours"]}
+        if name.startswith("walk-"):
+            r["fen"] = fen
         for prog in ("mperft", "ellxor", "stockfish"):
             if (name, prog) in best:
                 r[f"{prog}_s"] = best[name, prog]
@@ -222,21 +261,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-stockfish", action="store_true", help="leave Stockfish out (it takes ~10x our time)")
     ap.add_argument("--scaling", type=int, default=0, metavar="N", help="also ours on N threads (speedup over 1)")
     ap.add_argument("--json", type=Path, help="write the rows as JSON here")
+    ap.add_argument("--walks", type=int, default=0, metavar="N", help="N more rows from seeded random games")
+    ap.add_argument("--walk-seed", type=int, default=1, help="seed of --walks (default 1)")
     args = ap.parse_args(argv)
     rows = ROWS
     if args.rows:
-        wanted = args.rows.split(",")
+        wanted = [] if args.rows == "none" else args.rows.split(",")
         unknown = set(wanted) - {r[0] for r in ROWS}
         if unknown:
             ap.error(f"unknown rows: {', '.join(sorted(unknown))}")
         rows = [r for r in ROWS if r[0] in wanted]
+    if args.walks < 0:
+        ap.error("--walks must be >= 0")
+    rows = rows + walk_rows(args.walks, args.walk_seed)
+    if not rows:
+        ap.error("no rows (--rows none needs --walks)")
     peers = copy_peers(args.peers)
     sf = None if args.no_stockfish or not Path(args.stockfish).exists() else args.stockfish
     cpu = _cpu_name()
     print(f"machine: {cpu}, {os.cpu_count()} CPUs, {len(os.sched_getaffinity(0))} usable; extension {_core.__name__}; "
           f"peers: {peers or 'not found'}; stockfish: {sf or 'not run'}; {time.strftime('%Y-%m-%d %H:%M')}; "
           f"min of {args.runs} interleaved runs")
-    best, wrong, failed = measure(rows, args.runs, peers, sf, args.scaling)
+    best, wrong, failed, counted = measure(rows, args.runs, peers, sf, args.scaling)
+    rows = [(n, f, d, counted[n] if nodes is None else nodes, t) for n, f, d, nodes, t in rows]
     out = table(rows, best, args.scaling)
     cols = [("mperft", "MPerft"), ("ellxor", "ellxor (all CPUs)"), ("stockfish", "Stockfish")]
     scale = f" ours {args.scaling} threads s | speedup |" if args.scaling > 1 else ""
