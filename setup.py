@@ -5,9 +5,9 @@ A portable build by default: on x86-64 three copies of the extension, ``perft_co
 BMI1/BMI2, with PEXT slider lookups, ``-DPC_HOST_PEXT``) and ``perft_core._core_v3magic`` (the same
 level with magic slider lookups, for the AMD processors whose PEXT is microcoded);
 ``perft_core/_core.py`` loads the best one for the CPU (run-time dispatch, perft_core/isa.py), so one
-wheel runs everywhere at full speed. Elsewhere only ``_core_base`` is built. ``PERFT_MARCH=native`` (or any ``-march`` value, or
-``none``) asks for one local build for that target instead (``_core_base`` alone; add
-``PERFT_PEXT=1`` where the target has a fast BMI2 PEXT).
+wheel runs everywhere at full speed. Elsewhere only ``_core_base`` is built. ``PERFT_MARCH=native``
+(or any ``-march`` value, or ``none``) asks for one local build for that target instead
+(``_core_base`` alone; add ``PERFT_PEXT=1`` where the target has a fast BMI2 PEXT).
 
 When nvcc is found, the build also compiles the GPU kernels (kernels/pc_kernels.cu) to one cubin
 per architecture beside the kernel sources, so a first GPU count on a fresh machine pays no NVRTC
