@@ -1,9 +1,9 @@
 """Which build of the CPU extension this processor runs (perft_core/_core.py loads it). setup.py builds
 ``_core_base`` for the compiler's baseline and, on x86-64, two x86-64-v3 builds: ``_core_v3`` with
 BMI2 PEXT slider lookups and ``_core_v3magic`` with magic multiplication instead, for the processors
-whose PEXT is microcoded (AMD families 15h-18h: Excavator, Zen, Zen+, Zen 2 and Hygon Dhyana; about
-18 to 290 cycles a PEXT against 3 on Intel since Haswell and AMD since Zen 3, the figures of
-uops.info, https://uops.info/html-instr/PEXT_R64_R64_R64.html)."""
+whose PEXT is microcoded (AMD families 15h-18h: Excavator, Zen, Zen+, Zen 2 and Hygon Dhyana: a
+latency that grows with the mask's bits, up to about 290 cycles, against 3 on Intel since Haswell
+and AMD since Zen 3; uops.info, https://uops.info/html-instr/PEXT_R64_R64_R64.html)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
