@@ -82,8 +82,6 @@ inline void init_host_sliders(const Magic* magics, int kind) {
     for (int sq = 0; sq < 64; ++sq) {
         const Magic& m = magics[sq];
         g_sliders.mask[kind][sq] = m.mask;
-        g_sliders.magic[kind][sq] = m.magic;
-        g_sliders.shift[kind][sq] = m.shift;
 #ifdef PC_HOST_PEXT
         g_sliders.base[kind][sq] = g_sliders.pext_slider + m.offset;
         u64 b = 0;
@@ -94,6 +92,8 @@ inline void init_host_sliders(const Magic* magics, int kind) {
         } while (b);
 #else
         g_sliders.base[kind][sq] = g_tables_host.slider + m.offset;
+        g_sliders.magic[kind][sq] = m.magic;
+        g_sliders.shift[kind][sq] = m.shift;
 #endif
     }
 }

@@ -78,19 +78,21 @@ PC_HD u64 zone_diag(int sq) { return PC_SLD(PC_S.zone_diag[sq]); }
 PC_HD u64 zone_orth(int sq) { return PC_SLD(PC_S.zone_orth[sq]); }
 
 // Host builds look sliders up through g_sliders (filled by pc_init_host.h after the magic search):
-// each square's mask, magic, shift and a pointer to its first entry sit in arrays indexed by square,
-// so a lookup needs no offset arithmetic (2 instructions fewer than through Magic: NOTES.md session 13).
+// each square's mask, a pointer to its first entry and (magic builds) its magic and shift sit in
+// arrays indexed by square, so a lookup needs no offset arithmetic (2 instructions fewer than
+// through Magic: NOTES.md session 13).
 // PC_HOST_PEXT (set by setup.py for the CPU extension built for x86-64-v3, never by a GPU build): the
 // index is BMI2 PEXT of the occupancy under the mask, into a table of its own laid out like the magic
 // one (same per-square offsets and sizes). GPU builds use Magic and Tables::slider as they are.
 #if !defined(__CUDACC__) && !defined(__CUDACC_RTC__)
 struct HostSliders {
     u64 mask[2][64];  // [0: rook, 1: bishop][square]
-    u64 magic[2][64];
-    u64 shift[2][64];
     const u64* base[2][64];
 #ifdef PC_HOST_PEXT
     u64 pext_slider[PC_ROOK_ENTRIES + PC_BISHOP_ENTRIES];
+#else
+    u64 magic[2][64];
+    u64 shift[2][64];
 #endif
 };
 inline HostSliders g_sliders;
