@@ -231,7 +231,7 @@ def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]
     transposition tables still does: with perfect tables every distinct position is expanded once
     (when its first path reaches it), so each distinct position at ply ``depth - 2`` has its perft 2
     counted once: distinct(depth - 2) / paths(depth - 2) of the leaf work. Distinct positions from
-    the position's own first plies (``gpu.ttdriver.distinct_per_ply``: host expansion within 250,000
+    the position's own first plies (``perft_core.distinct.distinct_below``: host expansion within 250,000
     boards, then extrapolated), paths from ``measured`` (:func:`extrapolate`). 1.0 below depth 5
     (transpositions start at ply 3). A model of the ideal, not a prediction: real tables are finite
     and hit less, and the GPU's leaf counts three plies below its last table.
@@ -239,16 +239,8 @@ def tt_fraction(pos: Position, depth: int, measured: list[int] | tuple[int, ...]
     k = depth - 2
     if k < 3 or not measured:
         return 1.0
-    import numpy as np
+    from .distinct import distinct_below
 
-    from . import _core
-    from .gpu.driver import expand_host, host_keys
-    from .gpu.ttdriver import distinct_per_ply
-
-    root, us, ci = _core.gpu_root(pos.core_args())
-    z = np.frombuffer(_core.zobrist_keys_blob(_core.ZOBRIST_DEFAULT_SEED), dtype=np.uint64).copy()
-    distinct = distinct_per_ply(np.array([root], dtype=np.uint64), us, k,
-                                lambda boards, side: expand_host(boards, side, ci)[0],
-                                lambda boards, side: host_keys(boards, side, ci, z))
+    distinct = distinct_below(pos, k)
     paths = extrapolate(list(measured), k)
     return min(1.0, distinct[k] / max(paths, 1.0))

@@ -189,7 +189,7 @@ def test_kept_tables_reset_when_the_run_changes(change, monkeypatch):
     def run(drv):
         drv.keep_tables("run")
         _count(drv, units.split(Position.from_fen(STARTPOS), 5, 1)[:6])
-        before = drv._store_launches
+        before = drv.device_tables.store_launches
         if change == "seed":
             drv.reseed(12345)
             drv.perft(Position.from_fen(STARTPOS).push("e2e4"), 4)

@@ -114,3 +114,18 @@ def test_no_import_circles():
 ])
 def test_cycle_finder_finds_circles(graph, expected):
     assert _cycles(graph) == expected
+
+
+def test_the_estimate_does_not_reach_into_the_gpu_driver():
+    """``perft_core.estimate`` takes distinct positions from ``perft_core.distinct``, which needs
+    nothing of the GPU package (issue 33, item 7); it reaches the GPU only through the backends."""
+    graph = _graph()
+    assert not [m for m in graph["perft_core.estimate"] if m.startswith("perft_core.gpu")]
+    seen, todo = set(), ["perft_core.distinct"]
+    while todo:  # everything distinct imports, directly or not
+        for dep in graph.get(todo.pop(), ()):
+            if dep not in seen:
+                seen.add(dep)
+                todo.append(dep)
+    assert "perft_core.distinct" in graph["perft_core.estimate"] and seen
+    assert not [m for m in seen if m.startswith("perft_core.gpu")]

@@ -158,3 +158,69 @@ def test_chunks_keep_siblings_together_so_calls_merge_more():
         assert d.stats.gpu_calls > 10
         merged[locality] = d.tt_stats["merged"]
     assert merged[True] > 4 * merged[False]
+
+
+def test_plan_slots_bounds_each_table_and_fills_the_budget():
+    """plan_slots: every table within SLOTS_PER_POSITION x its positions; a run's shared tables
+    (the lowest table unbounded) use the whole budget; a budget too small for every bound is
+    shared in proportion to positions x value^(r - lowest); nothing below MIN_SLOTS."""
+    from perft_core.gpu import tables
+
+    positions = {3: 9.2e9, 4: 0.99e9, 5: 96e6, 6: 9.4e6}
+    big = tables.plan_slots(positions, 1e12)
+    assert all(big[r] == int(tables.SLOTS_PER_POSITION * positions[r]) for r in positions)
+    shared = tables.plan_slots(positions, 1e12, cap_lowest=False)
+    assert sum(shared.values()) == pytest.approx(1e12, rel=1e-9)
+    assert all(shared[r] == big[r] for r in (4, 5, 6)) and shared[3] > big[3]
+    small = tables.plan_slots(positions, 4.4e9, value=1.0)  # the old rule: in proportion to positions
+    total = sum(positions.values())
+    assert all(small[r] == pytest.approx(4.4e9 * positions[r] / total, rel=1e-6) for r in positions)
+    top = tables.plan_slots(positions, 4.4e9, value=1e9)  # top-down: the upper tables to their bounds
+    assert all(top[r] == int(tables.SLOTS_PER_POSITION * positions[r]) for r in (5, 6))
+    assert top[4] > small[4] and top[3] < small[3]
+    assert sum(top.values()) == pytest.approx(4.4e9, rel=1e-6)
+    assert tables.plan_slots({3: 1.0, 4: 0.0}, 10) == {3: tables.MIN_SLOTS, 4: tables.MIN_SLOTS}
+    assert tables.plan_slots({}, 1e9) == {}
+
+
+def test_host_cache_never_evicts_and_rereads_its_bound(monkeypatch):
+    """The host cache is lossless: full, it refuses new entries (and keeps every old one); with no
+    fixed bound it reads the host's memory again when it fills (a machine whose memory grows)."""
+    from perft_core.gpu import hostcache
+
+    fixed = hostcache.HostCache(2)
+    assert fixed.put((1, 1, 5), 10) and fixed.put((2, 2, 5), 20)
+    assert not fixed.put((3, 3, 5), 30) and fixed.get((3, 3, 5)) is None
+    assert fixed.put((1, 1, 5), 10) and len(fixed) == 2 and fixed.get((2, 2, 5)) == 20
+    limit = [3 * hostcache.ENTRY_COST_BYTES / hostcache.HOST_CACHE_SHARE]
+    monkeypatch.setattr(hostcache, "memory_limit_bytes", lambda: int(limit[0]))
+    monkeypatch.setattr(hostcache, "MIN_ENTRIES", 1)
+    grows = hostcache.HostCache()
+    assert grows.max_entries == 3
+    assert all(grows.put((i, i, 4), i + 1) for i in range(3)) and not grows.put((9, 9, 4), 1)
+    limit[0] *= 2  # the machine's memory grew
+    assert grows.put((9, 9, 4), 1) and grows.max_entries == 6
+    monkeypatch.setenv("PERFT_HOST_CACHE_ENTRIES", "5")
+    assert hostcache.HostCache().max_entries == 5
+
+
+def test_memory_limit_prefers_a_cgroup_limit_below_the_machine(monkeypatch, tmp_path):
+    from perft_core.gpu import hostcache
+
+    real = hostcache.Path
+    files = {"/proc/meminfo": "MemTotal:       32000000 kB\nMemFree: 1 kB\n", "/sys/fs/cgroup/memory.max": "max\n"}
+
+    def fake(path):
+        p = str(path)
+        if p in files:
+            f = tmp_path / p.replace("/", "_")
+            f.write_text(files[p])
+            return f
+        return real(tmp_path / "missing" / p.strip("/"))
+
+    monkeypatch.setattr(hostcache, "Path", fake)
+    assert hostcache.memory_limit_bytes() == 32000000 * 1024  # no cgroup limit: the machine's memory
+    files["/sys/fs/cgroup/memory.max"] = "1073741824\n"
+    assert hostcache.memory_limit_bytes() == 1 << 30
+    files["/sys/fs/cgroup/memory.max"] = str(1 << 50) + "\n"  # a limit above the machine: the machine
+    assert hostcache.memory_limit_bytes() == 32000000 * 1024

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _core, limits
-from ..gpu.driver import expand_host, host_keys
+from ..hostbatch import expand_host, host_keys
 from ..position import Position
 
 WORDS = _core.BOARD_BYTES // 8  # a board is five uint64 words: pbq, nbk, rqk, black, state

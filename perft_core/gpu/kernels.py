@@ -23,6 +23,12 @@ SIDES = prebuilt.SIDES
 SCAN_TILE = 256 * 8  # elements per block of the scan kernels (PC_SCAN_TILE)
 
 
+PART_DEPTH = 3
+"""The remaining depth at which a count split into parts (``TTBfsDriver.set_part``) is split: the
+level whose positions the fused leaf expands, by far the most expensive one, so a part costs the
+whole count's upper levels (the same on every part) plus 1/parts of the leaf work."""
+
+
 def key_part(keys: np.ndarray, parts: int) -> np.ndarray:
     """The part (0 .. parts-1) of each 128-bit key among ``parts`` (keys: uint64 (n, 2) as lo, hi;
     returns uint64 (n,)): ``((hi >> 32) * parts) >> 32``, kernels/pc_tt.h ``key_part``."""

@@ -8,118 +8,33 @@ multiplicity), looks each up in a lossless host cache, and sends the rest to the
 later chunks hit the device entries that earlier chunks stored.
 
 The fused leaf (perft 3 of each remaining-depth-3 position not found) counts each distinct child of
-its level's moves once (``_leaf_merged``).
+its level's moves once (``merge.leaf_merged``).
 
-Device TTs: one per remaining depth r from 3 to the GPU depth - 1, 16-byte XOR-checked entries
-(kernels/pc_tt.h), sized from a memory budget in proportion to the number of distinct positions at
-the ply they serve, each no larger than 4x that number. The distinct positions are the count's own
-(``distinct_per_ply``): measured on the host for the first plies below its root, then extrapolated
-(not the start position's sequence, which undersized CPW position 6's tables 23x at ply 5). Out of memory: no count of an interrupted call is ever stored — stores
-happen only in the upsweep of a finished call — and the fallback is BfsDriver's.
+Device TTs (``tables.py``): one per remaining depth r from 3 to the GPU depth - 1, 16-byte
+XOR-checked entries (kernels/pc_tt.h), the budget shared by ``tables.plan_slots`` from the number of
+distinct positions at the ply each serves: the count's own (``perft_core.distinct``), measured on
+the host for the first plies below its root, then extrapolated (not the start position's sequence,
+which undersized CPW position 6's tables 23x at ply 5). The host cache is ``hostcache.py``, the
+merges ``merge.py``, the chunk sizing ``chunks.py``, the audit ``audit.py``. Out of memory: no
+count of an interrupted call is ever stored — stores happen only in the upsweep of a finished
+call — and the fallback is BfsDriver's.
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _core
-from .arena import Arena, DeviceOutOfMemory
-from .driver import BYTES_PER_BOARD, BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
-from .kernels import key_part
-
-ENTRY_BYTES = 16
-# TT mode's extra bytes per board of a level: its key (16), value (8), and its merge group (8).
-TT_BYTES_PER_BOARD = 32
-AUDIT_BYTES = 64
-# The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
-# hash table of 2-4 slots a board (uint32), slot, head and group (uint32) and rank (uint64) a board.
-MERGE_TEMP_BYTES_PER_BOARD = 36
-LEAF_MERGE_TEMP_BYTES_PER_MOVE = 40
-"""Temporaries outside the arena a move of a leaf merge's slice takes at once (``leaf_merged``, a
-slice of a power of two moves): its child's key (16), 4 hash table slots (16), its group head and
-head flag (8); after the insert the key and table make way for the heads and a count (12)."""
-LEAF_MERGE_MIN_SLICE = 1 << 12
-"""Fewer moves than this fitting the memory beside the arenas: the leaf is not merged (slices that
-small find few transpositions and pay a host round trip each)."""
-LEAF_MERGE_SLICE = 1 << 30
-"""The most moves of a remaining-depth-3 level merged at once (a merge's indices are uint32)."""
-TT_SHARE = 0.6
-"""The tables' default share of the driver's device memory (the BFS arena gets the rest). Measured
-on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 200 s with 30 %
-(35.5 GiB: the remaining-depth-3 table 96 % full, 7.2 G of 9.2 G stores evicted) and 66 % with
-88 GiB; perft 11 took 21.1 s with 30 % and 20.8 s with 49 %; counts of one BFS call use no table."""
-HITS_SLOTS = 64  # device hit counters of a BFS call, one per remaining depth
-DEPTH_COUNTERS = ("probes", "hits", "host_probes", "host_hits", "stores")
-"""The cumulative counters of ``TTBfsDriver.depth_stats`` (per remaining depth): subtract two
-snapshots for the figures between them (a count, a deep run's batch)."""
-
-
-FIRST_TRANSPOSITION_PLY = 3
-"""The first ply below one position where two move sequences can reach the same position (two moves
-of one side played in either order around a move of the other); at ply 1 and 2 every path reaches a
-different position, so a BFS level there is not merged (merging it would find nothing)."""
-
-PART_DEPTH = 3
-"""The remaining depth at which a count split into parts (``TTBfsDriver.set_part``) is split: the
-level whose positions the fused leaf expands, by far the most expensive one, so a part costs the
-whole count's upper levels (the same on every part) plus 1/parts of the leaf work."""
-
-DISTINCT_MEASURE_BOARDS = 20_000
-"""Boards the host may make to measure distinct positions past ply 3 (a few ms on one core)."""
-DISTINCT_FIRST_MERGE_BOARDS = 250_000
-"""Boards the host may make to reach ply 3, the first ply with transpositions (see distinct_per_ply)."""
-DISTINCT_RATIO_DECAY = 0.95
-"""Per-ply decay of the distinct-position branching ratio past the measured plies. From the start
-position's A083276 ratios past ply 4 (11.41, 11.45, 10.24, 10.25, 9.29, 9.30: about 0.95 a ply);
-checked at ply 5 on CPW positions 2-6 measured from plies 3-4 (estimate / true: Kiwipete 1.44,
-CPW 3 1.00, CPW 4 1.76, CPW 5 1.43, CPW 6 1.25; NOTES.md): a mild overestimate, the safe side for
-a table size."""
-
-
-def distinct_per_ply(boards: np.ndarray, us: int, depth: int, expand, keys_of) -> list[float]:
-    """Estimated distinct positions at each ply 0..depth below the root ``boards`` (shape (1, 5)).
-
-    Plies are expanded on the host (``expand(boards, side) -> children``, ``keys_of(boards, side) ->
-    (n, 2) uint64 Zobrist keys``), equal keys merged, while the next ply is expected to need at most
-    ``DISTINCT_MEASURE_BOARDS`` boards; later plies grow by the last measured ratio, decaying by
-    ``DISTINCT_RATIO_DECAY`` a ply (never below 1). Returns floats, ``depth + 1`` of them.
-    """
-    distinct = [1.0]
-    made = 0
-    while len(distinct) <= depth:
-        ratio = distinct[-1] / distinct[-2] if len(distinct) > 1 else 40.0
-        # Transpositions start at ply 3 (two moves of one side in either order): the plies before
-        # it branch with no merging at all, so ply 3 is measured whenever it is affordable.
-        limit = DISTINCT_MEASURE_BOARDS if len(distinct) > 3 else DISTINCT_FIRST_MERGE_BOARDS
-        if len(distinct) > 1 and made + len(boards) * ratio > limit:
-            break
-        children = expand(boards, us)
-        us ^= 1
-        made += len(children)
-        if len(children) == 0:
-            return distinct + [0.0] * (depth + 1 - len(distinct))
-        _, first = np.unique(keys_of(children, us)[:, 0], return_index=True)  # low halves: enough to count
-        boards = children[first]
-        distinct.append(float(len(first)))
-    ratio = distinct[-1] / distinct[-2] if len(distinct) > 1 else 1.0
-    while len(distinct) <= depth:
-        ratio = max(1.0, ratio * DISTINCT_RATIO_DECAY)
-        distinct.append(distinct[-1] * ratio)
-    return distinct
-
-
-@dataclass
-class DeviceTT:
-    """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data);
-    ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, tag (store launch number
-    << 1 | side to move: one board per slot and launch writes entry and record, see bfs_store)."""
-
-    remaining: int
-    slots: int
-    entries: object
-    audit: object | None
+from ..distinct import FIRST_TRANSPOSITION_PLY, distinct_per_ply
+from .arena import DeviceOutOfMemory
+from .chunks import TT_BYTES_PER_BOARD, roots_per_call  # noqa: F401 - re-exported
+from .driver import BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
+from .hostcache import HostCache
+from .kernels import PART_DEPTH, key_part
+from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level
+from .tables import (DEPTH_COUNTERS, ENTRY_BYTES, HITS_SLOTS, LEVEL_VALUE, TT_SHARE,  # noqa: F401 - re-exported
+                     DeviceTables, DeviceTT)
 
 
 class TTBfsDriver(BfsDriver):
@@ -129,15 +44,16 @@ class TTBfsDriver(BfsDriver):
     taken out of ``memory_bytes`` when that is not given),
     ``seed`` Zobrist key seed, ``audit`` record every stored entry's position (for tests),
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
-    ``host_cache_entries`` bound of the lossless host cache (it stops storing when full),
+    ``host_cache_entries`` bound of the lossless host cache (it stops storing when full; None: from
+    the host's memory, ``hostcache.default_entries``),
     ``chunk_leaf_moves`` the most leaf moves one GPU call should hold (None: memory alone decides), ``merge`` merge equal
     positions (equal keys) within each BFS level before expanding it, and the fused leaf's children
-    (attribute ``leaf_merge``, see ``_leaf_merged``).
+    (attribute ``leaf_merge``, see ``merge.leaf_merged``).
     """
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
                  tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1,
-                 host_cache_entries: int = 1 << 20, chunk_leaf_moves: int | None = None, merge: bool = True):
+                 host_cache_entries: int | None = None, chunk_leaf_moves: int | None = None, merge: bool = True):
         # Split the device memory between the BFS arena and the TTs before allocating either.
         total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
         if tt_bytes is None:
@@ -146,20 +62,16 @@ class TTBfsDriver(BfsDriver):
         elif memory_bytes is None:
             total -= tt_bytes
         super().__init__(kernels, total, fault_plan, max_gpu_depth)
-        self.tt_arena = Arena(kernels.xp, tt_bytes, fault_plan, name="tt")
+        self.device_tables = DeviceTables(kernels, tt_bytes, fault_plan, audit)
         # Memory left beside the arenas for the merge's temporaries (with a margin for the rest).
         self.temp_bytes = int(kernels.free_bytes() * 0.8)
         self.tt_enabled = True
         self.audit_mode = audit
-        self.host_cache: dict[tuple[int, int, int], int] = {}
-        # audit mode: the position, side to move and castling geometry of each host cache entry
-        self.host_audit: dict[tuple[int, int, int], tuple[np.ndarray, int, bytes]] = {}
+        self.host_cache = HostCache(host_cache_entries, audit)
         self.min_roots = min_roots
-        self.host_cache_entries = host_cache_entries
         self.chunk_leaf_moves = chunk_leaf_moves
         self.merge = merge
         self.reseed(_core.ZOBRIST_DEFAULT_SEED if seed is None else seed)
-        self.tts: dict[int, DeviceTT] = {}
         self._warm = False  # perft_iterative: keep the tables between counts
         self._level_bound = None  # (count depth, distinct positions per ply): sizes chunks of roots
         self._pending_tts = None  # device TTs to plan once a level needs several BFS calls
@@ -169,7 +81,6 @@ class TTBfsDriver(BfsDriver):
         self._kept_shape = None  # (run depth, distinct positions per ply of the run's root) of kept tables
         self._kept_growth = None  # growth per ply of the run's root (chunk sizing of its units' calls)
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
-        self._store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self._hits_dev = None
         self._count_depth = None  # depth of the single-root count under way (None: count_roots)
         self.adaptive = True  # size a level's later chunks from what its calls used (not with chunk_leaf_moves: a cap)
@@ -183,13 +94,29 @@ class TTBfsDriver(BfsDriver):
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0, "leaf_moves": 0, "leaf_positions": 0}
         # Merge the children of each remaining-depth-3 level (the fused leaf's moves) by key and
-        # count each distinct child once (_leaf_merged); needs merge.
+        # count each distinct child once (merge.leaf_merged); needs merge.
         self.leaf_merge = merge
         self.leaf_merge_slice = LEAF_MERGE_SLICE
-        # Per remaining depth r: DEPTH_COUNTERS (cumulative), and the stores counted when the
-        # present table of r was planned (its evictions are the stores since then, see tt_statistics).
-        self.depth_stats: dict[int, dict[str, int]] = {}
-        self._stores_at_plan: dict[int, int] = {}
+        self.table_value = LEVEL_VALUE  # tables.plan_slots: how the budget goes to the remaining depths
+
+    @property
+    def tts(self) -> dict[int, DeviceTT]:
+        """The device tables now planned: {remaining depth: DeviceTT}."""
+        return self.device_tables.tts
+
+    @tts.setter
+    def tts(self, value: dict[int, DeviceTT]) -> None:
+        self.device_tables.tts = value
+
+    @property
+    def tt_arena(self):
+        """The arena the device tables are carved from (its ``capacity`` is the tables' bytes)."""
+        return self.device_tables.arena
+
+    @property
+    def depth_stats(self) -> dict[int, dict[str, int]]:
+        """Per remaining depth r: DEPTH_COUNTERS, cumulative over this driver's counts."""
+        return self.device_tables.depth_stats
 
     def reseed(self, seed: int) -> None:
         """Key with another Zobrist seed from now on; forgets the host cache (its keys change)."""
@@ -197,7 +124,6 @@ class TTBfsDriver(BfsDriver):
         self.z_dev = self.k.zobrist(seed)
         self.z_host = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
         self.host_cache.clear()
-        self.host_audit.clear()
 
     # ----- the count ----------------------------------------------------------------------------
     def _perft(self, pos, depth: int) -> int:
@@ -222,8 +148,8 @@ class TTBfsDriver(BfsDriver):
         (returned) and its tables (kept, reset, or planned lazily; see keep_tables)."""
         g = self._plan_call(pos, depth)
         if not self.tables:  # no device TT, no host cache: chunks of roots as the plain BFS sizes them
-            self.tts, self._kept, self._level_bound, self._pending_tts = {}, None, None, None
-            self.tt_arena.reset()
+            self._kept, self._level_bound, self._pending_tts = None, None, None
+            self.device_tables.reset()
             return g
         self._level_bound = None  # (count depth, distinct positions per ply): sizes chunks of roots
         self._pending_tts = None  # device TTs to plan once a level needs several BFS calls
@@ -256,8 +182,7 @@ class TTBfsDriver(BfsDriver):
             if self._level_bound is None and g < depth:
                 self._level_bound = (depth, self._lazy_distinct(root, us, depth))
         else:
-            self.tts = {}  # the tables are rebuilt per count (the castling geometry is per game)
-            self.tt_arena.reset()
+            self.device_tables.reset()  # the tables are rebuilt per count (the castling geometry is per game)
             # Device TTs pay only when a later BFS call of this count can hit what an earlier one
             # stored (a call stores in its upsweep, after its last probe): a count that is one BFS
             # call skips them (Kiwipete perft 7 on the H200: about 1 ms of zeroing, probes and
@@ -389,9 +314,7 @@ class TTBfsDriver(BfsDriver):
     def _reset_tables(self) -> None:
         """Forget every device TT and host cache entry."""
         self.host_cache.clear()
-        self.host_audit.clear()
-        self.tts = {}
-        self.tt_arena.reset()
+        self.device_tables.reset()
 
     def perft_iterative(self, pos, depth: int) -> list[tuple[int, int, float]]:
         """perft(pos, d) for d = 1 .. depth in turn, with the device TTs and the host cache kept warm
@@ -436,49 +359,26 @@ class TTBfsDriver(BfsDriver):
 
     def _plan_tts(self, depth: int, g: int, distinct: list[float], cap: bool = True) -> None:
         """Allocate device TTs for remaining depths 3 .. g-1: the TT of remaining depth r serves ply
-        ``depth - r``, and gets a share of the budget in proportion to ``distinct[depth - r]`` (distinct
-        positions per ply, plies 0..depth; divided by the parts at the split level PART_DEPTH, where
-        a part stores only its own positions), at most 4x that number when ``cap`` (a load factor of
-        1/4 keeps overwrites rare; more slots only cost zeroing)."""
+        ``depth - r`` and its ``distinct[depth - r]`` positions (distinct positions per ply, plies
+        0..depth; divided by the parts at the split level PART_DEPTH, where a part stores only its
+        own positions); ``tables.plan_slots`` shares the budget (``cap``: the lowest table too is
+        bounded by its positions; False: a deep run's shared tables, it takes the rest)."""
         rs = list(range(3, g))
         if not rs:
             return
-        per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
-        weights = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
-        if PART_DEPTH in weights:  # a part stores only its own share of the split level's positions
-            weights[PART_DEPTH] = max(weights[PART_DEPTH] / self.parts, 1.0)
-        total_w = sum(weights.values())
-        budget = self.tt_arena.capacity * 0.95
-        for r in sorted(rs, key=lambda r: weights[r]):
-            share = budget * weights[r] / total_w / per_slot
-            slots = int(min(4 * weights[r], share) if cap else share)
-            slots = max(slots, 1024)
-            try:
-                entries = self.tt_arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
-                self.k.zero(entries)
-                audit = None
-                if self.audit_mode:
-                    audit = self.tt_arena.alloc(f"tt_audit[{r}]", 8 * slots, np.uint64)
-                    self.k.zero(audit)
-            except DeviceOutOfMemory as exc:  # a TT is an optimisation: count on without it
-                self.stats.oom_sites.append(exc.site)
-                self.tt_stats["tt_disabled"] += 1
-                continue
-            self.tts[r] = DeviceTT(r, slots, entries, audit)
-            self._stores_at_plan[r] = self._depth_stat(r)["stores"]
-
-    def _depth_stat(self, r: int) -> dict[str, int]:
-        got = self.depth_stats.get(r)
-        if got is None:
-            got = self.depth_stats[r] = dict.fromkeys(DEPTH_COUNTERS, 0)
-        return got
+        positions = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
+        if PART_DEPTH in positions:  # a part stores only its own share of the split level's positions
+            positions[PART_DEPTH] = max(positions[PART_DEPTH] / self.parts, 1.0)
+        for site in self.device_tables.plan(positions, cap, self.table_value):
+            self.stats.oom_sites.append(site)
+            self.tt_stats["tt_disabled"] += 1
 
     def tt_statistics(self, occupancy: bool = True) -> dict:
         """The tables' statistics per remaining depth, for people (``perft run --json``, deep stores).
 
         Returns ``{"by_depth": {r: {...}}, "host_cache_entries": int, "leaf_merge": {"moves": int,
         "positions": int}}`` (leaf_merge, cumulative: the fused leaf's moves and the distinct children
-        it counted, see ``_leaf_merged``); each remaining depth ``r``
+        it counted, see ``merge.leaf_merged``); each remaining depth ``r``
         (int) has DEPTH_COUNTERS, cumulative over this driver's counts (subtract two snapshots for
         one count): ``probes`` and ``hits`` (device table lookups and finds), ``host_probes`` and
         ``host_hits`` (the lossless host cache, above the launch depth), ``stores`` (device
@@ -493,16 +393,8 @@ class TTBfsDriver(BfsDriver):
         still counted right), 17 ms for 65 GB on an H200 (session 11; a strided view of the count
         words alone took 3.1 s, 180x longer).
         """
-        out: dict[int, dict[str, int]] = {r: dict(v) for r, v in self.depth_stats.items()}
-        xp = self.k.xp
-        for r, tt in self.tts.items():
-            row = out.setdefault(r, dict.fromkeys(DEPTH_COUNTERS, 0))
-            row["slots"] = int(tt.slots)
-            if occupancy:
-                occupied = (int(xp.count_nonzero(tt.entries)) + 1) // 2
-                since_plan = row["stores"] - self._stores_at_plan.get(r, 0)
-                row.update(occupied=occupied, evictions=max(0, since_plan - occupied))
-        return {"by_depth": dict(sorted(out.items())), "host_cache_entries": len(self.host_cache),
+        out = self.device_tables.statistics(occupancy)
+        return {"by_depth": out, "host_cache_entries": len(self.host_cache),
                 "leaf_merge": {"moves": self.tt_stats["leaf_moves"], "positions": self.tt_stats["leaf_positions"]}}
 
     def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
@@ -538,7 +430,7 @@ class TTBfsDriver(BfsDriver):
             np.add.at(values, live[parents], below)
             return values[inverse]
         todo = []
-        row = self._depth_stat(depth) if self.tables else None
+        row = self.device_tables.stat(depth) if self.tables else None
         for i in live:
             hit = self.host_cache.get((int(keys[i, 0]), int(keys[i, 1]), depth)) if self.tables else None
             if hit is None:
@@ -568,12 +460,10 @@ class TTBfsDriver(BfsDriver):
             values[sel] = got
             if self.tables:
                 for j, i in enumerate(sel):
-                    if len(self.host_cache) >= self.host_cache_entries:  # lossless: when full, stop storing
-                        break
                     entry = (int(keys[i, 0]), int(keys[i, 1]), depth)
-                    self.host_cache[entry] = int(got[j])
-                    if self.audit_mode:
-                        self.host_audit[entry] = (boards[i].copy(), us, self._ci_bytes)
+                    record = (boards[i].copy(), us, self._ci_bytes) if self.audit_mode else None
+                    if not self.host_cache.put(entry, int(got[j]), record):  # lossless: when full, stop storing
+                        break
             if self.progress is not None:
                 self.progress(sum(int(v) * int(w) for v, w in zip(got, mult[sel])))
         return values[inverse]
@@ -615,39 +505,9 @@ class TTBfsDriver(BfsDriver):
         count_depth, distinct = self._level_bound
         if callable(distinct):  # counted on first use (_lazy_distinct)
             distinct = distinct()
-        ply0 = count_depth - depth
         growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
-
-        def need(c: int) -> tuple[float, float, float]:
-            """(arena bytes, leaf moves, boards of the largest merged level) of a call of c roots."""
-            boards, total, merged = float(c), 0.0, 0.0
-            for p in range(depth):
-                left = depth - p
-                total += boards * (BYTES_PER_BOARD + TT_BYTES_PER_BOARD)
-                if left == 1:
-                    return total, 0.0, merged
-                made = boards * growth[min(ply0 + p, len(growth) - 1)]
-                total += made * BYTES_PER_MOVE
-                if left <= 3:
-                    return total, made, merged
-                total += made * (BYTES_PER_BOARD + TT_BYTES_PER_BOARD)
-                merged = max(merged, made)
-                boards = min(made, distinct[ply0 + p + 1])
-            return total, 0.0, merged
-
-        def fits(c: int) -> bool:
-            nbytes, leaf_moves, merged = need(c)
-            return (nbytes <= self.arena.capacity * 0.9 and merged * MERGE_TEMP_BYTES_PER_BOARD <= self.temp_bytes
-                    and (self.chunk_leaf_moves is None or leaf_moves <= self.chunk_leaf_moves))
-
-        lo, hi = 1, n  # the largest c that fits (need grows with c)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if fits(mid):
-                lo = mid
-            else:
-                hi = mid - 1
-        return lo
+        return roots_per_call(n, depth, count_depth - depth, growth, distinct, self.arena.capacity * 0.9,
+                              self.temp_bytes, self.chunk_leaf_moves)
 
     def _bfs_tt(self, roots: np.ndarray, root_keys: np.ndarray, us: int, depth: int) -> np.ndarray:
         """One BFS call in TT mode: perft of each root at ``depth`` (host uint64 array)."""
@@ -667,7 +527,7 @@ class TTBfsDriver(BfsDriver):
             left = depth - ply
             n_made, group_of = n, None
             if ply >= 1 and self.merge and n > 1 and (root_ply is None or root_ply + ply >= FIRST_TRANSPOSITION_PLY):
-                boards, keys, n, group_of = self._merge(boards, keys, n, ply)
+                boards, keys, n, group_of = merge_level(k, a, boards, keys, n, ply)
                 self.tt_stats["merged"] += n_made - n
             values = a.alloc(f"values[{ply}]", n, np.uint64)
             counts = a.alloc(f"counts[{ply}]", n, np.uint32)
@@ -685,7 +545,7 @@ class TTBfsDriver(BfsDriver):
                 k.part_filter(keys, n, self.parts, self.part, counts, values)
             if tt is not None:  # hits counted on the device, per remaining depth; read once at the end of the call
                 self.tt_stats["probes"] += n
-                self._depth_stat(left)["probes"] += n
+                self.device_tables.stat(left)["probes"] += n
                 if self._hits_dev is None:
                     self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
                     k.zero(self._hits_dev)
@@ -700,7 +560,10 @@ class TTBfsDriver(BfsDriver):
             level["parents"] = parents
             if left <= 3:
                 if left == 3 and self.leaf_merge and (root_ply is None or root_ply + ply + 1 >= FIRST_TRANSPOSITION_PLY):
-                    self._leaf_merged(boards, keys, parents, moves, total, side, values)
+                    merged, groups = leaf_merged(k, self.z_dev, boards, keys, parents, moves, total, side, values,
+                                                 self.temp_bytes, self.leaf_merge_slice)
+                    self.tt_stats["leaf_moves"] += merged
+                    self.tt_stats["leaf_positions"] += groups
                 else:
                     k.leaf_values(boards, parents, moves, total, side, left, values)
                 break
@@ -716,9 +579,9 @@ class TTBfsDriver(BfsDriver):
             lv = levels[i]
             tt = lv["tt"]
             if tt is not None:
-                self._store_launches += 1
+                self.device_tables.store_launches += 1
                 k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit,
-                        (self._store_launches << 1) | lv["side"])
+                        (self.device_tables.store_launches << 1) | lv["side"])
             if i > 0:  # each made board takes its merged group's value, then adds it to its parent
                 if lv["group_of"] is None:
                     k.upsweep(levels[i - 1]["parents"], lv["values"], lv["n_made"], levels[i - 1]["values"])
@@ -735,55 +598,11 @@ class TTBfsDriver(BfsDriver):
             for lv in levels:  # each remaining depth is one level of a call
                 if lv["tt"] is not None:
                     r, found = lv["tt"].remaining, int(hits[lv["tt"].remaining])
-                    self._depth_stat(r)["hits"] += found
+                    self.device_tables.stat(r)["hits"] += found
                     self.tt_stats["hits"] += found
                     # every board not found stores its count (zero counts excepted, see bfs_store)
-                    self._depth_stat(r)["stores"] += lv["n"] - found
+                    self.device_tables.stat(r)["stores"] += lv["n"] - found
         return out
-
-    def _leaf_merged(self, boards, keys, parents, moves, total: int, side: int, values) -> None:
-        """The fused leaf of a remaining-depth-3 level with its children merged: the ``total`` moves
-        of ``boards`` (side ``side``) are grouped by the Zobrist key of the child each makes, perft 2
-        is counted once a group, and every move adds its group's count to its parent's value
-        (``kernels.leaf_merged``). The same values as ``leaf_values(..., levels=3)``. The fused leaf
-        is most of a deep count's time, and most of its children repeat: startpos perft 11's leaf
-        has 29.1 G moves for 9.2 G distinct ply-9 positions (A083276); the slices merged them into
-        15.7 G (H200, NOTES.md "Session 12": 20.5 -> 14.7 s; perft 12 343 -> 262 s).
-        In slices of a power of two moves, at most ``leaf_merge_slice`` (``LEAF_MERGE_SLICE``) and
-        within 3/4 of the memory beside the arenas (``LEAF_MERGE_TEMP_BYTES_PER_MOVE``): a
-        transposition whose two moves fall in different slices is counted twice, exactly."""
-        k = self.k
-        # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
-        # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.85x with 2^28).
-        # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
-        # Too large a slice fails a temporary, and the driver retries the call with half its roots.
-        fits = self.temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE
-        if fits < LEAF_MERGE_MIN_SLICE:  # too little memory beside the arenas: the plain fused leaf
-            k.leaf_values(boards, parents, moves, total, side, 3, values)
-            return
-        size = max(1, min(self.leaf_merge_slice, fits))
-        size = 1 << (size.bit_length() - 1)
-        for start in range(0, total, size):
-            n = min(size, total - start)
-            groups = k.leaf_merged(boards, keys, parents[start:start + n], moves[start:start + n], n, side,
-                                   self.z_dev, values)
-            self.tt_stats["leaf_moves"] += n
-            self.tt_stats["leaf_positions"] += groups
-
-    def _merge(self, boards, keys, n: int, ply: int):
-        """Merge boards with equal keys: (unique boards, their keys, count, group of each board).
-
-        The kernel set groups equal (lo, hi) keys (a hash table on the device, ``np.unique`` when
-        emulated) and copies one board per group into the arena; group_of (uint32, n) maps each
-        board to its group for the upsweep.
-        """
-        groups, plan = self.k.merge_groups(keys, n)
-        if groups == n:
-            return boards, keys, n, None
-        ub = self.arena.alloc(f"merged_boards[{ply}]", groups * WORDS, np.uint64)
-        uk = self.arena.alloc(f"merged_keys[{ply}]", groups * 2, np.uint64)
-        group_of = self.k.merge_gather(plan, boards, keys, n, ub, uk)
-        return ub, uk, groups, group_of
 
     # ----- audit ------------------------------------------------------------------------------------
     def audit_entries(self):
@@ -794,62 +613,20 @@ class TTBfsDriver(BfsDriver):
         """
         if not self.audit_mode:
             raise RuntimeError("TT audit needs TTBfsDriver(..., audit=True)")
-        for r, tt in sorted(self.tts.items()):
-            e = np.asarray(tt.entries.get() if hasattr(tt.entries, "get") else tt.entries).reshape(-1, 2)
-            a = np.asarray(tt.audit.get() if hasattr(tt.audit, "get") else tt.audit).reshape(-1, 8)
-            for s in np.nonzero(e[:, 1])[0]:
-                check, data = int(e[s, 0]), int(e[s, 1])
-                lo, hi = int(a[s, 5]), int(a[s, 6])
-                if check ^ data != hi:  # overwritten by a later store in the same slot: audit that one
-                    continue
-                yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]) & 1, data, self._ci_bytes
+        return self.device_tables.entries(self._ci_bytes)
 
     def host_entries(self):
         """Every host cache entry, shaped as audit_entries' tuples; needs audit=True."""
         if not self.audit_mode:
             raise RuntimeError("TT audit needs TTBfsDriver(..., audit=True)")
-        for (lo, hi, r), count in self.host_cache.items():
-            words, side, ci = self.host_audit[(lo, hi, r)]
-            yield r, (hi << 64) | lo, words, side, count, ci
-
-    def _part_counts(self, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.ndarray:
-        """This driver's part (set_part) of perft(b, r) for host boards (uint64 (n, 5)), on the CPU:
-        uint64 (n,). The whole count when parts is 1 or r < PART_DEPTH."""
-        n = len(boards)
-        if self.parts == 1 or r < PART_DEPTH:
-            return np.asarray(_core.batch_perft(np.ascontiguousarray(boards).reshape(-1), n, side, ci, r),
-                              dtype=np.uint64)
-        out = np.zeros(n, dtype=np.uint64)
-        if r == PART_DEPTH:
-            keys = np.empty((n, 2), dtype=np.uint64)
-            _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), n, side, ci, self.z_host, keys)
-            mine = np.nonzero(key_part(keys, self.parts) == self.part)[0]
-            if len(mine):
-                out[mine] = _core.batch_perft(np.ascontiguousarray(boards[mine]).reshape(-1), len(mine), side, ci, r)
-            return out
-        children, parents = expand_host(boards, side, ci)
-        np.add.at(out, parents, self._part_counts(children, side ^ 1, ci, r - 1))
-        return out
+        return self.host_cache.entries()
 
     def audit(self) -> tuple[int, list[tuple]]:
-        """Recompute every stored entry, device TTs and host cache, on the CPU.
+        """Recompute every stored entry, device TTs and host cache, on the CPU
+        (:func:`perft_core.gpu.audit.audit`): (entries checked, wrong entries)."""
+        from .audit import audit
 
-        Returns (entries checked, wrong entries); a wrong entry is (remaining, key, stored count,
-        CPU count, key matches). An empty list means no entry is poisoned.
-        """
-        import itertools
-
-        checked, wrong = 0, []
-        for r, key, words, side, count, ci in itertools.chain(self.audit_entries(), self.host_entries()):
-            flat = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1)
-            k = np.empty((1, 2), dtype=np.uint64)
-            _core.batch_keys(flat, 1, side, ci, self.z_host, k)
-            real_key = (int(k[0, 1]) << 64) | int(k[0, 0])
-            real = int(self._part_counts(flat.reshape(1, -1), side, ci, r)[0])
-            checked += 1
-            if real_key != key or real != count:
-                wrong.append((r, key, count, real, real_key == key))
-        return checked, wrong
+        return audit(self)
 
 
 def timed_perft(driver: TTBfsDriver, pos, depth: int) -> tuple[int, float]:

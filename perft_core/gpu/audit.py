@@ -1,0 +1,52 @@
+"""The audit of a GPU driver's tables: every stored entry recomputed on the CPU, so a test can
+prove that no device table or host cache entry is poisoned (after faults, parts, merges)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .. import _core
+from ..hostbatch import expand_host
+from .kernels import PART_DEPTH, key_part
+
+
+def part_counts(driver, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.ndarray:
+    """``driver``'s part (``TTBfsDriver.set_part``) of perft(b, r) for host boards (uint64 (n, 5)),
+    on the CPU: uint64 (n,). The whole count when the driver counts one part or r < PART_DEPTH."""
+    n = len(boards)
+    if driver.parts == 1 or r < PART_DEPTH:
+        return np.asarray(_core.batch_perft(np.ascontiguousarray(boards).reshape(-1), n, side, ci, r),
+                          dtype=np.uint64)
+    out = np.zeros(n, dtype=np.uint64)
+    if r == PART_DEPTH:
+        keys = np.empty((n, 2), dtype=np.uint64)
+        _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), n, side, ci, driver.z_host, keys)
+        mine = np.nonzero(key_part(keys, driver.parts) == driver.part)[0]
+        if len(mine):
+            out[mine] = _core.batch_perft(np.ascontiguousarray(boards[mine]).reshape(-1), len(mine), side, ci, r)
+        return out
+    children, parents = expand_host(boards, side, ci)
+    np.add.at(out, parents, part_counts(driver, children, side ^ 1, ci, r - 1))
+    return out
+
+
+def audit(driver) -> tuple[int, list[tuple]]:
+    """Recompute every stored entry of ``driver`` (a TTBfsDriver made with ``audit=True``), device
+    TTs and host cache, on the CPU: its key from scratch and its (part's) perft.
+
+    Returns (entries checked, wrong entries); a wrong entry is (remaining, key, stored count, CPU
+    count, key matches). An empty list means no entry is poisoned.
+    Raises RuntimeError when the driver was not made with ``audit=True``.
+    """
+    checked, wrong = 0, []
+    for r, key, words, side, count, ci in itertools.chain(driver.audit_entries(), driver.host_entries()):
+        flat = np.ascontiguousarray(words, dtype=np.uint64).reshape(-1)
+        k = np.empty((1, 2), dtype=np.uint64)
+        _core.batch_keys(flat, 1, side, ci, driver.z_host, k)
+        real_key = (int(k[0, 1]) << 64) | int(k[0, 0])
+        real = int(part_counts(driver, flat.reshape(1, -1), side, ci, r)[0])
+        checked += 1
+        if real_key != key or real != count:
+            wrong.append((r, key, count, real, real_key == key))
+    return checked, wrong

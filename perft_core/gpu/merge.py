@@ -1,0 +1,75 @@
+"""Merging equal positions inside a GPU call: a BFS level's boards by key before it is expanded
+(``merge_level``), and the fused leaf's children (``leaf_merged``), each distinct child counted once.
+
+Both group 128-bit Zobrist keys in a hash table on the device (``CupyKernels.merge_groups``,
+``CupyKernels.leaf_merged``; NumPy's ``unique`` on the emulated device): equal keys, same subtree.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..hostbatch import WORDS
+
+MERGE_TEMP_BYTES_PER_BOARD = 36
+"""The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
+hash table of 2-4 slots a board (uint32), slot, head and group (uint32) and rank (uint64) a board."""
+LEAF_MERGE_TEMP_BYTES_PER_MOVE = 40
+"""Temporaries outside the arena a move of a leaf merge's slice takes at once (``leaf_merged``, a
+slice of a power of two moves): its child's key (16), 4 hash table slots (16), its group head and
+head flag (8); after the insert the key and table make way for the heads and a count (12)."""
+LEAF_MERGE_MIN_SLICE = 1 << 12
+"""Fewer moves than this fitting the memory beside the arenas: the leaf is not merged (slices that
+small find few transpositions and pay a host round trip each)."""
+LEAF_MERGE_SLICE = 1 << 30
+"""The most moves of a remaining-depth-3 level merged at once (a merge's indices are uint32)."""
+
+
+def merge_level(kernels, arena, boards, keys, n: int, ply: int):
+    """Merge boards with equal keys: (unique boards, their keys, count, group of each board).
+
+    The kernel set groups equal (lo, hi) keys (a hash table on the device, ``np.unique`` when
+    emulated) and copies one board per group into ``arena`` (sites ``merged_boards[ply]``,
+    ``merged_keys[ply]``); group_of (uint32, n) maps each board to its group for the upsweep, None
+    when every key is distinct (then the inputs come back unchanged).
+    """
+    groups, plan = kernels.merge_groups(keys, n)
+    if groups == n:
+        return boards, keys, n, None
+    ub = arena.alloc(f"merged_boards[{ply}]", groups * WORDS, np.uint64)
+    uk = arena.alloc(f"merged_keys[{ply}]", groups * 2, np.uint64)
+    group_of = kernels.merge_gather(plan, boards, keys, n, ub, uk)
+    return ub, uk, groups, group_of
+
+
+def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int, values, temp_bytes: int,
+                max_slice: int = LEAF_MERGE_SLICE) -> tuple[int, int]:
+    """The fused leaf of a remaining-depth-3 level with its children merged: the ``total`` moves
+    of ``boards`` (side ``side``) are grouped by the Zobrist key (table ``z``) of the child each
+    makes, perft 2 is counted once a group, and every move adds its group's count to its parent's
+    value (``kernels.leaf_merged``). The same values as ``leaf_values(..., levels=3)``. The fused leaf
+    is most of a deep count's time, and most of its children repeat: startpos perft 11's leaf
+    has 29.1 G moves for 9.2 G distinct ply-9 positions (A083276); the slices merged them into
+    15.7 G (H200, NOTES.md "Session 12": 20.5 -> 14.7 s; perft 12 343 -> 262 s).
+    In slices of a power of two moves, at most ``max_slice`` and within 3/4 of ``temp_bytes`` (the
+    memory beside the arenas, LEAF_MERGE_TEMP_BYTES_PER_MOVE a move): a transposition whose two
+    moves fall in different slices is counted twice, exactly. Returns (moves merged, groups
+    counted): (0, 0) when too little memory is left for a slice of LEAF_MERGE_MIN_SLICE moves (the
+    plain fused leaf then counted the level).
+    """
+    # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
+    # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.85x with 2^28).
+    # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
+    # Too large a slice fails a temporary, and the driver retries the call with half its roots.
+    fits = temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE
+    if fits < LEAF_MERGE_MIN_SLICE:
+        kernels.leaf_values(boards, parents, moves, total, side, 3, values)
+        return 0, 0
+    size = max(1, min(max_slice, fits))
+    size = 1 << (size.bit_length() - 1)
+    merged = groups = 0
+    for start in range(0, total, size):
+        n = min(size, total - start)
+        groups += kernels.leaf_merged(boards, keys, parents[start:start + n], moves[start:start + n], n, side, z,
+                                      values)
+        merged += n
+    return merged, groups

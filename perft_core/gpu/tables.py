@@ -1,0 +1,173 @@
+"""The device transposition tables of the GPU driver: one table per remaining depth, 16-byte
+XOR-checked entries (kernels/pc_tt.h), carved out of one arena, and their statistics.
+
+How the budget is shared between remaining depths is this module's one decision
+(``plan_slots``): every table is bounded by SLOTS_PER_POSITION slots for each distinct position of
+the ply it serves, and within the bounds the budget goes by the positions, weighted by
+LEVEL_VALUE per remaining depth.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .arena import Arena, DeviceOutOfMemory
+
+ENTRY_BYTES = 16
+AUDIT_BYTES = 64
+"""Audit mode's record a slot: board (5 words), key (2), tag (1)."""
+TT_SHARE = 0.6
+"""The tables' default share of the driver's device memory (the BFS arena gets the rest). Measured
+on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 200 s with 30 %
+(35.5 GiB: the remaining-depth-3 table 96 % full, 7.2 G of 9.2 G stores evicted) and 66 % with
+88 GiB; perft 11 took 21.1 s with 30 % and 20.8 s with 49 %; counts of one BFS call use no table."""
+HITS_SLOTS = 64  # device hit counters of a BFS call, one per remaining depth
+DEPTH_COUNTERS = ("probes", "hits", "host_probes", "host_hits", "stores")
+"""The cumulative counters of ``DeviceTables.depth_stats`` (per remaining depth): subtract two
+snapshots for the figures between them (a count, a deep run's batch)."""
+MIN_SLOTS = 1024
+SLOTS_PER_POSITION = 4
+"""The most slots a table gets per distinct position of its ply (a load factor of 1/4 keeps
+overwrites rare; more slots only cost zeroing). The lowest table of a run's shared tables has no
+such bound: it takes what is left."""
+LEVEL_VALUE = 1.0
+"""How much more a slot of remaining depth r + 1 is worth than one of r while both tables are
+short of their positions (``plan_slots``). 1 shares the budget in proportion to the distinct
+positions (the rule of sessions 2-13). A hit at r + 1 saves a perft r + 1, about one branching
+factor (10-30 with tables) more work than a hit at r, and the repeats per distinct position are
+alike across plies, which argues for filling the tables top-down (a large value): measured in
+NOTES.md "Session 14"."""
+
+
+def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool = True,
+               value: float = LEVEL_VALUE) -> dict[int, int]:
+    """Slots per remaining depth for a set of tables.
+
+    ``distinct``: {remaining depth r: distinct positions the table of r serves (float > 0)};
+    ``budget_slots``: the slots there is memory for. Every table is bounded by SLOTS_PER_POSITION x
+    its positions, except the lowest r when ``cap_lowest`` is False (a deep run's shared tables: the
+    rest of the budget goes there). Within the bounds the budget is shared in proportion to
+    ``distinct[r] x value^(r - lowest r)`` (water-filling: a table that reaches its bound gives the
+    rest back to the others). Returns {r: slots (int, >= MIN_SLOTS)}; the sum may exceed the
+    budget only through MIN_SLOTS.
+    """
+    if not distinct:
+        return {}
+    low = min(distinct)
+    pos = {r: max(float(d), 1.0) for r, d in distinct.items()}
+    bound = {r: (math.inf if (r == low and not cap_lowest) else SLOTS_PER_POSITION * pos[r]) for r in pos}
+    # log-weights: value^(r - low) overflows floats for large gaps
+    logw = {r: math.log(pos[r]) + (r - low) * math.log(max(value, 1e-300)) for r in pos}
+    slots: dict[int, float] = {}
+    left, open_ = float(budget_slots), set(pos)
+    while open_ and left > 0:
+        top = max(logw[r] for r in open_)
+        w = {r: math.exp(logw[r] - top) for r in open_}
+        total = sum(w.values())
+        full = [r for r in open_ if left * w[r] / total >= bound[r]]
+        if not full:
+            for r in open_:
+                slots[r] = left * w[r] / total
+            break
+        for r in full:  # bounded tables take their bound; the others share what is left
+            slots[r] = bound[r]
+            left -= bound[r]
+            open_.discard(r)
+    return {r: max(int(slots.get(r, 0.0)), MIN_SLOTS) for r in sorted(pos)}
+
+
+@dataclass
+class DeviceTT:
+    """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data);
+    ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, tag (store launch number
+    << 1 | side to move: one board per slot and launch writes entry and record, see bfs_store)."""
+
+    remaining: int
+    slots: int
+    entries: object
+    audit: object | None
+
+
+class DeviceTables:
+    """The tables of one driver: ``tts`` {remaining depth: DeviceTT} in an arena of ``nbytes``.
+
+    ``kernels``: the kernel set (its ``xp`` and ``zero``); ``fault_plan``: as for Arena; ``audit``:
+    keep a record of each stored slot (tests). ``depth_stats`` {r: DEPTH_COUNTERS} are cumulative
+    over the driver's counts and outlive a reset of the tables.
+    """
+
+    def __init__(self, kernels, nbytes: int, fault_plan=None, audit: bool = False):
+        self.k = kernels
+        self.arena = Arena(kernels.xp, nbytes, fault_plan, name="tt")
+        self.audit_mode = audit
+        self.tts: dict[int, DeviceTT] = {}
+        self.depth_stats: dict[int, dict[str, int]] = {}
+        self._stores_at_plan: dict[int, int] = {}
+        self.store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
+        self.disabled = 0  # tables that did not fit (a table is an optimisation: the count goes on without)
+
+    def reset(self) -> None:
+        """Forget every table (the memory goes back to the arena)."""
+        self.tts = {}
+        self.arena.reset()
+
+    def stat(self, r: int) -> dict[str, int]:
+        """The cumulative counters of remaining depth ``r`` (made on first use)."""
+        got = self.depth_stats.get(r)
+        if got is None:
+            got = self.depth_stats[r] = dict.fromkeys(DEPTH_COUNTERS, 0)
+        return got
+
+    def plan(self, distinct: dict[int, float], cap_lowest: bool = True, value: float = LEVEL_VALUE) -> list[str]:
+        """Allocate and zero a table for each remaining depth of ``distinct`` ({r: distinct positions
+        it serves}), sized by :func:`plan_slots` from 95 % of the arena. Returns the arena sites that
+        did not fit (those depths get no table)."""
+        per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
+        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value)
+        failed = []
+        for r in sorted(sizes, key=sizes.get):  # smallest first: a shortfall hits the largest table only
+            slots = sizes[r]
+            try:
+                entries = self.arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
+                self.k.zero(entries)
+                audit = None
+                if self.audit_mode:
+                    audit = self.arena.alloc(f"tt_audit[{r}]", 8 * slots, np.uint64)
+                    self.k.zero(audit)
+            except DeviceOutOfMemory as exc:
+                failed.append(exc.site)
+                self.disabled += 1
+                continue
+            self.tts[r] = DeviceTT(r, slots, entries, audit)
+            self._stores_at_plan[r] = self.stat(r)["stores"]
+        return failed
+
+    def statistics(self, occupancy: bool = True) -> dict[int, dict[str, int]]:
+        """Per remaining depth r: DEPTH_COUNTERS (cumulative), and where a table of r exists now
+        ``slots``, with ``occupancy`` also ``occupied`` and ``evictions`` (see
+        ``TTBfsDriver.tt_statistics``)."""
+        out: dict[int, dict[str, int]] = {r: dict(v) for r, v in self.depth_stats.items()}
+        xp = self.k.xp
+        for r, tt in self.tts.items():
+            row = out.setdefault(r, dict.fromkeys(DEPTH_COUNTERS, 0))
+            row["slots"] = int(tt.slots)
+            if occupancy:
+                occupied = (int(xp.count_nonzero(tt.entries)) + 1) // 2
+                since_plan = row["stores"] - self._stores_at_plan.get(r, 0)
+                row.update(occupied=occupied, evictions=max(0, since_plan - occupied))
+        return dict(sorted(out.items()))
+
+    def entries(self, ci_bytes: bytes):
+        """Every valid entry (audit mode) as (remaining, key, board words (5,), side, count, castle
+        info bytes ``ci_bytes``); an entry overwritten by a later store in the same slot is skipped."""
+        for r, tt in sorted(self.tts.items()):
+            e = np.asarray(tt.entries.get() if hasattr(tt.entries, "get") else tt.entries).reshape(-1, 2)
+            a = np.asarray(tt.audit.get() if hasattr(tt.audit, "get") else tt.audit).reshape(-1, 8)
+            for s in np.nonzero(e[:, 1])[0]:
+                check, data = int(e[s, 0]), int(e[s, 1])
+                lo, hi = int(a[s, 5]), int(a[s, 6])
+                if check ^ data != hi:  # overwritten by a later store in the same slot: audit that one
+                    continue
+                yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]) & 1, data, ci_bytes
