@@ -458,14 +458,17 @@ __global__ void count_hits_kernel(const u32* __restrict__ counts, const u64* __r
 }
 
 // A level split by key (TTBfsDriver parts): boards of another part are not expanded and count 0
-// (their zero value is never stored, bfs_store).
+// (their zero value is never stored, bfs_store); *own gets the number of this part's boards (the
+// probes the part really made at this level: its table statistics).
 __global__ void part_filter_kernel(const Key128* __restrict__ keys, u64 n, u32 parts, u32 part,
-                                   u32* __restrict__ counts, u64* __restrict__ values) {
+                                   u32* __restrict__ counts, u64* __restrict__ values, unsigned long long* own) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n && key_part(keys[i], parts) != part) {
+    const bool mine = i < n && key_part(keys[i], parts) == part;
+    if (i < n && !mine) {
         counts[i] = 0;
         values[i] = 0;
     }
+    block_add(mine ? 1 : 0, own);
 }
 
 // Merge of equal keys: element i claims a slot of an open-addressing table (owner: element index

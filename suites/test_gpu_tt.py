@@ -260,6 +260,29 @@ def test_parts_add_up_hit_tables_and_audit_clean(kernels, fen, depth, expected):
         assert drv.tt_stats["hits"] > 0
 
 
+def test_a_parts_table_statistics_count_its_own_boards(kernels):
+    """With parts, the split level's probes are the part's own boards (the others are dropped
+    there, never found or stored): with no table above it (GPU depth 4) every part makes the same
+    calls, so the parts' probes at remaining depth 3 add up to the whole count's, and each part's
+    probes equal its hits plus its stores. Counting every board probed (sessions 4-13) gave each
+    part the whole count's probes."""
+    pos = perft_core.Position.from_fen(KIWIPETE)
+    rows = []
+    for parts in (1, 2, 3):
+        for c in range(parts):
+            drv = make_driver(kernels, max_gpu_depth=4)
+            drv.set_part(c, parts)
+            drv.perft(pos, 5)
+            assert set(drv.tts) == {3}
+            rows.append((parts, dict(drv.depth_stats[3])))
+    whole = rows[0][1]["probes"]
+    assert whole > 0
+    for parts in (2, 3):
+        own = [row for p, row in rows if p == parts]
+        assert sum(row["probes"] for row in own) == whole
+        assert all(0 < row["probes"] < whole and row["probes"] == row["hits"] + row["stores"] for row in own)
+
+
 def test_part_change_resets_tables(kernels):
     """Table entries hold one part's counts: a driver that changes part must not reuse them (here:
     kept tables of one run, part 0 then part 1; without the reset part 1 hits part 0's entries)."""

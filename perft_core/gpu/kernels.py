@@ -127,10 +127,11 @@ class EmulatedKernels:
     def count_hits(self, counts, values, n, hits):
         hits[0] += np.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
 
-    def part_filter(self, keys, n, parts, part, counts, values):
+    def part_filter(self, keys, n, parts, part, counts, values, own):
         other = key_part(keys[:2 * n].reshape(n, 2), parts) != part
         counts[:n][other] = 0
         values[:n][other] = 0
+        own[0] += n - int(np.count_nonzero(other))
 
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self.upsweep(parents, np.ascontiguousarray(group_values[group_of[:n]]), n, parent_values)
@@ -419,9 +420,11 @@ class CupyKernels:
     def count_hits(self, counts, values, n, hits):
         self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
 
-    def part_filter(self, keys, n, parts, part, counts, values):
+    def part_filter(self, keys, n, parts, part, counts, values, own):
+        """Boards of ``keys`` outside part ``part`` of ``parts`` count 0 (counts and values zeroed);
+        ``own`` (a device uint64 word) gets the number of this part's boards added."""
         self._launch("part_filter_kernel", n, 256,
-                     (keys, np.uint64(n), np.uint32(parts), np.uint32(part), counts, values))
+                     (keys, np.uint64(n), np.uint32(parts), np.uint32(part), counts, values, own))
 
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))

@@ -36,6 +36,10 @@ from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, me
 from .tables import (DEPTH_COUNTERS, ENTRY_BYTES, HITS_SLOTS, LEVEL_VALUE, TT_SHARE,  # noqa: F401 - re-exported
                      DeviceTables, DeviceTT)
 
+OWN_SLOT = 0
+"""The word of a call's hit counters (one per remaining depth, HITS_SLOTS; no table has remaining
+depth 0) that counts this part's boards at the split level (``set_part``)."""
+
 
 class TTBfsDriver(BfsDriver):
     """BfsDriver with transposition tables (``backend`` option ``tt=True``).
@@ -541,14 +545,14 @@ class TTBfsDriver(BfsDriver):
                 break
             tt = level["tt"]
             k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
-            if left == PART_DEPTH and self.parts > 1:
-                k.part_filter(keys, n, self.parts, self.part, counts, values)
+            split = left == PART_DEPTH and self.parts > 1
+            if (tt is not None or split) and self._hits_dev is None:
+                self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
+                k.zero(self._hits_dev)
+            if split:  # this part's boards (slot OWN_SLOT): the probes the part made here
+                k.part_filter(keys, n, self.parts, self.part, counts, values, self._hits_dev[OWN_SLOT:OWN_SLOT + 1])
             if tt is not None:  # hits counted on the device, per remaining depth; read once at the end of the call
-                self.tt_stats["probes"] += n
-                self.device_tables.stat(left)["probes"] += n
-                if self._hits_dev is None:
-                    self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
-                    k.zero(self._hits_dev)
+                level["probes"] = None if split else n  # a split level's: read with the hits
                 k.count_hits(counts, values, n, self._hits_dev[left:left + 1])
             offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
             total = k.scan(counts, n, offsets)
@@ -598,10 +602,16 @@ class TTBfsDriver(BfsDriver):
             for lv in levels:  # each remaining depth is one level of a call
                 if lv["tt"] is not None:
                     r, found = lv["tt"].remaining, int(hits[lv["tt"].remaining])
-                    self.device_tables.stat(r)["hits"] += found
+                    # A split level probes every board but only this part's can be found or stored
+                    # (others count 0 here): its probes are this part's boards.
+                    probes = int(hits[OWN_SLOT]) if lv["probes"] is None else lv["probes"]
+                    row = self.device_tables.stat(r)
+                    row["probes"] += probes
+                    row["hits"] += found
+                    self.tt_stats["probes"] += probes
                     self.tt_stats["hits"] += found
                     # every board not found stores its count (zero counts excepted, see bfs_store)
-                    self.device_tables.stat(r)["stores"] += lv["n"] - found
+                    row["stores"] += probes - found
         return out
 
     # ----- audit ------------------------------------------------------------------------------------
