@@ -80,6 +80,11 @@ def test_cpu_on_a_two_worker_local_cluster_is_exact(tmp_path):
     assert res.store.endswith("cpu.sqlite") and str(res.nodes) in res.summary()
     assert_counted_once(tmp_path / "cpu.sqlite", 400)
     assert len({r["worker"] for r in rows(tmp_path / "cpu.sqlite")}) == 2  # both workers counted units
+    steps = res.timings  # every step of the run timed (issue 33: the fixed costs shown)
+    assert {"cluster_start", "calibrate", "split", "store_create", "warm_up", "count", "dispatch", "store"} <= set(steps)
+    assert all(v >= 0 for v in steps.values()) and steps["count"] == pytest.approx(res.count_seconds, abs=1e-5)
+    assert steps["cluster_start"] > 0 and steps["store"] > 0 and steps["dispatch"] <= steps["count"]
+    assert sum(v for k, v in steps.items() if k not in ("dispatch", "store")) <= res.seconds
 
 
 def test_tasks_are_cut_to_the_task_time_on_a_new_run_and_on_a_resumed_one(cluster, tmp_path, monkeypatch):
@@ -284,6 +289,7 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     got = capsys.readouterr()
     out = json.loads(got.out)
     assert (out["nodes"], out["units"], out["counted_now"], out["store"]) == (expected(4), 20, 0, str(path))
+    assert out["timings"]["cluster_start"] > 0 and out["timings"]["count"] == 0  # nothing was left to count
     assert "perft deep:" not in got.err  # --json: quiet
 
 

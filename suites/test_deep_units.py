@@ -229,6 +229,23 @@ def test_batches_keep_parts_apart_cover_every_row_once_and_interleave():
     assert len(batches(many[:5], 4)) == 5  # never more batches than rows
 
 
+def test_merged_tasks_are_not_cut_for_balance_where_each_worker_owns_a_part():
+    """GPU tasks with tables count their units as one count (equal positions merge), so cutting a
+    part's units into 16 tasks costs work (perft 11 through one GPU: 1.39x the one-process count);
+    where each worker owns a part, or one worker counts everything, a part is one task (bounded by
+    MAX_UNITS_PER_TASK and the task time). Workers sharing a part still get balancing tasks."""
+    from perft_core.deep.run import MAX_TASK_SECONDS, MAX_UNITS_PER_TASK, TASKS_PER_WORKER, batches
+
+    rows = [{"idx": u * 4 + p, "unit": u, "part": p, "estimate": float(1000 - u)} for u in range(200) for p in range(4)]
+    assert len(batches(rows, 4, merged=True)) == 4  # one task a part
+    assert len(batches(rows, 4)) == 4 * TASKS_PER_WORKER  # whole-unit balance where nothing merges
+    assert len(batches(rows, 8, merged=True)) == 4 * 2 * TASKS_PER_WORKER  # two workers a part: balance
+    one = [dict(r, part=0, idx=i) for i, r in enumerate(rows)]
+    assert len(batches(one, 1, merged=True)) == -(-len(one) // MAX_UNITS_PER_TASK)
+    pace = 10 * MAX_TASK_SECONDS / sum(r["estimate"] for r in one)  # ten tasks' worth of time
+    assert len(batches(one, 1, pace, merged=True)) >= 10
+
+
 def test_batches_are_cut_to_the_task_time_once_the_speed_is_known():
     """A perft 13-sized run on one worker: without a speed, 16 tasks of over an hour each; with the
     measured seconds per estimated node, no task is much over MAX_TASK_SECONDS (a killed client

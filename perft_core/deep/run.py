@@ -54,6 +54,12 @@ class DeepResult:
     first counts / its verify counts, every session and worker (``Store.table_statistics``: probes,
     hits and hit rate, host cache probes, hits and rate, stores; slots, occupied and evictions of the
     workers' tables as last read; GPU backends with tables, else {}).
+    timings: wall seconds of this call's steps (floats; a step not taken is absent or 0):
+    ``cluster_start`` (the Dask cluster or client until a worker is up), ``calibrate`` (speed counts
+    on a worker), ``split`` (the units on the host), ``store_create``, ``warm_up`` (every worker
+    makes its driver), ``count`` (= count_seconds), ``dispatch`` (of the count phase, the time its
+    busiest worker was not counting), ``store`` (the store's writes of results, every phase),
+    ``read_tables``, ``verify``, ``recount``.
     """
 
     nodes: int
@@ -77,6 +83,7 @@ class DeepResult:
     tampered: list[dict] = field(default_factory=list)
     tables: dict = field(default_factory=dict)
     verify_tables: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -308,14 +315,20 @@ client or worker loses the tasks it was counting, so a run of many hours loses m
 sixteenth of a worker's share (startpos perft 13 on one H200 would otherwise run 55-min tasks)."""
 
 
-def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None) -> list[list[dict]]:
+def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None,
+            merged: bool = False) -> list[list[dict]]:
     """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
     that part's tables), in row order (largest units first), each part in
-    ``max(TASKS_PER_WORKER * workers / parts, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds /
-    MAX_TASK_SECONDS))`` batches of about equal estimated nodes (never more batches than rows),
-    where seconds = the part's estimated nodes x ``seconds_per_estimate`` (seconds per estimated
-    node, :func:`seconds_per_estimate`; None: no time bound). Tasks are returned part by part
-    interleaved (batch 0 of every part, then batch 1, ...), so every worker starts at once."""
+    ``max(balance, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds / MAX_TASK_SECONDS))`` batches of
+    about equal estimated nodes (never more batches than rows), where seconds = the part's
+    estimated nodes x ``seconds_per_estimate`` (seconds per estimated node,
+    :func:`seconds_per_estimate`; None: no time bound) and balance = TASKS_PER_WORKER x workers /
+    parts, so that the workers sharing a part's tasks finish together. ``merged``: a task's units
+    are counted as one count whose equal positions merge (GPU backends with tables,
+    ``TTBfsDriver.count_roots``), so a task split in two costs work: balance is then 1 where no two
+    workers share a part (a part's worker counts its part of every unit, balanced by key). Tasks
+    are returned part by part interleaved (batch 0 of every part, then batch 1, ...), so every
+    worker starts at once."""
     by_part: dict[int, list[dict]] = {}
     for r in rows:
         by_part.setdefault(r["part"], []).append(r)
@@ -324,8 +337,8 @@ def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None =
     for part_rows in by_part.values():
         total = sum(max(r["estimate"], 1.0) for r in part_rows)
         by_time = math.ceil(total * seconds_per_estimate / MAX_TASK_SECONDS) if seconds_per_estimate else 1
-        n = min(len(part_rows), max(-(-TASKS_PER_WORKER * workers // parts), -(-len(part_rows) // MAX_UNITS_PER_TASK),
-                                    by_time))
+        balance = -(-TASKS_PER_WORKER * workers // parts) if workers > parts or not merged else 1
+        n = min(len(part_rows), max(balance, -(-len(part_rows) // MAX_UNITS_PER_TASK), by_time))
         out, cur, acc = [], [], 0.0
         for r in part_rows:
             cur.append(r)
@@ -369,18 +382,18 @@ def _share(total, rows: list[dict]) -> list:
 
 
 def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: _Progress,
-               name: str, parts: int = 1, pace: float | None = None) -> list[str]:
+               name: str, parts: int = 1, pace: float | None = None, merged: bool = False) -> list[str]:
     """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
     worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
     -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
-    for each result as it completes; ``pace``: seconds per estimated node (bounds the tasks, see
-    :func:`batches`). Returns the failures as lines (a task that raised on every try)."""
+    for each result as it completes; ``pace``: seconds per estimated node and ``merged``: a task's
+    units merge inside one count (both shape the tasks, see :func:`batches`). Returns the failures as lines (a task that raised on every try)."""
     from distributed import as_completed
 
     if not rows:
         return []
     bar = progress.phase(name, rows)
-    tasks = iter(batches(rows, max(len(workers), 1), pace))
+    tasks = iter(batches(rows, max(len(workers), 1), pace, merged))
     futures: dict = {}
     ac = as_completed()
     run_tag = uuid.uuid4().hex[:8]
@@ -516,23 +529,35 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             gpus = 1
         else:
             workers = 1
+    timings: dict[str, float] = {}
+    t_cluster = time.perf_counter()
     try:
         with _client(backend, workers, gpus, scheduler) as (client, cluster_desc):
             n_workers = max(len(client.nthreads()), 1)  # every worker (some scheduler_info versions list 5)
             speed = None
+            timings["cluster_start"] = time.perf_counter() - t_cluster
             if st is None:
                 seed = _core.ZOBRIST_DEFAULT_SEED
                 if split_ply is None:
+                    t = time.perf_counter()
                     speed = client.submit(worker.calibrate, pos.fen(), depth, backend, tt, seed, pure=False).result()
-                    split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed)
+                    timings["calibrate"] = time.perf_counter() - t
+                    # A unit's parts are counted side by side, one a worker: its time is its nodes
+                    # over the speed of all its parts' workers.
+                    parts = choose_parts(backend, tt, depth - 1, n_workers)
+                    split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
+                t = time.perf_counter()
                 units = units_mod.split(pos, depth, split_ply, seed)
+                timings["split"] = time.perf_counter() - t
                 if store is None:
                     store = f"perft-deep-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.sqlite"
+                t = time.perf_counter()
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
                                           "verify_sample": verify_sample}, units,
                                   choose_parts(backend, tt, depth - split_ply, n_workers))
-            return _work(client, st, cluster_desc, progress, t0, speed)
+                timings["store_create"] = time.perf_counter() - t
+            return _work(client, st, cluster_desc, progress, t0, speed, timings)
     finally:
         if st is not None:
             try:
@@ -543,10 +568,12 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
 
 
 def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
-          speed: float | None = None) -> DeepResult:
+          speed: float | None = None, timings: dict[str, float] | None = None) -> DeepResult:
     """Phases 1-3 on ``client``; the result from the store. ``speed``: nodes per second measured on a
     worker (``worker.calibrate``), if any; the tasks' length is bounded by the store's measured
-    speed, else by this one, else by one measured now (:func:`batches`)."""
+    speed, else by this one, else by one measured now (:func:`batches`). ``timings``: the seconds
+    of the steps before (DeepResult.timings), completed here."""
+    timings = {} if timings is None else timings
     run = st.run
     st.begin_session(cluster_desc)
     run_key = f"{st.path.resolve()}:{run['started']}"
@@ -557,48 +584,76 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
                 batch[0]["part"], parts, tables)
 
+    busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
+
+    def stored(write):
+        """Time a store write (``timings["store"]``)."""
+        t = time.perf_counter()
+        try:
+            return write()
+        finally:
+            timings["store"] = timings.get("store", 0.0) + time.perf_counter() - t
+
     def counted(batch, res, task):
         nonlocal counted_now
-        counted_now += st.finish(batch, res["counts"], _share(res["seconds"], batch), res["worker"], res["device"],
-                                 task, _share(res["probes"], batch), _share(res["hits"], batch), res.get("tables"))
+        busy[res["worker"]] = busy.get(res["worker"], 0.0) + res["seconds"]
+        counted_now += stored(lambda: st.finish(batch, res["counts"], _share(res["seconds"], batch), res["worker"],
+                                                res["device"], task, _share(res["probes"], batch),
+                                                _share(res["hits"], batch), res.get("tables")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def verified(batch, res, task):
-        st.verified(batch, res["counts"], _share(res["seconds"], batch), res["worker"], task, res.get("tables"))
+        stored(lambda: st.verified(batch, res["counts"], _share(res["seconds"], batch), res["worker"], task,
+                                   res.get("tables")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def recounted(batch, res, task):
-        st.recounted(batch, res["counts"], _share(res["seconds"], batch))
+        stored(lambda: st.recounted(batch, res["counts"], _share(res["seconds"], batch)))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     failures = []
     workers = sorted(client.nthreads())
+    merged = backend != "cpu" and (tt or parts > 1)  # a GPU task's units merge in one count (count_roots)
     with _Progress(progress) as bar:
         rows = [r for r in st.units() if r["status"] == "pending"]
+        t = time.perf_counter()
         if rows:  # every worker makes its driver before the clock starts (workers that join later: in their first task)
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
                                          workers=[addr], allow_other_workers=False) for addr in workers])
+        timings["warm_up"] = time.perf_counter() - t
         pace = seconds_per_estimate(st.units(), speed)
         if rows and pace is None:
+            t = time.perf_counter()
             speed = client.submit(worker.calibrate, run["fen"], run["depth"], backend, tt, seed, pure=False).result()
             pace = seconds_per_estimate([], speed)
+            timings["calibrate"] = timings.get("calibrate", 0.0) + time.perf_counter() - t
         t_count = time.perf_counter()
         failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts,
-                               pace)
+                               pace, merged)
+        count_seconds = time.perf_counter() - t_count if rows else 0.0
+        t = time.perf_counter()
         if rows and tt:
             _read_tables(client, st, "count", backend, run_key, seed)
+        timings["read_tables"] = time.perf_counter() - t
         pace = seconds_per_estimate(st.units(), speed)
-        count_seconds = time.perf_counter() - t_count if rows else 0.0
+        t = time.perf_counter()
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
                     and sampled(r["key"], run["verify_sample"])]
             failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
-                                   bar, "verify", parts, pace)
+                                   bar, "verify", parts, pace, merged)
             if rows:
                 _read_tables(client, st, "verify", backend, run_key, run["verify_seed"])
+        timings["verify"] = time.perf_counter() - t
+        t = time.perf_counter()
         rows = [r for r in st.units() if r["status"] == "mismatch"]
         failures += _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted, workers,
                                bar, "recount", parts, pace)
+        timings["recount"] = time.perf_counter() - t
+    timings["count"] = count_seconds
+    # The count phase's time when its busiest worker was not counting: Dask's submission and
+    # results, the store's writes, and the tail where other workers finish.
+    timings["dispatch"] = max(0.0, count_seconds - max(busy.values(), default=0.0)) if count_seconds else 0.0
     if failures:
         raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
@@ -628,4 +683,5 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
                       tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
-                      tables=tables.get("count", {}), verify_tables=tables.get("verify", {}))
+                      tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
+                      timings={k: round(v, 6) for k, v in timings.items()})
