@@ -2,9 +2,10 @@
 remaining depth; perft_gpu_2026 beside it in the same run.
 
     python ci/bench_tt_depth.py [--fen FEN] --depth 11 [--tt-mb default 60000 ...] [--max-seconds S]
-                                [--peer .peer/perft_gpu] [--json FILE]
+                                [--table-value default 1 1e9 ...] [--peer .peer/perft_gpu] [--json FILE]
 
-Each ``--tt-mb`` variant runs in a process of its own (the process's GPU driver fixes its table
+Each ``--tt-mb`` and ``--table-value`` variant (``TTBfsDriver.table_value``: how the table budget is
+shared between remaining depths, ``perft_core.gpu.tables.plan_slots``) runs in a process of its own (the process's GPU driver fixes its table
 budget when it is made): one warm-up count at depth - 2, then ``perft_core.perft(fen, depth,
 backend=backend, tt=True, max_estimate_seconds=None)`` (with ``--max-seconds`` the count stops there
 and reports the root moves it finished; with ``--stop-after`` the plain count, one driver count, stops
@@ -37,7 +38,7 @@ A048987 = {9: 2_439_530_234_167, 10: 69_352_859_712_417, 11: 2_097_651_003_696_8
 
 
 def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None, backend: str = "gpu",
-           stop_after: float | None = None, leaf_merge: bool = True) -> dict:
+           stop_after: float | None = None, leaf_merge: bool = True, table_value: float | None = None) -> dict:
     """One count in this process (see the module docstring); returns the figures as a dict."""
     import perft_core
     from perft_core.errors import CountInterrupted
@@ -47,6 +48,8 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
     pos = perft_core.Position.from_fen(fen)
     drv = get_driver(backend, tt_mb)
     drv.leaf_merge = leaf_merge
+    if table_value is not None:
+        drv.table_value = table_value
     perft_core.perft(pos, depth - 2, backend=backend, tt=True, tt_mb=tt_mb, max_estimate_seconds=None)
     k = drv.k
     before = dict(getattr(k, "kernel_seconds_by_name", {}))
@@ -81,7 +84,7 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
     by_name = {n: s - before.get(n, 0.0) for n, s in getattr(k, "kernel_seconds_by_name", {}).items()}
     by_name = dict(sorted(((n, s) for n, s in by_name.items() if s > 0), key=lambda x: -x[1]))
     tables = table_statistics(backend, {"by_depth": stats0})  # this count's figures (not the warm-up's)
-    return {"fen": fen, "depth": depth, "tt_mb": tt_mb, "tt_bytes": drv.tt_arena.capacity,
+    return {"fen": fen, "depth": depth, "tt_mb": tt_mb, "table_value": drv.table_value, "tt_bytes": drv.tt_arena.capacity,
             "arena_bytes": drv.arena.capacity, "nodes": nodes, "partial": partial, "wall_s": wall,
             "kernel_s": sum(by_name.values()), "kernel_s_by_name": by_name, "gpu_calls": drv.stats.gpu_calls,
             "launch_depth": drv.stats.launch_depth, "gpu_depth": drv.stats.gpu_depth, "tables": tables,
@@ -94,7 +97,7 @@ def worker(fen: str, depth: int, tt_mb: float | None, max_seconds: float | None,
 def show(r: dict) -> None:
     ok = A048987.get(r["depth"]) if r["fen"] == STARTPOS else None
     verdict = "" if r["nodes"] is None or ok is None else (" exact" if r["nodes"] == ok else f" WRONG (A048987 {ok:,})")
-    print(f"ours perft {r['depth']} tt_mb={r['tt_mb']} (tables {r['tt_bytes'] / 2**30:.1f} GiB, arena "
+    print(f"ours perft {r['depth']} tt_mb={r['tt_mb']} table_value={r.get('table_value')} (tables {r['tt_bytes'] / 2**30:.1f} GiB, arena "
           f"{r['arena_bytes'] / 2**30:.1f} GiB): {r['nodes'] if r['nodes'] is None else format(r['nodes'], ',')}"
           f"{verdict} in {r['wall_s']:.2f} s; kernels {r['kernel_s']:.2f} s; {r['gpu_calls']} GPU calls, launch "
           f"depth {r['launch_depth']}, GPU depth {r['gpu_depth']}" + (f"; stopped: {r['partial']}" if r["partial"] else ""))
@@ -139,19 +142,22 @@ def main() -> int:
     ap.add_argument("--json", type=Path)
     ap.add_argument("--no-leaf-merge", action="store_true",
                     help="count each move of the fused leaf (no merge of its children by key): the A/B of issue 27")
+    ap.add_argument("--table-value", nargs="+", default=["default"],
+                    help="TTBfsDriver.table_value variants ('default': the driver's; 1: in proportion to positions)")
     ap.add_argument("--worker", type=json.loads, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
         print(json.dumps(worker(*args.worker)))
         return 0
     results, bad = [], False
-    for mb in args.tt_mb:
+    for mb, value in [(mb, v) for mb in args.tt_mb for v in args.table_value]:
         tt_mb = None if mb == "default" else float(mb)
+        table_value = None if value == "default" else float(value)
         cmd = [sys.executable, __file__, "--worker", json.dumps([args.fen, args.depth, tt_mb, args.max_seconds, args.backend,
-                                                              args.stop_after, not args.no_leaf_merge])]
+                                                              args.stop_after, not args.no_leaf_merge, table_value])]
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
         if proc.returncode != 0:
-            print(f"bench_tt_depth: worker for tt_mb={mb} failed (exit {proc.returncode})")
+            print(f"bench_tt_depth: worker for tt_mb={mb} table_value={value} failed (exit {proc.returncode})")
             bad = True
             continue
         r = json.loads(proc.stdout.strip().splitlines()[-1])

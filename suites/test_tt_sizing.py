@@ -179,6 +179,12 @@ def test_plan_slots_bounds_each_table_and_fills_the_budget():
     assert all(top[r] == int(tables.SLOTS_PER_POSITION * positions[r]) for r in (5, 6))
     assert top[4] > small[4] and top[3] < small[3]
     assert sum(top.values()) == pytest.approx(4.4e9, rel=1e-6)
+    ten = tables.plan_slots(positions, 4.4e9, value=10.0)  # between: each upper table more slots a position
+    per = {r: ten[r] / positions[r] for r in positions}
+    assert per[6] >= per[5] >= per[4] > per[3] and small[4] < ten[4] < top[4]
+    assert sum(ten.values()) == pytest.approx(4.4e9, rel=1e-6)
+    gains = [tables.held_gain(s) for s in (0.01, 0.5, 1.0, 2.0, 4.0)]
+    assert gains == sorted(gains, reverse=True) and gains[0] == pytest.approx(1.0) and gains[2] == pytest.approx(0.264, abs=1e-3)
     assert tables.plan_slots({3: 1.0, 4: 0.0}, 10) == {3: tables.MIN_SLOTS, 4: tables.MIN_SLOTS}
     assert tables.plan_slots({}, 1e9) == {}
 

@@ -2,9 +2,10 @@
 XOR-checked entries (kernels/pc_tt.h), carved out of one arena, and their statistics.
 
 How the budget is shared between remaining depths is this module's one decision
-(``plan_slots``): every table is bounded by SLOTS_PER_POSITION slots for each distinct position of
-the ply it serves, and within the bounds the budget goes by the positions, weighted by
-LEVEL_VALUE per remaining depth.
+(``plan_slots``): each slot goes where it saves the most work, from the positions it adds to its
+table (a model of a table that keeps the last store) and the work a hit at its remaining depth
+saves (LEVEL_VALUE a ply); every table is bounded by SLOTS_PER_POSITION slots for each distinct
+position of the ply it serves.
 """
 from __future__ import annotations
 
@@ -33,49 +34,77 @@ SLOTS_PER_POSITION = 4
 overwrites rare; more slots only cost zeroing). The lowest table of a run's shared tables has no
 such bound: it takes what is left."""
 LEVEL_VALUE = 1.0
-"""How much more a slot of remaining depth r + 1 is worth than one of r while both tables are
-short of their positions (``plan_slots``). 1 shares the budget in proportion to the distinct
-positions (the rule of sessions 2-13). A hit at r + 1 saves a perft r + 1, about one branching
-factor (10-30 with tables) more work than a hit at r, and the repeats per distinct position are
-alike across plies, which argues for filling the tables top-down (a large value): measured in
-NOTES.md "Session 14"."""
+"""How much more work a hit at remaining depth r + 1 saves than one at r (``plan_slots``). A hit
+at r + 1 saves a perft r + 1, about one branching factor (10-30 with tables) more than a hit at r,
+and the repeats per distinct position are alike across plies, which argues for a value well above
+1; 1 shares the budget in proportion to the distinct positions (the rule of sessions 2-13).
+Measured in NOTES.md "Session 14"."""
+
+
+def held_gain(s: float) -> float:
+    """The positions one more slot keeps, per slot, in a table of ``s`` slots per distinct
+    position (float > 0): with keys spread uniformly and the last store kept, a table of S slots
+    holds S (1 - e^(-D/S)) of D positions, whose derivative in S is 1 - e^(-1/s) (1 + 1/s):
+    1 for an empty table, 0.26 at one slot a position, 0.09 at two, 0.03 at four."""
+    x = 1.0 / s
+    return -math.expm1(-x) - x * math.exp(-x)
+
+
+def _slots_per_position(gain: float) -> float:
+    """The inverse of :func:`held_gain` on (0, 1): the s at which one more slot keeps ``gain``."""
+    lo, hi = -30.0, 30.0  # log s
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if held_gain(math.exp(mid)) > gain:
+            lo = mid
+        else:
+            hi = mid
+    return math.exp((lo + hi) / 2)
 
 
 def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool = True,
                value: float = LEVEL_VALUE) -> dict[int, int]:
     """Slots per remaining depth for a set of tables.
 
-    ``distinct``: {remaining depth r: distinct positions the table of r serves (float > 0)};
-    ``budget_slots``: the slots there is memory for. Every table is bounded by SLOTS_PER_POSITION x
-    its positions, except the lowest r when ``cap_lowest`` is False (a deep run's shared tables: the
-    rest of the budget goes there). Within the bounds the budget is shared in proportion to
-    ``distinct[r] x value^(r - lowest r)`` (water-filling: a table that reaches its bound gives the
-    rest back to the others). Returns {r: slots (int, >= MIN_SLOTS)}; the sum may exceed the
-    budget only through MIN_SLOTS.
+    ``distinct``: {remaining depth r: distinct positions the table of r serves (float)};
+    ``budget_slots``: the slots there is memory for. The budget goes where one more slot saves
+    the most work: a slot of table r is worth ``value^(r - lowest r)`` x the positions it adds
+    (:func:`held_gain`), and slots are added until that worth is equal across the tables
+    (bisection on it), each table bounded by SLOTS_PER_POSITION x its positions, except the lowest
+    when ``cap_lowest`` is False (a deep run's shared tables: it takes whatever is left). With
+    ``value`` 1 every table gets the same slots per position: shares in proportion to the
+    positions. Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or less when every
+    table is at its bound, or more only through MIN_SLOTS.
     """
     if not distinct:
         return {}
     low = min(distinct)
     pos = {r: max(float(d), 1.0) for r, d in distinct.items()}
     bound = {r: (math.inf if (r == low and not cap_lowest) else SLOTS_PER_POSITION * pos[r]) for r in pos}
-    # log-weights: value^(r - low) overflows floats for large gaps
-    logw = {r: math.log(pos[r]) + (r - low) * math.log(max(value, 1e-300)) for r in pos}
-    slots: dict[int, float] = {}
-    left, open_ = float(budget_slots), set(pos)
-    while open_ and left > 0:
-        top = max(logw[r] for r in open_)
-        w = {r: math.exp(logw[r] - top) for r in open_}
-        total = sum(w.values())
-        full = [r for r in open_ if left * w[r] / total >= bound[r]]
-        if not full:
-            for r in open_:
-                slots[r] = left * w[r] / total
-            break
-        for r in full:  # bounded tables take their bound; the others share what is left
-            slots[r] = bound[r]
-            left -= bound[r]
-            open_.discard(r)
-    return {r: max(int(slots.get(r, 0.0)), MIN_SLOTS) for r in sorted(pos)}
+    logw = {r: (r - low) * math.log(max(value, 1e-300)) for r in pos}  # the worth of a slot, in logs
+
+    def slots_at(log_gain: float) -> dict[int, float]:
+        """Each table's slots where one more slot's worth falls to e^log_gain."""
+        out = {}
+        for r in pos:
+            g = log_gain - logw[r]  # the gain table r's next slot must still add
+            out[r] = 0.0 if g >= 0 else min(bound[r], pos[r] * _slots_per_position(math.exp(g)))
+        return out
+
+    if sum(bound.values()) <= budget_slots:
+        slots = dict(bound)
+    else:
+        lo, hi = -700.0, max(logw.values())  # log of the worth of the last slot given
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if sum(slots_at(mid).values()) > budget_slots:
+                lo = mid
+            else:
+                hi = mid
+        slots = slots_at(hi)
+        for r in sorted(pos):  # what the bisection left goes to the lowest tables with room
+            slots[r] += min(bound[r] - slots[r], budget_slots - sum(slots.values()))
+    return {r: max(int(slots[r]), MIN_SLOTS) for r in sorted(pos)}
 
 
 @dataclass
