@@ -70,10 +70,12 @@ def test_tt_hits_happen_and_save_work(kernels):
 
 
 def test_tiny_tables_heavy_collisions_still_exact(kernels):
-    """1,024-slot tables (the minimum) for ~10^4-10^5 positions: most stores overwrite others."""
+    """Tables of a few thousand slots (1,024, the minimum, for most) for ~10^4-10^5 positions: most
+    stores overwrite others."""
     drv = make_driver(kernels, tt_bytes=400_000)
     assert drv.perft(perft_core.Position.from_fen(POS3), 7) == 178633661
-    assert all(t.slots == 1024 for t in drv.tts.values()) and drv.tts
+    assert drv.tts and sum(t.slots for t in drv.tts.values()) <= 400_000 // 80  # 16-byte entries + 64-byte audit
+    assert sum(t.slots == 1024 for t in drv.tts.values()) >= len(drv.tts) - 1
     assert_clean(drv)
 
 

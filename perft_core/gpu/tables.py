@@ -33,12 +33,14 @@ SLOTS_PER_POSITION = 4
 """The most slots a table gets per distinct position of its ply (a load factor of 1/4 keeps
 overwrites rare; more slots only cost zeroing). The lowest table of a run's shared tables has no
 such bound: it takes what is left."""
-LEVEL_VALUE = 1.0
-"""How much more work a hit at remaining depth r + 1 saves than one at r (``plan_slots``). A hit
-at r + 1 saves a perft r + 1, about one branching factor (10-30 with tables) more than a hit at r,
-and the repeats per distinct position are alike across plies, which argues for a value well above
-1; 1 shares the budget in proportion to the distinct positions (the rule of sessions 2-13).
-Measured in NOTES.md "Session 14"."""
+LEVEL_VALUE = 10.0
+"""How much more work a hit at remaining depth r + 1 saves than one at r (``plan_slots``): a hit at
+r + 1 saves a perft r + 1, about one branching factor (10-30 with tables) more than a hit at r, and
+the repeats per distinct position are alike across plies. 1 shares the budget in proportion to the
+distinct positions (the rule of sessions 2-13). Measured on an H200 (NOTES.md "Session 14"):
+startpos perft 12 262 s with 1 (session 12), 214 s with 10; perft 11 with 3 GB of tables 28.6 s
+with 1, 18.4 s with 10 and with 1e9 (top-down); perft 11 with the default 71 GB, where every
+table fits, 14.7 s either way."""
 
 
 def held_gain(s: float) -> float:
