@@ -621,11 +621,13 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
                                          workers=[addr], allow_other_workers=False) for addr in workers])
         timings["warm_up"] = time.perf_counter() - t
-        pace = seconds_per_estimate(st.units(), speed)
+        # A part's row takes about 1/parts of its unit's time (its share of the leaf, which is most
+        # of the work), so the calibrated speed of one worker is scaled by the parts.
+        pace = seconds_per_estimate(st.units(), speed and speed * parts)
         if rows and pace is None:
             t = time.perf_counter()
             speed = client.submit(worker.calibrate, run["fen"], run["depth"], backend, tt, seed, pure=False).result()
-            pace = seconds_per_estimate([], speed)
+            pace = seconds_per_estimate([], speed * parts)
             timings["calibrate"] = timings.get("calibrate", 0.0) + time.perf_counter() - t
         t_count = time.perf_counter()
         failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts,
@@ -635,7 +637,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         if rows and tt:
             _read_tables(client, st, "count", backend, run_key, seed)
         timings["read_tables"] = time.perf_counter() - t
-        pace = seconds_per_estimate(st.units(), speed)
+        pace = seconds_per_estimate(st.units(), speed and speed * parts)
         t = time.perf_counter()
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
