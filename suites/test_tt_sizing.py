@@ -185,6 +185,10 @@ def test_plan_slots_bounds_each_table_and_fills_the_budget():
     assert sum(ten.values()) == pytest.approx(4.4e9, rel=1e-6)
     gains = [tables.held_gain(s) for s in (0.01, 0.5, 1.0, 2.0, 4.0)]
     assert gains == sorted(gains, reverse=True) and gains[0] == pytest.approx(1.0) and gains[2] == pytest.approx(0.264, abs=1e-3)
+    part = tables.plan_slots({3: positions[3] / 4, **{r: positions[r] for r in (4, 5, 6)}}, 4.4e9, value=10.0,
+                             above_lowest=0.25)  # a quarter of the leaf below each upper hit: the split level gains
+    whole = tables.plan_slots({3: positions[3] / 4, **{r: positions[r] for r in (4, 5, 6)}}, 4.4e9, value=10.0)
+    assert part[3] > whole[3] and part[4] < whole[4]
     assert tables.plan_slots({3: 1.0, 4: 0.0}, 10) == {3: tables.MIN_SLOTS, 4: tables.MIN_SLOTS}
     assert tables.plan_slots({}, 1e9) == {}
 

@@ -65,7 +65,7 @@ def _slots_per_position(gain: float) -> float:
 
 
 def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool = True,
-               value: float = LEVEL_VALUE) -> dict[int, int]:
+               value: float = LEVEL_VALUE, above_lowest: float = 1.0) -> dict[int, int]:
     """Slots per remaining depth for a set of tables.
 
     ``distinct``: {remaining depth r: distinct positions the table of r serves (float)};
@@ -75,7 +75,11 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
     (bisection on it), each table bounded by SLOTS_PER_POSITION x its positions, except the lowest
     when ``cap_lowest`` is False (a deep run's shared tables: it takes whatever is left). With
     ``value`` 1 every table gets the same slots per position: shares in proportion to the
-    positions. Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or less when every
+    positions. ``above_lowest``: the share of the work below a position above the lowest table
+    that a hit saves this driver (1 / parts for a count split into parts at the lowest table's
+    depth, ``TTBfsDriver.set_part``: a part counts only its share of the leaf under any upper
+    position, so an upper hit saves it that share, while a hit at the split level saves a whole
+    leaf count). Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or less when every
     table is at its bound, or more only through MIN_SLOTS.
     """
     if not distinct:
@@ -83,7 +87,8 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
     low = min(distinct)
     pos = {r: max(float(d), 1.0) for r, d in distinct.items()}
     bound = {r: (math.inf if (r == low and not cap_lowest) else SLOTS_PER_POSITION * pos[r]) for r in pos}
-    logw = {r: (r - low) * math.log(max(value, 1e-300)) for r in pos}  # the worth of a slot, in logs
+    logw = {r: (r - low) * math.log(max(value, 1e-300)) + (math.log(above_lowest) if r > low else 0.0)
+            for r in pos}  # the worth of a slot, in logs
 
     def slots_at(log_gain: float) -> dict[int, float]:
         """Each table's slots where one more slot's worth falls to e^log_gain."""
@@ -151,12 +156,13 @@ class DeviceTables:
             got = self.depth_stats[r] = dict.fromkeys(DEPTH_COUNTERS, 0)
         return got
 
-    def plan(self, distinct: dict[int, float], cap_lowest: bool = True, value: float = LEVEL_VALUE) -> list[str]:
+    def plan(self, distinct: dict[int, float], cap_lowest: bool = True, value: float = LEVEL_VALUE,
+             above_lowest: float = 1.0) -> list[str]:
         """Allocate and zero a table for each remaining depth of ``distinct`` ({r: distinct positions
         it serves}), sized by :func:`plan_slots` from 95 % of the arena. Returns the arena sites that
         did not fit (those depths get no table)."""
         per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
-        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value)
+        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value, above_lowest)
         failed = []
         for r in sorted(sizes, key=sizes.get):  # smallest first: a shortfall hits the largest table only
             slots = sizes[r]

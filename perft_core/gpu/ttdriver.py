@@ -373,7 +373,9 @@ class TTBfsDriver(BfsDriver):
         positions = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
         if PART_DEPTH in positions:  # a part stores only its own share of the split level's positions
             positions[PART_DEPTH] = max(positions[PART_DEPTH] / self.parts, 1.0)
-        for site in self.device_tables.plan(positions, cap, self.table_value):
+        # A part counts only its share of the leaf under an upper position: an upper hit saves it that share.
+        above = 1.0 / self.parts if PART_DEPTH in positions else 1.0
+        for site in self.device_tables.plan(positions, cap, self.table_value, above):
             self.stats.oom_sites.append(site)
             self.tt_stats["tt_disabled"] += 1
 
