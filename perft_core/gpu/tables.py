@@ -29,6 +29,13 @@ DEPTH_COUNTERS = ("probes", "hits", "host_probes", "host_hits", "stores")
 """The cumulative counters of ``DeviceTables.depth_stats`` (per remaining depth): subtract two
 snapshots for the figures between them (a count, a deep run's batch)."""
 MIN_SLOTS = 1024
+LOWEST_FLOOR = 0.5
+"""The least share of its proportional slots (``plan_slots`` with value 1) the lowest table keeps.
+A hedge, not a measurement: on four H200s at perft 13 the value-weighted rule gave the r = 3 tables
+nothing and counted 5.1 x 10^14 nodes/s against 6.9 x 10^14 for the proportional rule's run of
+issue 33 (other units; NOTES.md "Session 14"). It binds only where the lowest table would get
+less than half its proportional share: not at perft 12 on one or four H200s, where the
+value-weighted rule was measured faster."""
 SLOTS_PER_POSITION = 4
 """The most slots a table gets per distinct position of its ply (a load factor of 1/4 keeps
 overwrites rare; more slots only cost zeroing). The lowest table of a run's shared tables has no
@@ -79,8 +86,10 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
     that a hit saves this driver (1 / parts for a count split into parts at the lowest table's
     depth, ``TTBfsDriver.set_part``: a part counts only its share of the leaf under any upper
     position, so an upper hit saves it that share, while a hit at the split level saves a whole
-    leaf count). Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or less when every
-    table is at its bound, or more only through MIN_SLOTS.
+    leaf count). The lowest table keeps at least LOWEST_FLOOR of the share the positions alone
+    would give it (the model's one known blind spot: the leaf level's repeats are closer in time
+    than uniform keys assume). Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or
+    less when every table is at its bound, or more only through MIN_SLOTS.
     """
     if not distinct:
         return {}
@@ -90,27 +99,33 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
     logw = {r: (r - low) * math.log(max(value, 1e-300)) + (math.log(above_lowest) if r > low else 0.0)
             for r in pos}  # the worth of a slot, in logs
 
-    def slots_at(log_gain: float) -> dict[int, float]:
-        """Each table's slots where one more slot's worth falls to e^log_gain."""
+    def slots_at(log_gain: float, floor: float) -> dict[int, float]:
+        """Each table's slots where one more slot's worth falls to e^log_gain (the lowest at least ``floor``)."""
         out = {}
         for r in pos:
             g = log_gain - logw[r]  # the gain table r's next slot must still add
             out[r] = 0.0 if g >= 0 else min(bound[r], pos[r] * _slots_per_position(math.exp(g)))
+        out[low] = max(out[low], floor)
         return out
+
+    def fill(floor: float) -> dict[int, float]:
+        lo, hi = -700.0, max(logw.values())  # log of the worth of the last slot given
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            if sum(slots_at(mid, floor).values()) > budget_slots:
+                lo = mid
+            else:
+                hi = mid
+        slots = slots_at(hi, floor)
+        for r in sorted(pos):  # what the bisection left goes to the lowest tables with room
+            slots[r] += min(bound[r] - slots[r], budget_slots - sum(slots.values()))
+        return slots
 
     if sum(bound.values()) <= budget_slots:
         slots = dict(bound)
     else:
-        lo, hi = -700.0, max(logw.values())  # log of the worth of the last slot given
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            if sum(slots_at(mid).values()) > budget_slots:
-                lo = mid
-            else:
-                hi = mid
-        slots = slots_at(hi)
-        for r in sorted(pos):  # what the bisection left goes to the lowest tables with room
-            slots[r] += min(bound[r] - slots[r], budget_slots - sum(slots.values()))
+        floor = LOWEST_FLOOR * min(bound[low], budget_slots * pos[low] / sum(pos.values()))
+        slots = fill(floor)
     return {r: max(int(slots[r]), MIN_SLOTS) for r in sorted(pos)}
 
 
