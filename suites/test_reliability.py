@@ -292,13 +292,14 @@ def test_f13_a_row_changed_during_a_run_is_not_summed(tmp_path):
 
 
 def test_a_checksum_of_a_different_option_fails():
+    """Every field the total depends on is under the checksum (issue 34 N2: the FEN and the index were not)."""
     from perft_core.deep.store import row_checksum
 
-    a = row_checksum("fen|3", "00ff", 0, 2, "1", "20", None, None)
-    assert a == row_checksum("fen|3", "00ff", 0, 2, "1", "20", None, None)
-    for changed in (("fen|4", "00ff", 0, 2, "1", "20", None, None), ("fen|3", "00ff", 0, 2, "1", "21", None, None),
-                    ("fen|3", "00fe", 0, 2, "1", "20", None, None), ("fen|3", "00ff", 0, 2, "2", "20", None, None)):
-        assert row_checksum(*changed) != a
+    row = ("fen|3", 7, 3, 0, "00ff", "8/8/8/8/8/8/8/K6k w - - 0 1", 2, "1", "20", None, None)
+    a = row_checksum(*row)
+    assert a == row_checksum(*row)
+    for i, other in enumerate(("fen|4", 8, 4, 1, "00fe", "8/8/8/8/8/8/8/K5k1 w - - 0 1", 3, "2", "21", "20", "20")):
+        assert row_checksum(*row[:i], other, *row[i + 1:]) != a, i
 
 
 # ----- F9, F10: what reaches an engine -----------------------------------------------------------------

@@ -48,6 +48,11 @@ def _cmd_deep(args: argparse.Namespace) -> int:
         raise UsageError("--verify-seed needs --tt")
     if args.verify_sample is not None and args.verify_seed is None and args.resume is None:
         raise UsageError("--verify-sample needs --verify-seed")
+    if args.resume is None and args.store is None:  # never in the current folder: the user's data folder, said at once
+        from .store import default_store_path
+
+        args.store = str(default_store_path())
+        print(f"perft deep: new store {args.store} (continue it with --resume {args.store})", file=sys.stderr)
     try:
         result = deep_perft(args.fen, args.depth, backend=args.backend, tt=True if args.tt else None,
                             workers=args.workers, gpus=args.gpus, scheduler=args.scheduler,
@@ -147,7 +152,8 @@ def register(sub) -> None:
     where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
-    p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default perft-deep-<time>.sqlite)")
+    p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
+                   "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
     p.add_argument("--resume", metavar="FILE", help="continue the run of this store")
     p.add_argument("--verify-seed", type=cliargs.seed, metavar="S",
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed")
@@ -157,8 +163,8 @@ def register(sub) -> None:
                    "again: exit 0 when all hold, 1 when not")
     p.add_argument("--stats", metavar="FILE", help="print a store's run, units counted and table statistics per "
                    "remaining depth, without counting (reads a store a run is writing)")
-    p.add_argument("--check-sample", type=_fraction, default=0.01, metavar="FRACTION",
-                   help="with --check: the fraction of units counted again (default 0.01, at least one)")
+    p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
+                   help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
     p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "
                    "else a line a minute on stderr)")
     p.set_defaults(func=_cmd_deep)

@@ -15,15 +15,13 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 
 from .. import _core, limits, watch
 from ..api import BACKENDS
 from ..position import Position
 from . import units as units_mod
 from . import worker
-from .store import RUN_OPTIONS, Store, StoreError, StoreWriteError
+from .store import RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
 
 _RETRIES = 2
 
@@ -96,8 +94,8 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
     if resume is None:
         if fen is None or depth is None:
             raise ValueError("a deep run needs a FEN and a depth (or resume=STORE)")
-        if store is not None and Path(store).exists() and Path(store).stat().st_size > 0:
-            raise StoreError(f"store {store} already exists; continue it with --resume {store} or choose a new file")
+        if store is not None:
+            check_new_store_path(store)  # holds data, or a device, FIFO or socket: refused before any work
     elif store is not None:
         raise ValueError("give either store= (a new run) or resume= (continue one), not both")
     if depth is not None:
@@ -465,8 +463,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             default 1); scheduler: the address of an existing Dask scheduler (any backend).
         split_ply: plies expanded on the host (default: ``units.choose_split_ply`` from the first
             plies' growth and a speed measured on a worker).
-        store: the new store's path (default ``perft-deep-<UTC time>.sqlite`` here); it must not
-            hold data. resume: the path of a store to continue; options given must match its run.
+        store: the new store's path (default ``store.default_store_path()``: in the user's data
+            folder, never the current one); it must not hold data or be a device, FIFO or socket. resume: the path of a store to continue; options given must match its run.
         verify_seed: count the units again with tables keyed by this Zobrist seed (needs tt);
             verify_sample: the fraction of units to verify (default 1: all; chosen by key).
         progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
@@ -527,7 +525,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed)
                 units = units_mod.split(pos, depth, split_ply, seed)
                 if store is None:
-                    store = f"perft-deep-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.sqlite"
+                    store = default_store_path()
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
                                           "verify_sample": verify_sample}, units,

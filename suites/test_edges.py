@@ -1,0 +1,275 @@
+"""Issue 34, "trust at the edges": one regression test per row N1-N9 of the issue and per residual
+of the round before, each failing on the code before the fix (NOTES "Session 14: issue 34").
+
+Files: a path that is not a regular file is never destroyed (N1), the deep store's checksums cover
+every field of the total and the run row (N2), reports respect the umask (N3), a new store never
+lands in the current folder. Counts are checked against the bundled tables or our own engine on
+the units' FENs (itself checked against python-chess by the rest of the suite).
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from oracle import tables
+
+pytestmark = pytest.mark.core
+START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q2/PPPBBPPP/R3K2R w KQkq - 0 1"
+STARTPOS = {r.depth: r.nodes for r in tables.load("startpos")}
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def perft_cmd(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
+    """``perft ARGS`` in a subprocess (python -m perft_cli), its output captured."""
+    return subprocess.run([sys.executable, "-P", "-m", "perft_cli", *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=kw.pop("cwd", ROOT), **kw)
+
+
+def one_error_line(p: subprocess.CompletedProcess, *words: str, status: int = 2) -> str:
+    """Exit ``status``, stderr one line ``perft: error: ...`` holding ``words``, no traceback; the line."""
+    assert p.returncode == status, (p.returncode, p.stdout[-1000:], p.stderr[-2000:])
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("perft: error: "), p.stderr[-2000:]
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]
+
+
+# ----- N1: never destroy what a path held -----------------------------------------------------------
+
+def _special_files(tmp_path: Path) -> list[Path]:
+    """A FIFO, and (as root, where the device node can be made) a character device like /dev/null."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    out = [fifo]
+    if os.geteuid() == 0:
+        null = tmp_path / "null"
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        out.append(null)
+    return out
+
+
+def test_n1_a_store_path_that_is_a_device_or_fifo_is_refused_and_left_alone(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    for special in _special_files(tmp_path):
+        mode = os.lstat(special).st_mode
+        p = perft_cmd("deep", START, "4", "--workers", "1", "--store", str(special))
+        one_error_line(p, str(special), "not a regular file")
+        assert os.lstat(special).st_mode == mode  # still the device / FIFO, not deleted
+        assert sorted(x.name for x in tmp_path.iterdir()) == sorted(s.name for s in _names(tmp_path))
+        p = perft_cmd("deep", "--resume", str(special))
+        one_error_line(p, "not a regular file")
+        assert os.lstat(special).st_mode == mode
+
+
+def _names(tmp_path: Path) -> list[Path]:
+    return [p for p in tmp_path.iterdir() if not p.name.endswith(("-journal", "-wal", "-shm"))]
+
+
+def test_n1_a_failed_create_removes_only_what_it_made(tmp_path):
+    """An empty file that was there stays (empty), a file this process made goes; sidecars of another
+    store of that name are never touched."""
+    from perft_core import Position
+    from perft_core.deep import split
+    from perft_core.deep.store import Store, StoreError
+
+    units = split(Position.from_fen(START), 3, 1)
+    bad_run = {"fen": START, "depth": 3, "split_ply": 1, "backend": "cpu", "tt": False, "seed": 1,
+               "verify_seed": None, "verify_sample": None, "units": "no such key"}
+    del bad_run["split_ply"]  # creation fails inside the transaction (KeyError) after the file is made
+    mine = tmp_path / "made.sqlite"
+    with pytest.raises(KeyError):
+        Store.create(mine, bad_run, units)
+    assert list(tmp_path.iterdir()) == []
+    theirs = tmp_path / "theirs.sqlite"
+    theirs.write_bytes(b"")
+    with pytest.raises(KeyError):
+        Store.create(theirs, bad_run, units)
+    assert theirs.exists() and theirs.stat().st_size == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["theirs.sqlite"]
+    wal = tmp_path / "other.sqlite-wal"
+    wal.write_bytes(b"someone's journal")
+    with pytest.raises(StoreError, match="exists"):
+        Store.create(tmp_path / "other.sqlite", dict(bad_run, split_ply=1), units)
+    assert wal.read_bytes() == b"someone's journal" and not (tmp_path / "other.sqlite").exists()
+
+
+def test_n1_reports_refuse_a_device_or_fifo_before_writing(tmp_path):
+    from perft_core.atomic import write_texts
+
+    for special in _special_files(tmp_path):
+        mode = os.lstat(special).st_mode
+        ok = tmp_path / "ok.md"
+        with pytest.raises(OSError, match="not a regular file"):
+            write_texts({ok: "new", special: "text"})
+        assert os.lstat(special).st_mode == mode and not ok.exists()
+        assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+# ----- N3: files as users expect them ----------------------------------------------------------------
+
+def test_n3_reports_get_the_umask_mode_and_keep_a_replaced_files_mode(tmp_path):
+    from perft_core.atomic import write_texts
+
+    old = os.umask(0o022)
+    try:
+        a, b = tmp_path / "a.html", tmp_path / "index.md"
+        write_texts({a: "1", b: "1"})
+        assert stat.S_IMODE(a.stat().st_mode) == 0o644 and stat.S_IMODE(b.stat().st_mode) == 0o644
+        os.chmod(b, 0o640)
+        write_texts({a: "2", b: "2"})
+        assert stat.S_IMODE(b.stat().st_mode) == 0o640 and b.read_text() == "2"
+        os.umask(0o077)
+        c = tmp_path / "c.json"
+        write_texts({c: "3"})
+        assert stat.S_IMODE(c.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
+
+
+def test_n3_perft_report_files_are_readable_under_umask_022(tmp_path):
+    """The issue's reproduction: ``perft report ... --out web`` under umask 022 (the command as a user runs it)."""
+    out = tmp_path / "web"
+    out.mkdir()
+    for args in (("--suites", "startpos", "--max-nodes", "10000", "--out", str(out)), ("--index", str(out))):
+        p = perft_cmd("report", *args, preexec_fn=lambda: os.umask(0o022))
+        assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    files = [f for f in out.rglob("*") if f.is_file()]
+    assert {f.suffix for f in files} == {".json", ".md", ".html"} and "index.md" in {f.name for f in files}
+    for f in files:
+        assert stat.S_IMODE(f.stat().st_mode) == 0o644, (f, oct(f.stat().st_mode))
+
+
+# ----- N2: a store that proves every field that makes the total ---------------------------------------
+
+def _half_counted_store(path: Path, depth: int = 4, split_ply: int = 2) -> list[dict]:
+    """A store of startpos perft ``depth`` with the first half of its units counted (our engine on each
+    unit's FEN), as a run killed midway leaves it; its unit rows."""
+    import perft_core
+    from perft_core import Position
+    from perft_core.deep import split
+    from perft_core.deep.store import Store
+
+    units = split(Position.from_fen(START), depth, split_ply)
+    run = {"fen": START, "depth": depth, "split_ply": split_ply, "backend": "cpu", "tt": False,
+           "seed": perft_core._core.ZOBRIST_DEFAULT_SEED, "verify_seed": None, "verify_sample": None}
+    with Store.create(path, run, units) as st:
+        rows = st.units()
+        half = rows[: len(rows) // 2]
+        st.finish(half, [perft_core.perft(r["fen"], r["depth"]) for r in half], [0.0] * len(half), "w", "d", "t")
+        return st.units()
+
+
+def _edit(path: Path, sql: str, *params) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(sql, params)
+    conn.close()
+
+
+def test_n2_a_pending_units_fen_changed_is_caught_and_counted_from_the_right_position(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    store = tmp_path / "s.sqlite"
+    rows = _half_counted_store(store)
+    pending = [r for r in rows if r["count"] is None]
+    victim, other = pending[0], pending[-1]
+    assert victim["fen"] != other["fen"]
+    _edit(store, "UPDATE units SET fen = ? WHERE idx = ?", other["fen"], victim["idx"])
+    check = perft_cmd("deep", "--check", str(store), "--check-sample", "1")
+    assert check.returncode == 1, check.stdout + check.stderr
+    assert f"tampered: unit {victim['unit']} " in check.stdout
+    done = perft_cmd("deep", "--resume", str(store), "--json", timeout=180)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["nodes"] == STARTPOS[4]
+    assert [r["unit"] for r in result["tampered"]] == [victim["unit"]]
+
+
+@pytest.mark.parametrize("column, value", [("idx", 10_000), ("unit", 10_000), ("depth", 1), ("key", "0" * 32)])
+def test_n2_every_plan_field_is_under_the_checksum(tmp_path, column, value):
+    from perft_core.deep.check import check_store
+    from perft_core.deep.store import Store
+
+    store = tmp_path / "s.sqlite"
+    rows = _half_counted_store(store, depth=3, split_ply=1)
+    victim = rows[-1]  # pending
+    _edit(store, f"UPDATE units SET {column} = ? WHERE idx = ?", value, victim["idx"])
+    if column == "idx":  # a row moved out of 0..n-1: the store is corrupt
+        with pytest.raises(ValueError, match="corrupt"):
+            Store.open(store)
+        return
+    result = check_store(store, sample=1)
+    assert not result.ok and [r["idx"] for r in result.tampered] == [victim["idx"]]
+    with Store.open(store) as st:  # repaired: the row's plan made again from the run row
+        assert st.units() == rows
+    assert check_store(store, sample=1).ok
+
+
+def test_n2_the_run_row_is_under_its_own_checksum(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    store = tmp_path / "s.sqlite"
+    _half_counted_store(store)
+    _edit(store, "UPDATE run SET fen = ?", KIWIPETE)
+    check = perft_cmd("deep", "--check", str(store), "--check-sample", "1")
+    assert check.returncode == 1 and "run row" in check.stdout, check.stdout + check.stderr
+    one_error_line(perft_cmd("deep", "--resume", str(store), "--json"), "run row", "checksum")
+
+
+def test_n2_check_recounts_a_sample_that_means_something(tmp_path):
+    from perft_core.deep.check import check_store, sample_size
+
+    assert [sample_size(n, None) for n in (0, 5, 20, 400, 1000)] == [0, 5, 20, 20, 50]
+    assert [sample_size(400, f) for f in (0.001, 0.5, 1)] == [1, 200, 400]
+    store = tmp_path / "s.sqlite"
+    rows = _half_counted_store(store)
+    counted = sum(r["count"] is not None for r in rows)
+    assert check_store(store).recounted == min(counted, 20)
+    assert check_store(store, sample=1).recounted == counted
+    # an edit with its checksum recomputed: only a recount catches it, and --check-sample 1 does
+    from perft_core.deep.store import Store
+
+    with Store.open(store) as st:
+        r = next(r for r in st.units() if r["count"] is not None)
+        st.conn.execute("UPDATE units SET count = ? WHERE idx = ?", (str(int(r["count"]) + 1), r["idx"]))
+        st._seal("idx = ?", (r["idx"],))
+    result = check_store(store, sample=1)
+    assert not result.ok and not result.tampered and [d["unit"] for d in result.differ] == [r["unit"]]
+
+
+def test_residual_a_count_that_is_not_decimal_names_the_store(tmp_path):
+    from perft_core.deep.store import Store
+
+    store = tmp_path / "s.sqlite"
+    rows = _half_counted_store(store, depth=3, split_ply=1)
+    with Store.open(store) as st:  # the checksum recomputed: only the form of the number is wrong
+        st.conn.execute("UPDATE units SET count = '0x10' WHERE idx = ?", (rows[0]["idx"],))
+        st._seal("idx = ?", (rows[0]["idx"],))
+    p = perft_cmd("deep", "--check", str(store))
+    one_error_line(p, str(store), "'0x10'", "not a decimal count")
+    p = perft_cmd("deep", "--resume", str(store))
+    one_error_line(p, str(store), "'0x10'")
+
+
+# ----- the default store: never the current folder ----------------------------------------------------
+
+def test_a_deep_run_without_store_writes_to_the_user_data_folder_and_says_where(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    here, data = tmp_path / "here", tmp_path / "data"
+    here.mkdir()
+    env = {**os.environ, "XDG_DATA_HOME": str(data), "PYTHONPATH": str(ROOT)}
+    p = perft_cmd("deep", START, "3", "--workers", "1", "--json", cwd=here, env=env)
+    assert p.returncode == 0, p.stderr
+    assert list(here.iterdir()) == []
+    store = Path(json.loads(p.stdout)["store"])
+    assert store.parent == data / "perft-oracle" / "deep" and store.is_file()
+    assert p.stderr.splitlines()[0] == f"perft deep: new store {store} (continue it with --resume {store})"
+    assert json.loads(p.stdout)["nodes"] == STARTPOS[3]
