@@ -273,3 +273,114 @@ def test_a_deep_run_without_store_writes_to_the_user_data_folder_and_says_where(
     assert store.parent == data / "perft-oracle" / "deep" and store.is_file()
     assert p.stderr.splitlines()[0] == f"perft deep: new store {store} (continue it with --resume {store})"
     assert json.loads(p.stdout)["nodes"] == STARTPOS[3]
+
+
+# ----- N6: limits for perft deep as for perft run ------------------------------------------------------
+
+def memory_limit(nbytes: int = 6 << 30):
+    """A preexec_fn: at most ``nbytes`` of address space, so a run that would grow without bound fails fast."""
+    import resource
+
+    return lambda: resource.setrlimit(resource.RLIMIT_AS, (nbytes, nbytes))
+
+
+def test_n6_a_deep_run_estimated_over_the_limit_is_refused_at_once(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    try:
+        p = perft_cmd("deep", START, "64", "--workers", "1", cwd=tmp_path, env=env, timeout=60,
+                      preexec_fn=memory_limit())
+    except subprocess.TimeoutExpired:
+        pytest.fail("perft deep START 64 was not refused within 60 s")
+    line = one_error_line(p, "perft deep 64", "over the limit of 1.0 days", "--force")
+    assert " 0 M nodes/s" not in line
+    assert sorted(x.name for x in tmp_path.iterdir()) == []  # no store named, none written, no cluster left
+    from perft_core.deep import deep_perft
+    from perft_core.errors import CountRefused
+
+    with pytest.raises(CountRefused, match="over the limit"):
+        deep_perft(START, 14, workers=1, store=tmp_path / "s.sqlite")
+    assert not (tmp_path / "s.sqlite").exists()
+
+
+# ----- N5: a split that cannot fit the memory is refused before it allocates ---------------------------
+
+def test_n5_a_split_that_cannot_fit_the_memory_is_refused_before_it_allocates(monkeypatch):
+    from perft_core import Position, limits
+    from perft_core.deep import split
+
+    pos = Position.from_fen(START)
+    monkeypatch.setattr(limits, "memory_headroom_bytes", lambda: 100 << 20)  # 100 MiB left
+    with pytest.raises(limits.LimitError, match=r"splitting at ply 5 \(.* positions\) needs about .* GiB of memory, "
+                                                r"more than the 0.1 GiB .*: choose a smaller split ply"):
+        split(pos, 64, 5)
+    assert sum(u.multiplicity for u in split(pos, 6, 3)) == STARTPOS[3]  # 8,902 paths to ply 3: they fit
+
+
+@pytest.mark.slow
+def test_n5_a_deep_split_under_a_memory_limit_is_one_line(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    p = perft_cmd("deep", START, "64", "--split-ply", "6", "--workers", "1", "--force", "--store",
+                  str(tmp_path / "s.sqlite"), preexec_fn=memory_limit(4 << 30), timeout=300)
+    one_error_line(p, "memory", "split ply")
+
+
+# ----- N7: estimates that load cannot fool ----------------------------------------------------------------
+
+def test_n7_a_probe_that_waits_for_a_core_does_not_make_the_estimate_collapse(monkeypatch):
+    """A busy machine, simulated deterministically: every probe's wall time is 1000x its CPU time
+    (the count waited for a core). The speed stays the machine's own, perft 9 (a 1-2 h count here)
+    is not refused, and no message says "0 M nodes/s"."""
+    import time
+    import types
+
+    import perft_core
+    from perft_core import estimate
+
+    real = time.perf_counter
+    t0 = real()
+    busy = types.SimpleNamespace(perf_counter=lambda: t0 + (real() - t0) * 1000, process_time=time.process_time)
+    monkeypatch.setattr(estimate, "time", busy)
+    est = estimate.estimate(START, 9)
+    assert est.nodes_per_second >= perft_core.backends.CpuBackend.speed_floor
+    assert est.seconds < estimate.DEFAULT_MAX_ESTIMATE_SECONDS
+    assert " 0 M nodes/s" not in est.describe() and "nodes/s" in est.describe()
+    assert estimate.format_speed(4e5) == "400 k nodes/s" and estimate.format_speed(7.1e8) == "710 M nodes/s"
+
+
+@pytest.mark.slow
+def test_n7_the_estimate_holds_with_two_busy_loops_per_core():
+    """Real load: two busy loops per core beside the estimate (at most 60 s, always killed)."""
+    from perft_core import estimate
+
+    loops = [subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 60\nwhile time.time() < end: pass"])
+             for _ in range(2 * (os.cpu_count() or 1))]
+    try:
+        ests = [estimate.estimate(START, 9) for _ in range(5)]
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    for est in ests:
+        assert est.seconds < estimate.DEFAULT_MAX_ESTIMATE_SECONDS, est.describe()
+        assert " 0 M nodes/s" not in est.describe()
+
+
+# ----- N8: tests and runs that do not depend on the machine's ports ------------------------------------
+
+def test_n8_a_deep_run_beside_a_taken_port_8787_says_nothing_of_it(tmp_path):
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    import socket
+
+    taken = socket.socket()
+    try:
+        taken.bind(("", 8787))
+        taken.listen()
+    except OSError:  # another program holds it already: as good for this test
+        pass
+    try:
+        p = perft_cmd("deep", START, "3", "--workers", "1", "--store", str(tmp_path / "s.sqlite"), "--json")
+    finally:
+        taken.close()
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == "", p.stderr

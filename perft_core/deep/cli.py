@@ -32,6 +32,7 @@ def _fraction(text: str) -> float:
 
 
 def _cmd_deep(args: argparse.Namespace) -> int:
+    from ..errors import CountRefused
     from .run import DeepError, deep_perft
     from .units import KeyCollisionError
 
@@ -48,17 +49,16 @@ def _cmd_deep(args: argparse.Namespace) -> int:
         raise UsageError("--verify-seed needs --tt")
     if args.verify_sample is not None and args.verify_seed is None and args.resume is None:
         raise UsageError("--verify-sample needs --verify-seed")
-    if args.resume is None and args.store is None:  # never in the current folder: the user's data folder, said at once
-        from .store import default_store_path
-
-        args.store = str(default_store_path())
-        print(f"perft deep: new store {args.store} (continue it with --resume {args.store})", file=sys.stderr)
     try:
         result = deep_perft(args.fen, args.depth, backend=args.backend, tt=True if args.tt else None,
                             workers=args.workers, gpus=args.gpus, scheduler=args.scheduler,
                             split_ply=args.split_ply, store=args.store, resume=args.resume,
                             verify_seed=args.verify_seed, verify_sample=args.verify_sample,
-                            progress=False if args.json else "bar" if sys.stderr.isatty() else "lines")
+                            progress=False if args.json else "bar" if sys.stderr.isatty() else "lines",
+                            force=args.force,
+                            on_new_store=_announce if args.store is None else None)
+    except CountRefused as exc:
+        raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except (DeepError, KeyCollisionError) as exc:
         print(f"perft: error: {exc}", file=sys.stderr)
         return 2
@@ -78,6 +78,11 @@ def _cmd_deep(args: argparse.Namespace) -> int:
               f"counted again, not summed", file=sys.stderr)
     print(result.summary())
     return 0
+
+
+def _announce(path) -> None:
+    """Say where a run's store goes when none was named (the user's data folder), before any work."""
+    print(f"perft deep: new store {path} (continue it with --resume {path})", file=sys.stderr, flush=True)
 
 
 def _rate(part: int, whole: int) -> str:
@@ -165,6 +170,8 @@ def register(sub) -> None:
                    "remaining depth, without counting (reads a store a run is writing)")
     p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
                    help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
+    p.add_argument("--force", action="store_true", help="start a run estimated to take longer than a day "
+                   "(refused without it)")
     p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "
                    "else a line a minute on stderr)")
     p.set_defaults(func=_cmd_deep)

@@ -122,6 +122,12 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
             raise ValueError("verify sample needs a verify seed")
 
 
+NO_DASHBOARD = {"dashboard_address": ":0", "scheduler_kwargs": {"dashboard": False}}
+"""A local cluster's options: no dashboard, and the scheduler's HTTP server (which Dask starts even
+without one) on a free port: ``dashboard_address=None`` means its default port 8787, and a second
+run on one machine then printed Dask's four-line "Port 8787 is already in use" warning (issue 34 N8)."""
+
+
 @contextmanager
 def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str | None):
     """A dask.distributed Client: of ``scheduler``, or of a LocalCUDACluster of ``gpus`` workers
@@ -146,11 +152,11 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).
         with dask.config.set({"distributed.scheduler.work-stealing": False}), _workers_ignore_ctrl_c():
-            cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, dashboard_address=None)
+            cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, **NO_DASHBOARD)
         desc = f"LocalCUDACluster of {gpus} GPU workers"
     else:
         with _workers_ignore_ctrl_c():
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **NO_DASHBOARD)
         desc = f"LocalCluster of {workers} processes"
     try:
         with Client(cluster) as client:
@@ -447,11 +453,39 @@ def _read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed
         client.cancel(futures, force=True)
 
 
+def check_estimate(pos: Position, depth: int, backend: str, tt: bool, workers: int,
+                   max_seconds: float | None = None) -> None:
+    """Refuse (CountRefused) a run of perft(pos, depth) that even a fast speed says takes longer than
+    ``max_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``) on ``workers`` workers of
+    ``backend``: the cheap node bound over the backend's speed floor first (about 1 ms), the sampled
+    CPU estimate (``estimate.estimate``, 20-250 ms) only when that bound is over; the speed is the
+    larger of the measured CPU speed and the backend's floor, times the workers (a GPU counts far
+    faster than the CPU probe). With ``tt``, only the count through perfect tables is judged."""
+    from .. import estimate
+    from ..api import BACKENDS as _BACKENDS
+    from ..errors import CountRefused
+
+    limits.check_depth(depth)
+    limit = estimate.DEFAULT_MAX_ESTIMATE_SECONDS if max_seconds is None else max_seconds
+    floor = _BACKENDS[backend].speed_floor
+    if estimate.node_bound(pos, depth) / (floor * workers) <= limit:
+        return
+    est = estimate.estimate(pos, depth, backend="cpu", threads=1, tt=tt)
+    speed = max(est.nodes_per_second, floor) * workers
+    seconds = est.nodes / speed * (est.tt_fraction if tt else 1.0)
+    if seconds > limit:
+        how = f"{workers} {backend} worker{'s' * (workers != 1)}"
+        raise CountRefused(est, limit, f"perft deep {depth}: about {est.nodes:.2g} nodes, about "
+                           f"{estimate.format_seconds(seconds)} at {estimate.format_speed(speed)} ({how}"
+                           f"{', tt at best' if tt else ''}): over the limit of {estimate.format_seconds(limit)}")
+
+
 def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str | None = None,
                tt: bool | None = None, workers: int | None = None, gpus: int | None = None,
                scheduler: str | None = None, split_ply: int | None = None, store: str | os.PathLike | None = None,
                resume: str | os.PathLike | None = None, verify_seed: int | None = None,
-               verify_sample: float | None = None, progress: bool | str = False) -> DeepResult:
+               verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
+               max_estimate_seconds: float | None = None, on_new_store=None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -469,12 +503,18 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             verify_sample: the fraction of units to verify (default 1: all; chosen by key).
         progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
             every PROGRESS_LINE_SECONDS and at each phase's end (a log file); False: nothing.
+        force, max_estimate_seconds: a new run estimated (:func:`check_estimate`) to take longer
+            than ``max_estimate_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``, a day)
+            is refused before any cluster, split or store is made, unless ``force``.
+        on_new_store: called with the new store's path (a Path) once the options are checked, before
+            the cluster starts (the CLI says where a default store goes).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
 
     Raises:
-        ValueError: bad options; FenError: a bad FEN; StoreError (a ValueError): the store is
+        ValueError: bad options; FenError: a bad FEN; CountRefused (a ValueError): estimated over
+        the limit; LimitError: a split that cannot fit the memory; StoreError (a ValueError): the store is
         missing, corrupt, of another run or in use; KeyCollisionError: two positions share a key
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume).
@@ -500,6 +540,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
         if verify_seed is not None and verify_sample is None:
             verify_sample = 1.0
+        if not force:
+            check_estimate(pos, depth, backend, tt, workers or gpus or 1, max_estimate_seconds)
         st = None
     if backend == "gpu" and workers is not None:
         if st is not None:
@@ -514,6 +556,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             gpus = 1
         else:
             workers = 1
+    if st is None:
+        store = default_store_path() if store is None else store
+        if on_new_store is not None:
+            on_new_store(store)
     try:
         with _client(backend, workers, gpus, scheduler) as (client, cluster_desc):
             n_workers = max(len(client.nthreads()), 1)  # every worker (some scheduler_info versions list 5)
@@ -524,8 +570,6 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     speed = client.submit(worker.calibrate, pos.fen(), depth, backend, tt, seed, pure=False).result()
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed)
                 units = units_mod.split(pos, depth, split_ply, seed)
-                if store is None:
-                    store = default_store_path()
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
                                           "verify_sample": verify_sample}, units,
