@@ -384,3 +384,120 @@ def test_n8_a_deep_run_beside_a_taken_port_8787_says_nothing_of_it(tmp_path):
         taken.close()
     assert p.returncode == 0, p.stderr
     assert p.stderr == "", p.stderr
+
+
+# ----- N4: a UCI engine that never quits on bad input --------------------------------------------------
+
+def uci_session(*lines: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return perft_cmd("uci", "--threads", "1", input="".join(line + "\n" for line in lines), timeout=timeout)
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("setoption name Threads value 5000", "Threads must be an integer in 1..1024, got '5000'"),
+    ("setoption name Threads value \u00b2", "Threads must be an integer in 1..1024, got '\u00b2'"),
+    ("setoption name Threads value 0", "Threads must be an integer in 1..1024"),
+    ("go perft 100000", "depth must be an integer in 0..64"),
+    ("go perft -1", "depth"),
+], ids=["threads-5000", "threads-superscript", "threads-0", "depth-100000", "depth-negative"])
+def test_n4_bad_input_is_an_info_string_and_the_session_goes_on(bad, words):
+    p = uci_session(bad, "position startpos", "go perft 1", "isready")  # the end of input: every command answered
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    errors = [line for line in out if line.startswith("info string error: ")]
+    assert len(errors) == 1 and words in errors[0], out
+    assert "Nodes searched: 20" in out and "readyok" in out
+    assert "Traceback" not in p.stderr
+
+
+class UciProcess:
+    """``perft uci`` driven line by line, its output read on a thread (the test's clock for answers)."""
+
+    def __init__(self):
+        import queue
+        import threading
+
+        self.p = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "uci", "--threads", "1"], cwd=ROOT,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(x.rstrip("\n")) for x in self.p.stdout], daemon=True).start()
+
+    def send(self, line: str) -> None:
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+
+    def expect(self, start: str, within: float = 30) -> list[str]:
+        """The lines up to the first that starts with ``start`` (fails after ``within`` seconds)."""
+        import queue
+
+        got = []
+        while True:
+            try:
+                got.append(self.lines.get(timeout=within))
+            except queue.Empty:
+                pytest.fail(f"no line starting {start!r} within {within} s; got {got}")
+            if got[-1].startswith(start):
+                return got
+
+    def close(self) -> None:
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+
+
+def test_n4_stop_isready_and_quit_are_read_while_a_count_runs():
+    """``go perft 64`` cannot finish: every answer below comes from a count still running, whatever
+    the machine's speed (no clock decides; the bounds are for a hung engine only)."""
+    import time
+
+    uci = UciProcess()
+    try:
+        uci.send("position startpos")
+        uci.send("go perft 64")
+        uci.send("isready")
+        assert uci.expect("readyok") == ["readyok"]  # answered during the count
+        uci.send("stop")
+        assert uci.expect("info string") == ["info string stopped: perft 64 not finished"]
+        uci.send("go perft 2")
+        lines = uci.expect("Nodes searched")
+        assert lines[-1] == f"Nodes searched: {STARTPOS[2]}" and len(lines) == 22
+        uci.send("go perft 64")
+        uci.send("isready")
+        uci.expect("readyok")
+        t = time.monotonic()
+        uci.send("quit")
+        assert uci.p.wait(timeout=30) == 0, uci.p.stderr.read()
+        assert time.monotonic() - t < 5  # about a second is the promise; 5 leaves room for a loaded machine
+        assert "Traceback" not in uci.p.stderr.read()
+    finally:
+        uci.close()
+
+
+# ----- N5: bounded input everywhere ------------------------------------------------------------------------
+
+def test_n5_a_positions_file_without_line_ends_is_one_line_not_a_memory_error(tmp_path):
+    for source in ("/dev/zero", "-"):
+        kw = {"input": "a" * 100_000} if source == "-" else {}
+        p = perft_cmd("run", source, "1", preexec_fn=memory_limit(2 << 30), **kw)
+        one_error_line(p, f"{'stdin' if source == '-' else source}:1: line longer than 65,536 characters")
+
+
+def test_n5_uci_input_without_line_ends_is_one_line_not_a_memory_error():
+    with open("/dev/zero") as zero:
+        p = subprocess.run([sys.executable, "-P", "-m", "perft_cli", "uci"], stdin=zero, capture_output=True, text=True,
+                           cwd=ROOT, timeout=60, preexec_fn=memory_limit(2 << 30))
+    one_error_line(p, "stdin:1: line longer than 65,536 characters")
+
+
+def test_n5_a_suite_file_with_a_huge_line_names_file_and_line(tmp_path):
+    table = tmp_path / "t.csv"
+    table.write_text(f"fen,depth,nodes\n{START},1,20\n{'x' * 70_000},1,20\n")
+    p = perft_cmd("report", "--suites", str(table), "--out", str(tmp_path / "out"))
+    one_error_line(p, f"{table}:3: line longer than 65,536 characters")
+
+
+def test_residual_a_binary_positions_file_names_the_file(tmp_path):
+    junk = tmp_path / "junk.epd"
+    junk.write_bytes(bytes(range(128, 256)) * 64)
+    one_error_line(perft_cmd("run", str(junk), "1"), f"{junk}:1: not UTF-8 text")
+    if Path("/dev/urandom").exists():
+        one_error_line(perft_cmd("run", "/dev/urandom", "1"), "/dev/urandom:1: not UTF-8 text")
