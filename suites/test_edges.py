@@ -22,7 +22,7 @@ from oracle import tables
 
 pytestmark = pytest.mark.core
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q2/PPPBBPPP/R3K2R w KQkq - 0 1"
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 STARTPOS = {r.depth: r.nodes for r in tables.load("startpos")}
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -501,3 +501,117 @@ def test_residual_a_binary_positions_file_names_the_file(tmp_path):
     one_error_line(perft_cmd("run", str(junk), "1"), f"{junk}:1: not UTF-8 text")
     if Path("/dev/urandom").exists():
         one_error_line(perft_cmd("run", "/dev/urandom", "1"), "/dev/urandom:1: not UTF-8 text")
+
+
+# ----- residuals of issue 26 ----------------------------------------------------------------------------
+
+def test_residual_sigterm_to_a_deep_runs_group_is_one_line(tmp_path):
+    """``kill -TERM -PGID`` (a batch system ending a job) is answered as Ctrl-C is: one line. The run
+    is stopped when its store says it is counting (no clock decides when)."""
+    pytest.importorskip("distributed", reason="Dask is not installed")
+    import signal
+    import time
+
+    from oracle_fakes import live_processes
+
+    store = tmp_path / "s.sqlite"
+    p = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "deep", START, "8", "--workers", "2",
+                          "--store", str(store)], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and p.poll() is None:  # until a unit was sent to a worker
+            try:
+                with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+                    if conn.execute("SELECT COUNT(*) FROM units WHERE attempts > 0").fetchone()[0]:
+                        break
+            except sqlite3.Error:
+                pass
+            time.sleep(0.2)
+        os.killpg(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+    assert p.returncode == 130, err
+    assert err.strip().splitlines() == ["perft: interrupted"], err[-3000:]
+    deadline = time.monotonic() + 15
+    while live_processes(sid=p.pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert live_processes(sid=p.pid) == []
+
+
+@pytest.mark.parametrize("char", ["\u0085", "\u2028", "\u2029", "\u00a0"])
+def test_residual_unicode_line_ends_never_reach_an_engine(tmp_path, char):
+    from oracle.engines import CliEngine, UciEngine
+    from oracle.engines.process import engine_fen
+
+    from oracle_fakes import FAKES
+
+    with pytest.raises(ValueError, match="no engine may be sent"):
+        engine_fen(START + char)
+    mark = tmp_path / "started"
+    script = f"touch {mark}; exec {sys.executable} {FAKES / 'fake_uci.py'} good"
+    with UciEngine(["sh", "-c", script]) as engine:
+        with pytest.raises(ValueError, match="no engine may be sent"):
+            engine.divide(START.replace(" w ", f" w{char}"), 1)
+    assert not mark.exists()
+    with pytest.raises(ValueError, match="no engine may be sent"):
+        CliEngine([sys.executable, str(FAKES / "total_only.py"), "{fen}", "{depth}"]).perft(f"{START}{char}x", 1)
+
+
+@pytest.mark.parametrize("script", ['{prog} "{{fen}}" {{depth}}', "{prog} '{{fen}}' {{depth}}", "{prog} {{fen}} {{depth}}",
+                                    'X="{{fen}}"; {prog} "$X" {{depth}}'],
+                         ids=["double-quoted", "single-quoted", "bare", "assigned"])
+def test_residual_a_template_that_quotes_the_fen_itself_gets_it_as_one_word(script):
+    import shlex
+
+    from oracle.engines import CliEngine
+
+    from oracle_fakes import FAKES
+
+    prog = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKES / 'total_only.py'))}"
+    engine = CliEngine(["sh", "-c", script.format(prog=prog)], timeout=60)
+    assert engine.perft(START, 2) == STARTPOS[2]
+    assert engine.perft(KIWIPETE, 1) == 48
+
+
+ESCAPING_WITHOUT_TOKEN = """\
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()                            # leaves the engine's session ...
+    pid = os.fork()
+    if pid == 0:
+        os.execvp("env", ["env", "-i", "sleep", "300"])  # ... and its environment (the token) too
+    with open(sys.argv[1], "w") as f:
+        f.write(str(pid))
+    os._exit(0)                            # its parent gone: an orphan
+os.wait()
+time.sleep(300)                            # the engine itself hangs
+"""
+
+
+def test_residual_a_grandchild_that_runs_setsid_env_i_ends_with_the_engine(tmp_path):
+    import time
+
+    from oracle.engines import CliEngine, EngineError
+
+    script, pids = tmp_path / "escape.py", tmp_path / "pids"
+    script.write_text(ESCAPING_WITHOUT_TOKEN)
+    engine = CliEngine([sys.executable, str(script), str(pids), "{fen}", "{depth}"], timeout=3)
+    with pytest.raises(EngineError, match="timed out"):
+        engine.perft(START, 1)
+    escaped = int(pids.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{escaped}").exists():
+        try:
+            if Path(f"/proc/{escaped}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        except OSError:
+            break
+        time.sleep(0.1)
+    else:
+        if Path(f"/proc/{escaped}").exists():
+            os.kill(escaped, 9)
+            pytest.fail(f"the grandchild {escaped} (setsid env -i sleep) outlived the engine")

@@ -4,7 +4,10 @@ starting a program and killing everything it started, reader threads.
 An engine runs in its own session, and its environment carries a token (``PERFT_ENGINE_TOKEN``)
 that every process it starts inherits: :func:`kill` ends its session and, on Linux, every process
 whose environment holds the token, so a grandchild that left the session (``setsid``) or outlived
-its parent ends with it.
+its parent ends with it. On Linux the engine is also a child subreaper (``prctl
+PR_SET_CHILD_SUBREAPER``): a grandchild whose parent exits becomes the engine's child, not init's,
+so :func:`kill` finds every descendant by parent links, also one that cleared its environment
+(``setsid env -i sleep``) and so lost the token.
 """
 from __future__ import annotations
 
@@ -23,12 +26,17 @@ def engine_fen(fen: str) -> str:
     """``fen`` as handed to an engine: one line of text, with the move counters ``0 1`` added when
     it has only the four EPD fields.
 
-    Raises ``ValueError`` (before anything reaches an engine) for a FEN holding a control character
-    (a newline from a quoted CSV field would reach a UCI engine as two commands).
+    Raises ``ValueError`` (before anything reaches an engine) for a FEN holding anything but
+    printable ASCII and spaces: a control character (a newline from a quoted CSV field would reach
+    a UCI engine as two commands), and Unicode's line ends and spaces too (U+0085, U+2028, U+00A0:
+    ``str.split`` and ``splitlines`` cut at them, so they passed a check of C0 controls and reached
+    an engine's input and argv raw). A FEN is ASCII by definition.
     """
-    bad = next((c for c in fen if ord(c) < 32 or ord(c) == 127), None)
+    bad = next((c for c in fen if not " " <= c <= "~"), None)
     if bad is not None:
-        raise ValueError(f"FEN holds the control character {bad!r}, which no engine may be sent: {fen!r}")
+        kind = "control character" if ord(bad) < 32 or 127 <= ord(bad) < 160 else "character"
+        raise ValueError(f"FEN holds the {kind} {bad!r} (U+{ord(bad):04X}), which no engine may be sent "
+                         f"(a FEN is printable ASCII): {fen!r}")
     fields = fen.split()
     return " ".join(fields + ["0", "1"]) if len(fields) == 4 else fen
 
@@ -40,13 +48,55 @@ def argv_of(command: str | Sequence[str]) -> list[str]:
     return argv
 
 
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def _subreaper():
+    """A preexec function that makes the new process a child subreaper (Linux; None elsewhere)."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork: the child only calls it
+    except (OSError, AttributeError):
+        return None
+    return lambda: prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
 def spawn(argv: list[str], **popen_args) -> subprocess.Popen:
-    """``subprocess.Popen(argv, **popen_args)`` in a new session with a fresh token in its
-    environment (``proc.perft_token``), for :func:`kill`. Raises OSError when it cannot start."""
+    """``subprocess.Popen(argv, **popen_args)`` in a new session, a child subreaper on Linux, with a
+    fresh token in its environment (``proc.perft_token``), for :func:`kill`. Raises OSError when it
+    cannot start."""
     token = uuid.uuid4().hex
-    proc = subprocess.Popen(argv, start_new_session=True, env={**os.environ, TOKEN_VAR: token}, **popen_args)
+    proc = subprocess.Popen(argv, start_new_session=True, env={**os.environ, TOKEN_VAR: token},
+                            preexec_fn=_subreaper(), **popen_args)
     proc.perft_token = token
     return proc
+
+
+def _descendants(pid: int) -> list[int]:
+    """Pids of every process below ``pid`` by parent links (Linux /proc; else none), deepest last."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    ppid = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            out.append(child)
+            todo.append(child)
+    return out
 
 
 def _marked(token: str) -> list[int]:
@@ -76,8 +126,11 @@ def kill(proc: subprocess.Popen) -> None:
     which they do once the process group is dead.
     """
     token = getattr(proc, "perft_token", None)
-    for pid in _marked(token) if token else ():
-        if pid != proc.pid:
+    # descendants first, while the engine (their subreaper) lives to hold the orphans; twice, for
+    # a child forked by one being killed
+    for _ in range(2):
+        others = set(_descendants(proc.pid) if proc.poll() is None else ()) | set(_marked(token) if token else ())
+        for pid in others - {proc.pid}:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -172,20 +172,24 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
 
 @contextmanager
 def _workers_ignore_ctrl_c():
-    """SIGINT ignored while a local cluster starts its processes, which inherit that: Ctrl-C on a
-    terminal reaches the whole process group, and only the client should answer it (it cancels the
-    futures and closes the cluster), not every worker with its own traceback."""
+    """SIGINT and SIGTERM ignored while a local cluster starts its processes, which inherit that:
+    Ctrl-C on a terminal (or ``kill -TERM -PGID`` from a batch system) reaches the whole process
+    group, and only the client should answer it (it cancels the futures and closes the cluster),
+    not every worker with its own traceback, nor nannies that log restarting the workers killed
+    under them (issue 34: 2-3 Dask lines before ``perft: interrupted``). The cluster's close ends
+    them (its own request, then SIGKILL)."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def _silence_logs() -> None:
