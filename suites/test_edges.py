@@ -615,3 +615,22 @@ def test_residual_a_grandchild_that_runs_setsid_env_i_ends_with_the_engine(tmp_p
         if Path(f"/proc/{escaped}").exists():
             os.kill(escaped, 9)
             pytest.fail(f"the grandchild {escaped} (setsid env -i sleep) outlived the engine")
+
+
+def test_n5_an_engine_that_prints_without_end_fills_no_memory():
+    """A total-only program that prints without line ends (``head -c`` of /dev/zero, far more than
+    the memory allowed): its output is read in bounded pieces, so the run is an engine error naming
+    it, not a MemoryError, under a 1 GiB address-space limit."""
+    code = (
+        "import sys\n"
+        "from oracle.engines import CliEngine, EngineError\n"
+        "engine = CliEngine(['sh', '-c', 'head -c 3000000000 /dev/zero; echo \"Nodes searched: {depth}{fen}\"'], timeout=120)\n"
+        "try:\n"
+        "    engine.perft('8/8/8/8/8/8/8/K6k w - - 0 1', 1)\n"
+        "except EngineError as exc:\n"
+        "    print('engine error:', str(exc).splitlines()[0][:200])\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                       preexec_fn=memory_limit(1 << 30), env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0 and "MemoryError" not in p.stderr, p.stderr[-2000:]
+    assert p.stdout.startswith("engine error:"), p.stdout + p.stderr[-2000:]

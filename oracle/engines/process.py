@@ -17,6 +17,7 @@ import queue
 import shlex
 import signal
 import subprocess
+import threading
 import uuid
 from collections.abc import Sequence
 
@@ -154,10 +155,34 @@ def kill(proc: subprocess.Popen) -> None:
         pass
 
 
+MAX_OUTPUT_LINES = 100_000
+"""The last lines of a program's output kept by :func:`run_once` (a divide is at most 219 lines)."""
+
+
+def bounded(stream):
+    """The lines of an engine's output, each cut to ``perft_core.lines.MAX_LINE_CHARS`` characters
+    (the rest of a longer line read and dropped, with a note), so a program that prints without
+    line ends fills no memory; a line cut is never a count."""
+    from perft_core.lines import MAX_LINE_CHARS
+
+    while True:
+        line = stream.readline(MAX_LINE_CHARS + 1)
+        if not line:
+            return
+        if len(line) > MAX_LINE_CHARS and line[MAX_LINE_CHARS:] not in ("\n", "\r"):
+            while True:  # the rest of it, in pieces of bounded size
+                more = stream.readline(MAX_LINE_CHARS + 1)
+                if not more or more.endswith("\n"):
+                    break
+            line = f"{line[:200]}... (a line longer than {MAX_LINE_CHARS:,} characters, cut)"
+        yield line
+
+
 def pump(stream, sink: queue.Queue | collections.deque) -> None:
-    """Reader thread: copy lines of ``stream`` into ``sink`` (a queue gets ``None`` at EOF), then close it."""
+    """Reader thread: copy lines of ``stream`` into ``sink`` (a queue gets ``None`` at EOF), then
+    close it. Each line is bounded (:func:`bounded`)."""
     try:
-        for line in iter(stream.readline, ""):
+        for line in bounded(stream):
             line = line.rstrip("\r\n")
             if isinstance(sink, queue.Queue):
                 sink.put(line)
@@ -193,17 +218,30 @@ def run_once(argv: list[str], timeout: float | None, name: str) -> tuple[str, st
     def quoted(out: str, err: str) -> str:
         return tail_lines(out.splitlines()) + (f"\n[stderr]\n{tail_lines(err.splitlines())}" if err.strip() else "")
 
+    # the output read line by line, each bounded, the last MAX_OUTPUT_LINES kept: a program that
+    # prints without end fills no memory before its timeout
+    lines = {"out": collections.deque(maxlen=MAX_OUTPUT_LINES), "err": collections.deque(maxlen=MAX_OUTPUT_LINES)}
+    readers = [threading.Thread(target=pump, args=(stream, lines[key]), daemon=True)
+               for stream, key in ((proc.stdout, "out"), (proc.stderr, "err"))]
+    for reader in readers:
+        reader.start()
+
+    def text(key: str) -> str:
+        return "".join(line + "\n" for line in list(lines[key]))
+
     try:
-        out, err = proc.communicate(timeout=timeout)
+        proc.wait(timeout=timeout)
+        for reader in readers:
+            reader.join(timeout=5)  # a grandchild that left its own session may hold the pipe
     except subprocess.TimeoutExpired:
         kill(proc)
-        try:
-            out, err = proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:  # a grandchild left its own session and holds the pipe
-            out, err = "", ""
-        raise EngineError(name, f"timed out after {timeout:g} s", command=sent, output=quoted(out or "", err or "")) from None
+        for reader in readers:
+            reader.join(timeout=5)
+        raise EngineError(name, f"timed out after {timeout:g} s", command=sent,
+                          output=quoted(text("out"), text("err"))) from None
     finally:
         kill(proc)
+    out, err = text("out"), text("err")
     if proc.returncode != 0:
         raise EngineError(name, f"crashed (exit status {proc.returncode})", command=sent, output=quoted(out, err))
     return out, quoted(out, err)
