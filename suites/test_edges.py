@@ -634,3 +634,31 @@ def test_n5_an_engine_that_prints_without_end_fills_no_memory():
                        preexec_fn=memory_limit(1 << 30), env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert p.returncode == 0 and "MemoryError" not in p.stderr, p.stderr[-2000:]
     assert p.stdout.startswith("engine error:"), p.stdout + p.stderr[-2000:]
+
+
+def test_n2_a_schema_4_store_is_checked_by_its_own_rule_then_resealed(tmp_path):
+    """A store written before this schema (checksums over key, part, depth, multiplicity, counts; no
+    run checksum) opens: rows that hold by their old rule are resealed, a row that fails it is
+    found tampered, and the run row gains its checksum."""
+    from perft_core.deep.check import check_store
+    from perft_core.deep.store import SCHEMA, Store, _row_checksum_v3
+
+    store = tmp_path / "old.sqlite"
+    rows = _half_counted_store(store, depth=3, split_ply=1)
+    with Store.open(store) as st:
+        options = st._options
+    conn = sqlite3.connect(store)
+    with conn:
+        conn.execute("ALTER TABLE run DROP COLUMN checksum")
+        conn.execute("UPDATE run SET schema = 4")
+        for r in rows:
+            conn.execute("UPDATE units SET checksum = ? WHERE idx = ?",
+                         (_row_checksum_v3(options, r["key"], r["part"], r["depth"], r["multiplicity"], r["count"],
+                                           r["verify_count"], r["recount"]), r["idx"]))
+        conn.execute("UPDATE units SET count = '999' WHERE idx = 0")  # changed after it was sealed
+    conn.close()
+    result = check_store(store, sample=1)
+    assert [r["idx"] for r in result.tampered] == [0] and not result.differ and result.run_tampered is None
+    with Store.open(store) as st:
+        assert st.run["schema"] == SCHEMA and [r["idx"] for r in st.tampered] == [0]
+    assert check_store(store, sample=1).ok

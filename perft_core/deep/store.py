@@ -430,12 +430,14 @@ class Store:
             if schema < 3:
                 self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
                 self._seal("1")
-            else:
-                self.conn.execute(f"UPDATE units SET checksum = CASE WHEN checksum IS row_checksum_v3("
-                                  f"{', '.join(_SEALED_V3)}) THEN row_checksum({', '.join(_SEALED)}) ELSE NULL END")
-            if schema < 4:
+            else:  # a row that holds by this schema's rule already (a store resealed before) stays
+                new, v3 = f"row_checksum({', '.join(_SEALED)})", f"row_checksum_v3({', '.join(_SEALED_V3)})"
+                self.conn.execute(f"UPDATE units SET checksum = CASE WHEN checksum IS {new} THEN checksum "
+                                  f"WHEN checksum IS {v3} THEN {new} ELSE NULL END")
+            if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tables'").fetchone():
                 self.conn.execute(_TABLES_DDL)
-            self.conn.execute("ALTER TABLE run ADD COLUMN checksum TEXT")
+            if "checksum" not in {row[1] for row in self.conn.execute("PRAGMA table_info(run)")}:
+                self.conn.execute("ALTER TABLE run ADD COLUMN checksum TEXT")
             self.conn.execute("UPDATE run SET schema = ?, checksum = ?", (SCHEMA, run_checksum(self._run_row)))
         self.run["schema"] = self._run_row["schema"] = SCHEMA
         self._run_row["checksum"] = run_checksum(self._run_row)
