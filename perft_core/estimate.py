@@ -52,6 +52,7 @@ DEFAULT_MAX_ESTIMATE_SECONDS = 86_400.0
 _PROBE_SECONDS = 0.020       # a probe count this long gives the speed
 _PROBE_MAX_NEXT = 0.25       # never start a probe predicted to take longer than this (seconds)
 _PROBE_MIN_SPEED_SECONDS = 0.001  # probes shorter than this (CPU seconds) are timer noise, not a speed
+_PROBE_MAX_WALL = 1.0        # no further probe once one has taken this long on the wall clock (seconds)
 _GROWTH = (1.0, 1.1)         # clamp of the per-ply growth of the branching factor
 _TT_MODEL_SECONDS = 1.0      # model the tables' share (tt_fraction) only for counts estimated longer
 
@@ -193,10 +194,12 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
             speed = max(speed, n / min(busy, dt) if dt > 0 else n / busy)
         elif n > 0 and dt > 0 and speed == 0.0:  # too short to time by CPU: the wall clock, floored below
             speed = n / dt
-        if n == 0 or dt >= _PROBE_SECONDS:
+        # the probes stop by CPU time too (a probe that waited for a core has not measured the speed
+        # yet), and by wall time at _PROBE_MAX_WALL (a machine so busy that the probes crawl)
+        if n == 0 or min(busy, dt) >= _PROBE_SECONDS or dt >= _PROBE_MAX_WALL:
             break
         ratio = n / measured[-2] if len(measured) >= 2 and measured[-2] else float(n)
-        if dt * ratio * 1.2 > _PROBE_MAX_NEXT:
+        if min(busy, dt) * ratio * 1.2 > _PROBE_MAX_NEXT:
             break
     nodes = extrapolate(measured, depth)
     upper = bool(tt)

@@ -78,6 +78,7 @@ class UciSession:
         self.chess960 = False
         self.position = positions.position_from("startpos")
         self._lock = threading.RLock()
+        self.counted = lambda: None  # called once a go's count is done, before it is printed
 
     def _say(self, *lines: str) -> None:
         with self._lock:  # the reader thread answers isready while a count may be printing
@@ -193,6 +194,7 @@ class UciSession:
         except ValueError as exc:  # a limit of this machine (tables over the memory, ...): said, the session goes on
             self._error(f"go perft {depth}: {exc}")
             return
+        self.counted()  # a stop from now on has nothing to stop: the divide is printed whole
         with self._lock:
             print_divide(parts, sum(parts.values()) if depth > 0 else 1, file=self.out)
 
@@ -229,7 +231,12 @@ class _Reader:
         self.main = threading.main_thread().ident
 
     def start(self) -> None:
+        self.session.counted = self._counted
         threading.Thread(target=self._read, name="perft-uci-reader", daemon=True).start()
+
+    def _counted(self) -> None:
+        with self.guard:
+            self.busy = False
 
     def _read(self) -> None:
         from .lines import InputError, bounded_lines

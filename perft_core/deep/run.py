@@ -502,14 +502,16 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         split_ply: plies expanded on the host (default: ``units.choose_split_ply`` from the first
             plies' growth and a speed measured on a worker).
         store: the new store's path (default ``store.default_store_path()``: in the user's data
-            folder, never the current one); it must not hold data or be a device, FIFO or socket. resume: the path of a store to continue; options given must match its run.
+            folder, never the current one); it must not hold data or be a device, FIFO or socket.
+            resume: the path of a store to continue; options given must match its run.
         verify_seed: count the units again with tables keyed by this Zobrist seed (needs tt);
             verify_sample: the fraction of units to verify (default 1: all; chosen by key).
         progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
             every PROGRESS_LINE_SECONDS and at each phase's end (a log file); False: nothing.
         force, max_estimate_seconds: a new run estimated (:func:`check_estimate`) to take longer
             than ``max_estimate_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``, a day)
-            is refused before any cluster, split or store is made, unless ``force``.
+            is refused before any cluster, split or store is made, unless ``force`` (with
+            ``scheduler`` the workers are not known yet: the estimate counts one).
         on_new_store: called with the new store's path (a Path) once the options are checked, before
             the cluster starts (the CLI says where a default store goes).
 
