@@ -1,9 +1,13 @@
 """``perft deep``: a deep perft as work units on Dask with a durable store (dispatched by ``perft_cli``).
 
-``perft deep --check FILE`` re-reads a store (every row's checksum) and counts a sample of its units
-again: exit 0 when all hold, 1 when a row was changed or a count differs. ``perft deep --stats FILE``
+``perft deep --check FILE`` re-reads a store (the run row's and every unit row's checksum) and counts
+a sample of its units again (max(5 %, 20) by default, all with ``--check-sample 1``): exit 0 when all
+hold, 1 when a row was changed or a count differs. ``perft deep --stats FILE``
 prints what a store says about its run's speed (units counted, the tables' statistics per remaining
 depth) without counting and without its lock, so it reads a store that a run is writing.
+
+A new run estimated to take over a day is refused before any cluster or store (``--force`` runs it);
+without ``--store`` the store goes to the user's data folder, said on stderr at the start.
 
 Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
 a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
