@@ -253,7 +253,7 @@ def _record(result: Localization, found: Explanation, board) -> None:
                 result.state = {"moves": list(h.moves), "fens": list(h.fens), "text": h.text(), **h.state}
         result.missing.sort()
         result.extra.sort()
-        _confirm_moves(result, board)
+        _confirm_moves(result, board, ks)
     elif found.kind == "candidates":
         result.candidates = [{"text": "; ".join(h.text() for h in combo), "kind": "+".join(h.kind for h in combo),
                               "moves": [m for h in combo for m in h.moves], "unchecked_depths": unknown}
@@ -276,26 +276,64 @@ def _record(result: Localization, found: Explanation, board) -> None:
                          f"hypotheses were judged on those counts alone")
 
 
-def _confirm_moves(result: Localization, board) -> None:
+def _confirm_moves(result: Localization, board, depths: list[int]) -> None:
     """python-chess, independently of our generator, on what the verdict names: missing and
-    twice-counted moves are legal, extra moves are not, and after a move named by a state verdict
-    it writes the castling rights and en passant square the engine was given."""
+    twice-counted moves are legal, extra moves are not; a state verdict's moves are legal, each
+    variant is python-chess's own position after the move with the one change named (the same
+    castling rights lost or kept, or the same en passant square or clock, after every move named),
+    and, for a change of castling rights that python-chess can hold (it drops a right whose rook
+    is gone; it ignores an en passant square off its rank, so en passant changes are not counted
+    here), that change alters its own count of the child at some depth
+    of ``depths`` (the depths probed, up to STATE_CONFIRM_DEPTH + 1): so a change that no count
+    could see is never called confirmed."""
     legal = {board.uci(m) for m in board.legal_moves}
     checks = []
     if result.missing or result.wrong:
         checks.append(all(m in legal for m in result.missing + list(result.wrong)))
     if result.extra:
         checks.append(not any(m in legal for m in result.extra))
+    changes = set()
     for move, fen in zip(result.state.get("moves", []), result.state.get("fens", [])):
+        if move not in legal:
+            checks.append(False)
+            continue
         child = board.copy(stack=False)
         child.push_uci(move)
-        checks.append(move in legal and fen_of(child).split()[2:4] != fen.split()[2:4])
+        true, named = fen_of(child).split(), fen.split()
+        checks.append(true[:2] == named[:2] and true[2:] != named[2:])
+        had, has = set(true[2].replace("-", "")), set(named[2].replace("-", ""))
+        changes.add((frozenset(had - has), frozenset(has - had), named[3] if named[3] != true[3] else None,
+                     named[4] if named[4] != true[4] else None))
+        variant = board_from(fen)
+        if true[3:] == named[3:] and fen_of(variant).split()[2] == named[2]:  # python-chess holds these rights
+            checks.append(any(_pychess_perft(variant, k - 1) != _pychess_perft(child, k - 1)
+                              for k in depths if 2 <= k <= STATE_CONFIRM_DEPTH + 1))
+    if len(changes) > 1:
+        checks.append(False)  # a state verdict names one change, the same after every move
     named = (["missing"] if result.missing else []) + (["twice-counted"] if result.wrong else []) \
         + (["extra"] if result.extra else []) + (["state"] if result.state else [])
     verdict = "confirms" if all(checks) else "does NOT confirm"
     result.judged.append(f"python-chess {verdict} what is named ({', '.join(named)}): missing and twice-counted "
-                         "moves legal, extra moves not legal, a state verdict's position differing from the "
-                         "true position after the move in its castling rights or en passant square")
+                         "moves legal, extra moves not legal, a state verdict's position the true position after "
+                         "each move named with the one change named, a change that alters python-chess's own "
+                         "count of that child")
+
+
+STATE_CONFIRM_DEPTH = 3
+"""The deepest count python-chess makes of a state verdict's child and variant (a few thousand nodes)."""
+
+
+def _pychess_perft(board, depth: int) -> int:
+    if depth == 0:
+        return 1
+    if depth == 1:
+        return board.legal_moves.count()
+    nodes = 0
+    for move in list(board.legal_moves):
+        board.push(move)
+        nodes += _pychess_perft(board, depth - 1)
+        board.pop()
+    return nodes
 
 
 def _judge(result: Localization, judge: Engine, board, depth: int, ref_total: int, max_nodes: int) -> None:

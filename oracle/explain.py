@@ -105,8 +105,11 @@ class Hypothesis:
         if self.kind == "twice":
             return f"the engine generates {moves} twice"
         after = f"after each of {', '.join(self.moves)}" if len(self.moves) > 1 else f"after {moves}"
+        silent = self.state.get("silent", [])
+        tail = (f"; after {len(silent)} other move{'s' * (len(silent) != 1)} ({', '.join(silent)}) the same change "
+                f"would alter no count probed, so the counts cannot tell what the engine has there" if silent else "")
         return (f"{after} the engine counts as if the position had {self.state['as_if']} "
-                f"(the FEN has {self.state['fen_has']}): its {self.state['blame']}")
+                f"(the FEN has {self.state['fen_has']}): its {self.state['blame']}{tail}")
 
 
 @dataclass
@@ -250,7 +253,13 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
             subsets, count = _subset_fits(board, children, ks, surplus, effect)
             alive, tested = [(c, []) for c in subsets], tested + count
     alive.sort(key=lambda a: (len(a[1]), _combo_rank(a[0])))
-    alive = _one_rule(alive)
+    alive = _one_rule(_unique_state([_evidenced(c, u, ks, effect) for c, u in alive]))
+    if len(alive) == 1 and not alive[0][1] and alive[0][0][0].kind == "state":
+        # a state named must be the only state change that fits these moves' counts
+        others = _state_alternatives(board, children, alive[0][0][0])
+        rivals = _fitting([((h,), []) for h in others], ks, surplus, effect)
+        tested += len(others)
+        alive += [(c, u) for c, u in rivals if not u and c[0].fens != alive[0][0][0].fens]
     fits, unknown = [c for c, _ in alive], [u for _, u in alive]
     if len(fits) == 1 and not unknown[0]:
         kinds = {h.kind for h in fits[0]}
@@ -261,6 +270,77 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
         kind = "tree_walk"
     return Explanation(kind=kind, node=node, children=sums, surplus=surplus, fits=fits, unknown=unknown,
                        tested=tested, engine_calls=prober.calls, seconds=time.monotonic() - start)
+
+
+def _evidenced(combo: tuple, unknown: list, ks: list[int], effect) -> tuple:
+    """A fitting state hypothesis cut to the moves whose variant's count differs from the child's
+    at some probed depth: after the others the named change alters no count, so the counts prove
+    nothing of them (issue 34 N9: "every child loses Q" named 42 moves where only the 5 moves of a
+    blocking bishop were seen). Those are kept in ``state["silent"]``. Other combos unchanged."""
+    if len(combo) != 1 or combo[0].kind != "state" or len(combo[0].moves) < 2 or unknown:
+        return combo, unknown
+    h = combo[0]
+    seen, silent = [], []
+    for move, fen in zip(h.moves, h.fens):
+        one = Hypothesis("state", (move,), h.label, fens=(fen,), state=h.state)
+        (seen if any(effect(one, k) for k in ks) else silent).append((move, fen))
+    if not seen or not silent:
+        return combo, unknown
+    state = dict(h.state, silent=sorted(m for m, _ in silent))
+    return (Hypothesis("state", tuple(m for m, _ in seen), h.label, fens=tuple(f for _, f in seen), rank=h.rank,
+                       state=state),), unknown
+
+
+def _unique_state(alive: list) -> list:
+    """One of each state hypothesis that names the same positions after the same moves (a group
+    and a subset, cut to the moves seen, can name the same)."""
+    seen, out = set(), []
+    for combo, unknown in alive:
+        key = tuple((h.kind, h.moves, h.fens) for h in combo)
+        if key not in seen:
+            seen.add(key)
+            out.append((combo, unknown))
+    return out
+
+
+def _state_alternatives(board: chess.Board, children: dict[str, str], named: Hypothesis) -> list[Hypothesis]:
+    """Every other state change applied to the named moves alike: castling rights (up to two of the
+    child's rights lost, at most one of the node's kept, or all lost, or all kept), and each change
+    :func:`_variants` knows. A named state is a verdict only when none of these fits too."""
+    node_rights = set(_fields(fen_of(board))[2].replace("-", ""))
+    fields = {m: _fields(children[m]) for m in named.moves}
+    letters = sorted(node_rights | {r for f in fields.values() for r in f[2].replace("-", "")})
+    changes = [(frozenset(a), frozenset(b)) for na in range(3) for a in itertools.combinations(letters, na)
+               for nb in range(2) for b in itertools.combinations(sorted(node_rights), nb) if not set(a) & set(b)]
+    changes += [(frozenset(letters), frozenset()), (frozenset(), frozenset(node_rights))]
+    out: dict[tuple[str, ...], Hypothesis] = {}
+    for lost, kept in changes:
+        fens = []
+        for m in named.moves:
+            f = fields[m]
+            rights = _sort_rights((set(f[2].replace("-", "")) - lost) | kept)
+            fens.append(" ".join(f[:2] + [rights] + f[3:]))
+        if tuple(fens) == tuple(" ".join(fields[m]) for m in named.moves):
+            continue
+        change = " and ".join(([f"loses {_rights_text(_sort_rights(set(lost)))}"] if lost else [])
+                              + ([f"keeps {_rights_text(_sort_rights(set(kept)))}"] if kept else []))
+        rights0 = fens[0].split()[2]
+        out.setdefault(tuple(fens), Hypothesis(
+            "state", named.moves, change, fens=tuple(fens), rank=33 + len(lost) + len(kept),
+            state={"as_if": _rights_text(rights0) if rights0 != "-" else "no castling rights",
+                   "fen_has": _rights_text(fields[named.moves[0]][2]) if fields[named.moves[0]][2] != "-" else "none",
+                   "blame": f"make-move or unmake {change}"}))
+    by_key: dict[str, list[tuple[str, str, dict]]] = {}
+    for m in named.moves:
+        for key, fen, state in _variants(board, board.parse_uci(m), children[m]):
+            by_key.setdefault(key, []).append((m, fen, state))
+    for key, members in by_key.items():
+        if len(members) == len(named.moves):
+            out.setdefault(tuple(f for _, f, _ in members),
+                           Hypothesis("state", named.moves, key, fens=tuple(f for _, f, _ in members), rank=33,
+                                      state=dict(members[0][2])))
+    out.pop(named.fens, None)
+    return list(out.values())
 
 
 def _one_rule(alive: list) -> list:
@@ -591,10 +671,14 @@ def _subset_fits(board, children, ks, surplus, effect):
             values = [effect(h, k) for k in ks]
             if None not in values and any(values):
                 vectors.append((h, values))
-        if not 2 <= len(vectors) <= MAX_SUBSET_MEMBERS:
+        if len(vectors) < 2:
             continue
         target = [surplus[k] for k in ks]
-        for size in range(2, len(vectors)):  # all of them is the group hypothesis, already tested
+        # all of them is the group hypothesis, already tested; with many, all but one or two (an
+        # unmake that forgets the right after the first sibling or two, in the engine's own order)
+        sizes = range(2, len(vectors)) if len(vectors) <= MAX_SUBSET_MEMBERS else \
+            range(max(2, len(vectors) - 2), len(vectors))
+        for size in sizes:
             for subset in itertools.combinations(vectors, size):
                 tested += 1
                 if [sum(v[i] for _, v in subset) for i in range(len(ks))] == target:

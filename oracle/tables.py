@@ -210,10 +210,13 @@ def load_file(path: str) -> list[TableRow]:
     if ext not in (".epd", ".csv"):
         raise TableFileError(f"unknown suite {path!r}; known suites: {', '.join(SUITES)}; "
                              "or a table file FILE.epd / FILE.csv")
-    try:
-        with open(path, encoding="utf-8-sig") as f:  # a spreadsheet's byte-order mark is not part of "fen"
-            text = f.read()
-    except (OSError, UnicodeDecodeError) as exc:
+    from perft_core.lines import InputError, read_text
+
+    try:  # a spreadsheet's byte-order mark is not part of "fen"; no line longer than perft_core.lines allows
+        text = read_text(path, encoding="utf-8-sig")
+    except InputError as exc:
+        raise TableFileError(str(exc)) from None
+    except OSError as exc:
         raise TableFileError(f"{path}: cannot read it: {exc}") from None
     raw_rows = _epd_rows(path, text) if ext == ".epd" else _csv_rows(path, text)
     if not raw_rows:

@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, ValueError, OSError) as exc:
         print(f"perft: error: {clip(exc)}", file=sys.stderr)
         return cliargs.UNJUDGED
+    except MemoryError as exc:  # a last resort: inputs and splits are bounded before they allocate
+        print(f"perft: error: out of memory{': ' + clip(exc) if str(exc) else ''}", file=sys.stderr)
+        return cliargs.UNJUDGED
     except KeyboardInterrupt:
         print("perft: interrupted", file=sys.stderr)
         return cliargs.INTERRUPTED

@@ -91,6 +91,8 @@ def _count_one(args, pos, depth: int, max_seconds: float | None) -> int:
 def _run_many(args: argparse.Namespace) -> int:
     """``perft run -`` / ``perft run FILE``: one result line per position (FEN or EPD line); EPD
     perft operations (``D1 20; D2 400``) are checked. Exit status by :func:`cliargs.worst`."""
+    from .lines import bounded_lines
+
     if args.divide:
         raise UsageError("--divide counts one position; give a FEN or startpos, not a file")
     if args.position == "-":
@@ -107,8 +109,9 @@ def _run_many(args: argparse.Namespace) -> int:
         print(f"perft: error: {message}", file=sys.stderr)
         statuses.append(cliargs.UNJUDGED)
 
-    with stream:
-        for entry in positions.read_lines(stream, "stdin" if source == "-" else source, on_error=bad_line):
+    name = "stdin" if source == "-" else source
+    with stream:  # every line bounded (perft_core.lines): /dev/zero is one error line, not a MemoryError
+        for entry in positions.read_lines(bounded_lines(stream, name), name, on_error=bad_line):
             statuses.append(_check_line(args, entry, t0))
     if not statuses:
         raise UsageError(f"no position in {'standard input' if source == '-' else source}")

@@ -14,9 +14,15 @@ the last two branchings. Against published counts: startpos 8 from plies 1..6 wi
 Kiwipete 6 from plies 1..5 within 10 %, CPW position 3 8 within +10 %; suites/test_estimate.py
 checks a factor of 2 on CPW positions 2..6 and a Chess960 position.
 
-The speed: on the cpu backend, nodes per second of the deepest of those counts, with the same
-number of threads (the deeper counts run at about the same speed; startpos here: 620 M nodes/s at
-perft 4, 710 M at perft 5 and 6). On the GPU backends, one count by the backend's own driver of the
+The speed: on the cpu backend, nodes per second of those counts, with the same number of threads
+(the deeper counts run at about the same speed; startpos here: 620 M nodes/s at perft 4, 710 M at
+perft 5 and 6), each timed by the CPU time the process spent on it (over the threads counting), not
+the wall clock: on a busy machine a 20 ms probe may wait most of its wall time for a core, and the
+wall clock then says 0 M nodes/s (issue 34 N7: a 2-core machine at load 6.5 refused perft 9, a 1-2 h
+count, as "57 days"). The fastest of the probes of 1 ms or more is taken (the samples' noise only
+ever slows a count down), and never less than the backend's ``speed_floor``, a speed every machine
+the project has met exceeds under load. So a count is refused only when even that speed says it is
+over the limit. On the GPU backends, one count by the backend's own driver of the
 deepest ply measured (after a warm-up count that pays the kernels' compile): a small count there
 is dominated by launch overhead, so the figure is a lower bound of the speed and the time an upper
 bound. With transposition tables (``tt=True``) the count is faster than the plain estimate by
@@ -37,13 +43,16 @@ from dataclasses import dataclass
 
 from .position import Position, as_position
 
-__all__ = ["Estimate", "estimate", "node_bound", "within_limit", "DEFAULT_MAX_ESTIMATE_SECONDS", "format_seconds"]
+__all__ = ["Estimate", "estimate", "node_bound", "within_limit", "DEFAULT_MAX_ESTIMATE_SECONDS", "format_seconds",
+           "format_speed"]
 
 #: Counts estimated to take longer than this (seconds, one day) are refused unless forced.
 DEFAULT_MAX_ESTIMATE_SECONDS = 86_400.0
 
 _PROBE_SECONDS = 0.020       # a probe count this long gives the speed
 _PROBE_MAX_NEXT = 0.25       # never start a probe predicted to take longer than this (seconds)
+_PROBE_MIN_SPEED_SECONDS = 0.001  # probes shorter than this (CPU seconds) are timer noise, not a speed
+_PROBE_MAX_WALL = 1.0        # no further probe once one has taken this long on the wall clock (seconds)
 _GROWTH = (1.0, 1.1)         # clamp of the per-ply growth of the branching factor
 _TT_MODEL_SECONDS = 1.0      # model the tables' share (tt_fraction) only for counts estimated longer
 
@@ -94,8 +103,16 @@ class Estimate:
         if self.tt:
             extra = (f"; transposition tables make it faster, at best {format_seconds(self.tt_seconds)}"
                      if self.tt_fraction < 1.0 else "; transposition tables make it faster")
-        return (f"perft {self.depth}: {nodes} nodes, {when} at {self.nodes_per_second / 1e6:,.0f} M nodes/s "
-                f"({how}){extra}")
+        return f"perft {self.depth}: {nodes} nodes, {when} at {format_speed(self.nodes_per_second)} ({how}){extra}"
+
+
+def format_speed(nodes_per_second: float) -> str:
+    """A speed for people, never "0": ``710 M nodes/s``, ``1.3 G nodes/s``, ``42 k nodes/s``."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if nodes_per_second >= scale:
+            v = nodes_per_second / scale
+            return f"{v:,.0f} {unit} nodes/s" if v >= 10 else f"{v:.1f} {unit} nodes/s"
+    return f"{nodes_per_second:.2g} nodes/s"
 
 
 def format_seconds(seconds: float) -> str:
@@ -167,24 +184,31 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
     measured: list[int] = []
     speed = 0.0
     for d in range(1, max(depth, 2)):  # depth 0 and 1: ply 1 (at most 218 nodes) is counted
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         n = int(_core.perft(args, d, cpu_threads))
         dt = time.perf_counter() - t0
+        # CPU seconds over the threads that counted: the count's own time, however long it waited for a core
+        busy = (time.process_time() - c0) / cpu_threads
         measured.append(n)
-        if dt > 0 and n > 0:
+        if n > 0 and busy >= _PROBE_MIN_SPEED_SECONDS:
+            speed = max(speed, n / min(busy, dt) if dt > 0 else n / busy)
+        elif n > 0 and dt > 0 and speed == 0.0:  # too short to time by CPU: the wall clock, floored below
             speed = n / dt
-        if n == 0 or dt >= _PROBE_SECONDS:
+        # the probes stop by CPU time too (a probe that waited for a core has not measured the speed
+        # yet), and by wall time at _PROBE_MAX_WALL (a machine so busy that the probes crawl)
+        if n == 0 or min(busy, dt) >= _PROBE_SECONDS or dt >= _PROBE_MAX_WALL:
             break
         ratio = n / measured[-2] if len(measured) >= 2 and measured[-2] else float(n)
-        if dt * ratio * 1.2 > _PROBE_MAX_NEXT:
+        if min(busy, dt) * ratio * 1.2 > _PROBE_MAX_NEXT:
             break
     nodes = extrapolate(measured, depth)
     upper = bool(tt)
     if nodes > 1e8 and measured:
         speed, lower = engine.speed(pos, len(measured), measured[-1], speed)
         upper = upper or lower
-    if speed <= 0:  # nothing measurable: a count of at most a few hundred nodes
-        speed = 1e6
+    # a speed every machine exceeds under load (perft_core.backends), so a busy machine's probe never
+    # says "0 M nodes/s"; a count of a few hundred nodes has no measurable speed and gets it too
+    speed = max(speed, engine.speed_floor, 1e6)
     # The tables' share is worth its host expansion (up to ~0.2 s) only for counts that take a while.
     fraction = tt_fraction(pos, depth, measured) if tt and nodes / max(speed, 1e6) > _TT_MODEL_SECONDS else 1.0
     return Estimate(depth=depth, nodes=nodes, seconds=nodes / speed, nodes_per_second=speed,

@@ -86,6 +86,48 @@ def check_split_children(children: int, ply: int) -> None:
                          f"about {MAX_SPLIT_CHILDREN * 40 >> 30} GB): choose a smaller split ply")
 
 
+SPLIT_BYTES_PER_CHILD = 320
+"""Peak bytes a child board costs while a split ply is expanded and merged (boards, parents, keys,
+multiplicities, the sort and the normal forms): 199 measured (growth of VmPeak and of the resident
+peak, startpos ply 4 -> 5, 1,797,389 children of the 197,281 boards merged, 2026-11-26; tracemalloc
+sees 77 of them), with a margin for the arrays of the ply before."""
+SPLIT_BYTES_PER_UNIT = 1024
+"""Bytes a unit of the split ply costs as Python objects (its FEN text, key, estimate; the store's rows)."""
+
+
+def memory_headroom_bytes() -> int | None:
+    """Bytes this process can still take: :func:`available_memory_bytes`, and under an address-space
+    limit (``ulimit -v``, RLIMIT_AS) what is left of it; None where neither is known."""
+    import resource
+
+    avail = available_memory_bytes()
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):
+        soft = resource.RLIM_INFINITY
+    if soft != resource.RLIM_INFINITY:
+        used = 0
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmSize:"):
+                        used = int(line.split()[1]) * 1024
+        except (OSError, ValueError, IndexError):
+            pass
+        left = max(soft - used, 0)
+        avail = left if avail is None else min(avail, left)
+    return avail
+
+
+def check_split_memory(nbytes: float, what: str) -> None:
+    """Raise LimitError when ``nbytes`` (the memory a split step needs, ``what`` in words) exceeds
+    :func:`memory_headroom_bytes`: refused before it is allocated, not a MemoryError traceback."""
+    left = memory_headroom_bytes()
+    if left is not None and nbytes > left:
+        raise LimitError(f"{what} needs about {nbytes / 2**30:,.1f} GiB of memory, more than the "
+                         f"{left / 2**30:,.1f} GiB this process can take: choose a smaller split ply")
+
+
 def check_count(depth: object, threads: object) -> None:
     """The bounds of one count (perft_core.perft / divide): depth and threads.
 

@@ -11,21 +11,40 @@ Commands (one per line on standard input; answers on standard output):
   (e1h1) with UCI_Chess960 true; with it false, Chess960 is still inferred from Shredder letters or
   rights whose rook is off the a/h files.
 - ``go perft N``: Stockfish's divide format: ``e2e4: 20`` lines (sorted), a blank line,
-  ``Nodes searched: N``. Any other ``go`` answers ``info string`` saying so and ``bestmove 0000``,
-  so a driver that searches does not hang.
-- ``stop`` (nothing runs in the background), ``quit``.
+  ``Nodes searched: N``; N in 0..64 (``perft_core.limits.MAX_DEPTH``; a deeper count overflows
+  64 bits), never refused by its estimate (``stop`` ends it). Any other ``go`` answers ``info
+  string`` saying so and ``bestmove 0000``, so a driver that searches does not hang.
+- ``stop``: ends the count that runs, within milliseconds (the CPU extension polls a stop flag),
+  and any ``go`` read before it that has not started (UCI: stop calculating): nothing of them is printed (no divide, no
+  ``Nodes searched``), only ``info string stopped: perft N not finished`` each; the session goes
+  on. With no count running or waiting it does nothing.
+- ``quit``: stops as ``stop`` does, then ends the session, within about a second. (A script piped
+  in that wants every count ends its input instead: at the end of input every command read is
+  answered, then the session ends.)
+
+Commands are read on a thread of their own: while a count runs or waits to run, ``isready`` is
+answered ``readyok`` at once (between the lines of a divide, never inside it), ``stop`` and
+``quit`` act at once (a ``go`` not yet started when they come is not started), the other commands
+wait their turn.
 
 An unknown command or token is ignored, as UCI requires, and said on stderr
-(``perft uci: ignored ...``); a bad position or move is one line ``perft uci: error: ...`` on stderr
-and ``info string error: ...`` on stdout, and leaves no position (``go perft`` then says so, and
-counts nothing) until the next ``position``. Exit status 0 at ``quit`` or the end of input.
+(``perft uci: ignored ...``). A command that cannot be done never ends the session: it is one line
+``perft uci: error: ...`` on stderr and ``info string error: ...`` on stdout: a bad position or move
+(which leaves no position: ``go perft`` then says so, and counts nothing, until the next
+``position``), ``setoption`` out of its range (Threads 1..1024, Hash 1..1048576 MiB, ASCII digits)
+or ``go perft`` out of 0..64. A line longer than ``perft_core.lines.MAX_LINE_CHARS`` characters, or
+input that is not UTF-8 text, is not UCI: one line ``perft: error: stdin:LINE: ...`` and exit
+status 2. Else exit status 0 at ``quit`` or the end of input.
 """
 from __future__ import annotations
 
 import argparse
+import queue
+import signal
 import sys
+import threading
 
-from . import cliargs, positions
+from . import cliargs, limits, positions
 from .errors import FenError, IllegalMoveError
 
 __all__ = ["DESCRIPTION", "EXAMPLES", "HELP", "NAME", "UciSession", "arguments", "command", "print_divide"]
@@ -58,10 +77,13 @@ class UciSession:
         self.err = err or sys.stderr
         self.chess960 = False
         self.position = positions.position_from("startpos")
+        self._lock = threading.RLock()
+        self.counted = lambda: None  # called once a go's count is done, before it is printed
 
     def _say(self, *lines: str) -> None:
-        self.out.write("".join(line + "\n" for line in lines))
-        self.out.flush()
+        with self._lock:  # the reader thread answers isready while a count may be printing
+            self.out.write("".join(line + "\n" for line in lines))
+            self.out.flush()
 
     def _note(self, text: str) -> None:
         print(f"perft uci: {text}", file=self.err, flush=True)
@@ -90,7 +112,7 @@ class UciSession:
                  f"option name Threads type spin default {self.threads} min 1 max 1024"]
         if self.tt:
             default = int(self.tt_mb) if self.tt_mb is not None else 256  # None: the backend's own budget
-            lines.append(f"option name Hash type spin default {default} min 1 max 1048576")
+            lines.append(f"option name Hash type spin default {default} min 1 max {MAX_HASH_MB}")
         self._say(*lines, "uciok")
 
     def _cmd_isready(self, _):
@@ -113,12 +135,21 @@ class UciSession:
         name, _, value = text.partition(" value ")
         name = name.removeprefix("name ").strip().lower()
         value = value.strip()
+        number = int(value) if value.isascii() and value.isdigit() else None  # not "²", "٢٠" or "-3"
         if name == "uci_chess960" and value.lower() in ("true", "false"):
             self.chess960 = value.lower() == "true"
-        elif name == "threads" and value.isdigit() and int(value) >= 1:
-            self.threads = int(value)
-        elif name == "hash" and self.tt and value.isdigit() and int(value) >= 1:
-            self.tt_mb = int(value)
+        elif name == "threads":
+            if number is None or not 1 <= number <= limits.MAX_THREADS:
+                self._error(f"setoption Threads must be an integer in 1..{limits.MAX_THREADS}, got {value!r}; "
+                            f"Threads stays {self.threads}")
+                return
+            self.threads = number
+        elif name == "hash" and self.tt:
+            if number is None or not 1 <= number <= MAX_HASH_MB:
+                self._error(f"setoption Hash must be an integer in 1..{MAX_HASH_MB} (MiB), got {value!r}; "
+                            f"Hash stays as it was")
+                return
+            self.tt_mb = number
         else:
             self._note(f"ignored setoption {text!r} (options: UCI_Chess960 true|false, Threads N"
                        + (", Hash MIB)" if self.tt else ")"))
@@ -148,7 +179,8 @@ class UciSession:
             return
         try:
             depth = cliargs.depth(tokens[1] if len(tokens) > 1 else "")
-        except argparse.ArgumentTypeError as exc:
+            limits.check_depth(depth)
+        except (argparse.ArgumentTypeError, ValueError) as exc:
             self._error(f"go perft: {exc}")
             return
         if self.position is None:
@@ -156,18 +188,159 @@ class UciSession:
             return
         from .api import divide
 
-        parts = divide(self.position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
-                       tt_mb=self.tt_mb, progress=False, max_estimate_seconds=None)
-        print_divide(parts, sum(parts.values()) if depth > 0 else 1, file=self.out)
+        try:
+            parts = divide(self.position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
+                           tt_mb=self.tt_mb, progress=False, max_estimate_seconds=None)
+        except ValueError as exc:  # a limit of this machine (tables over the memory, ...): said, the session goes on
+            self._error(f"go perft {depth}: {exc}")
+            return
+        self.counted()  # a stop from now on has nothing to stop: the divide is printed whole
+        with self._lock:
+            print_divide(parts, sum(parts.values()) if depth > 0 else 1, file=self.out)
+
+
+MAX_HASH_MB = 1_048_576
+"""The largest ``setoption name Hash`` (MiB) taken; the memory available is checked when tables are made."""
+
+
+class _Stopped(Exception):
+    """Raised in the main thread by the reader's ``stop`` / ``quit`` (through SIGINT) to end a count."""
+
+
+class _Reader:
+    """Reads commands on a thread of its own (every line bounded, perft_core.lines): ``isready``,
+    ``stop`` and ``quit`` are acted on at once while a count runs or waits to run, the rest queued
+    for the main thread. A stop reaches a running count as SIGINT to the main thread, sent every
+    STOP_RESEND_SECONDS until the count has ended (a signal that lands before the extension's stop
+    handler is in place is not lost): the CPU extension's stop flag (src/stop.h) ends a long count
+    within milliseconds, and :meth:`on_sigint` raises :class:`_Stopped`. A ``go`` still queued when
+    a stop comes is not started. A SIGINT the reader did not send is Ctrl-C (KeyboardInterrupt)."""
+
+    STOP_RESEND_SECONDS = 0.05
+
+    def __init__(self, session: UciSession, stream):
+        self.session, self.stream = session, stream
+        self.commands: queue.Queue = queue.Queue()  # (line, stops when it was read), an InputError, or None
+        self.guard = threading.Lock()  # never taken by on_sigint (it runs in the main thread, between bytecodes)
+        self.busy = False  # a count runs in the main thread
+        self.run_id = 0  # commands the main thread has begun
+        self.waiting = 0  # go commands queued or running
+        self.stops = 0  # stop and quit commands read so far
+        self.sent = 0  # SIGINTs the reader sent ...
+        self.seen = 0  # ... and those on_sigint took as its own
+        self.main = threading.main_thread().ident
+
+    def start(self) -> None:
+        self.session.counted = self._counted
+        threading.Thread(target=self._read, name="perft-uci-reader", daemon=True).start()
+
+    def _counted(self) -> None:
+        with self.guard:
+            self.busy = False
+
+    def _read(self) -> None:
+        from .lines import InputError, bounded_lines
+
+        try:
+            for line in bounded_lines(self.stream, "stdin"):
+                word = (line.split() or [""])[0]
+                with self.guard:
+                    if word == "isready" and self.waiting:  # UCI: answered at once, also while counting
+                        self.session._cmd_isready([])
+                        continue
+                    if word in ("stop", "quit"):
+                        self._stop()
+                        if word == "stop":
+                            continue
+                    if word == "go":
+                        self.waiting += 1
+                    self.commands.put((line, self.stops))
+                if word == "quit":
+                    return
+        except InputError as exc:
+            with self.guard:
+                self._stop()
+            self.commands.put(exc)
+            return
+        except (OSError, ValueError):  # stdin closed under us: the end of input
+            pass
+        self.commands.put(None)
+
+    def _stop(self) -> None:
+        """With the guard held: the go commands read so far are not started, the running one is stopped."""
+        self.stops += 1
+        if self.busy:
+            threading.Thread(target=self._signal, args=(self.run_id,), daemon=True).start()
+
+    def _signal(self, run_id: int) -> None:
+        """SIGINT to the main thread until the count of command ``run_id`` has ended."""
+        import time
+
+        while True:
+            with self.guard:
+                if not self.busy or self.run_id != run_id:
+                    return
+                self.sent += 1
+                signal.pthread_kill(self.main, signal.SIGINT)
+            time.sleep(self.STOP_RESEND_SECONDS)
+
+    def on_sigint(self, signum, frame) -> None:
+        """SIGINT in the main thread: one the reader sent ends the count (or, the count already
+        ended, nothing); any other is Ctrl-C (KeyboardInterrupt). Signals coalesce: one call may
+        stand for several sent."""
+        if self.sent == self.seen:
+            raise KeyboardInterrupt
+        self.seen = self.sent
+        if self.busy:
+            raise _Stopped
+
+    def run(self, line: str, stops: int) -> bool:
+        """Answer one command in the main thread; False at ``quit``. ``stops``: the stops read
+        before it (a go with a stop read after it is not started)."""
+        go = (line.split() or [""])[0] == "go"
+        with self.guard:
+            skip = go and self.stops > stops
+            self.run_id += 1
+            self.busy = go and not skip
+        try:
+            if skip:
+                raise _Stopped
+            return self.session.handle(line)
+        except _Stopped:
+            self.session._say(f"info string stopped: {' '.join(line.split()[1:3])} not finished")
+            return True
+        finally:
+            with self.guard:
+                self.busy = False
+                self.waiting -= go
 
 
 def command(args: argparse.Namespace) -> int:
-    """Answer UCI commands from standard input until ``quit`` or its end; returns 0."""
+    """Answer UCI commands from standard input until ``quit`` or its end; returns 0 (2 for input
+    that is not UCI text: a line over the bound, not UTF-8)."""
     session = UciSession(args.backend, args.threads, args.tt, args.tt_mb)
-    for line in sys.stdin:
-        if not session.handle(line):
-            break
-    return cliargs.AGREE
+    reader = _Reader(session, sys.stdin)
+    old = signal.signal(signal.SIGINT, reader.on_sigint) if threading.current_thread() is threading.main_thread() \
+        else None
+    try:
+        reader.start()
+        while True:
+            try:
+                item = reader.commands.get()
+            except _Stopped:  # a stop that came as its count ended: nothing left to stop
+                continue
+            if item is None:
+                return cliargs.AGREE
+            if isinstance(item, Exception):
+                raise item
+            try:
+                if not reader.run(*item):
+                    return cliargs.AGREE
+            except _Stopped:  # as above, raised between the count's end and the next command
+                continue
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
 
 
 NAME = "uci"
@@ -175,7 +348,7 @@ HELP = "a UCI engine that answers 'go perft N' (for any UCI driver)"
 DESCRIPTION = ("Speak UCI on standard input/output: uci, isready, ucinewgame, setoption name UCI_Chess960 / "
                "Threads / Hash, position startpos|fen FEN [moves ...], go perft N (Stockfish's divide format), "
                "quit. Unknown commands are ignored and said on stderr.")
-EXAMPLES = ["printf 'uci\\nposition startpos moves e2e4\\ngo perft 3\\nquit\\n' | perft uci",
+EXAMPLES = ["printf 'uci\\nposition startpos moves e2e4\\ngo perft 3\\n' | perft uci",
             'perft diff --engine "perft uci --backend cpu" "FEN" 4']
 
 

@@ -67,5 +67,14 @@ def cluster():
     """A 2-worker Dask LocalCluster (processes, one thread each) for a test module's deep runs;
     the module skips when Dask is not installed."""
     distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+    from perft_core.deep.run import NO_DASHBOARD
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as c:
         yield c
+
+
+@pytest.fixture(autouse=True)
+def _data_folder(tmp_path_factory, monkeypatch):
+    """The user's data folder (platformdirs: a ``perft deep`` store named by no --store) is the
+    test session's own, never the home folder of whoever runs the tests."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.getbasetemp() / "xdg-data"))

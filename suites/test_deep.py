@@ -346,7 +346,9 @@ def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch, tmp_path)
     from perft_core.deep import run as run_mod
 
     monkeypatch.setattr(run_mod, "WORKER_START_SECONDS", 1.0)
-    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as empty:
+    from perft_core.deep.run import NO_DASHBOARD
+
+    with distributed.LocalCluster(n_workers=0, processes=False, **NO_DASHBOARD) as empty:
         t = time.monotonic()
         with pytest.raises(run_mod.DeepError, match="no Dask worker"):
             deep_perft(STARTPOS, 4, scheduler=empty.scheduler_address, store=tmp_path / "none.sqlite")

@@ -227,3 +227,85 @@ def test_ties_are_broken_by_probing_deeper_within_the_budget():
     assert loc.kind == "count" and set(loc.wrong) == {m for m in generated if generated.count(m) > 1}
     assert max(row["depth"] for row in loc.evidence["depths"]) > 3
 
+
+
+# -- issue 34 N9: a verdict claims no more than it proves --------------------------------------------
+
+#: A position where the c1 bishop still blocks white's queenside castling: an unmake that forgets
+#: the queenside right shows only below the siblings that move the bishop away.
+BLOCKED_RIGHT = ("unmake-drops-blocked-right", "4k3/8/8/8/8/8/8/R1B1K2R w KQ - 0 1")
+
+
+def in_context(bug: str, fen: str, depth: int) -> dict[str, int]:
+    """The fake engine's own count of each child of ``fen`` at ``depth - 1`` as its walk of ``fen``
+    reaches it (in its generation order, the state its unmakes left): what a divide would show."""
+    board = broken.board_literal(fen)
+    make, unmake = broken.STATE_BUGS[bug]
+    out = {}
+    for move in broken.STATE_GEN.get(bug, broken.legal)(board):
+        uci = board.uci(move)
+        (make or chess.Board.push)(board, move)
+        out[uci] = broken.perft(board, depth - 1, broken.STATE_GEN.get(bug, broken.legal), state=bug)
+        if unmake:
+            unmake(board, move)
+        else:
+            board.pop()
+    return out
+
+
+@pytest.mark.parametrize("plies_above", [0, 1, 2])
+def test_a_state_verdict_names_only_what_the_counts_show(plies_above):
+    """The held-out engine's shape (issue 34 N9): the oracle said "every child loses Q" (16 moves
+    here, 42 there) where the counts showed only the bishop's moves. A state verdict must name
+    exactly the moves the engine miscounts, each with a variant the engine counts as it counts that
+    child in its own walk; where another state fits as well, the verdict is candidates."""
+    bug, fen = BLOCKED_RIGHT
+    depth = smallest_showing_depth(bug, fen) + plies_above
+    engine = TotalOnlyFake(bug)
+    loc = drill(engine, CoreEngine("cpu"), fen, depth)
+    board = replay(loc)
+    assert loc.kind in ("state", "candidates", "tree_walk"), loc.describe()
+    ks = [row["depth"] for row in loc.evidence["depths"] if row["depth"] >= 2]
+    truth = {k: in_context(bug, loc.fen, k) for k in ks}
+
+    def from_fen(move: str, j: int) -> int:
+        child = board.copy()
+        child.push_uci(move)
+        return engine.perft(fen_of(child), j)
+
+    miscounted = {m for k in ks for m, n in truth[k].items() if n != from_fen(m, k - 1)}
+    assert miscounted  # the node's own surplus comes from these
+    if loc.kind == "state":
+        assert set(loc.state["moves"]) == miscounted, loc.describe()
+        assert not set(loc.state.get("silent", [])) & miscounted
+        for move, variant in zip(loc.state["moves"], loc.state["fens"]):
+            for k in ks:  # the variant is counted as the engine counts that child in context
+                assert engine.perft(variant, k - 1) == truth[k][move], (move, k)
+        assert any(s.startswith("python-chess confirms what is named") for s in loc.judged)
+    elif loc.kind == "candidates":
+        assert "cannot decide" in loc.describe()
+        if plies_above == 0:  # the truth is among them: Q lost after exactly the moves miscounted
+            assert any(set(c["moves"]) == miscounted and "loses castling right Q" in c["text"]
+                       for c in loc.candidates), loc.describe()
+            assert any("loses castling right K" in c["text"] for c in loc.candidates)  # as well fitting at 3 plies
+
+
+def test_confirms_means_the_named_state_was_checked():
+    """A state whose change alters no count (the queenside right after a rook move, with the c1
+    bishop still in the way) is never "confirmed": python-chess checks the named change itself,
+    not only that the named position differs from the true one."""
+    from oracle.drill import _confirm_moves
+
+    board = board_from(BLOCKED_RIGHT[1])
+    loc = Localization(engine="e", reference="r", root_fen=BLOCKED_RIGHT[1], depth=3, path=[], fen=BLOCKED_RIGHT[1],
+                       depth_left=3, kind="state", levels=[])
+    child = board.copy()
+    child.push_uci("h1h2")
+    loc.state = {"moves": ["h1h2"], "fens": [fen_of(child).replace(" Q ", " - ")]}
+    _confirm_moves(loc, board, [1, 2, 3])
+    assert loc.judged[-1].startswith("python-chess does NOT confirm")
+    child = board.copy()
+    child.push_uci("c1d2")
+    loc.state, loc.judged = {"moves": ["c1d2"], "fens": [fen_of(child).replace(" KQ ", " K ")]}, []
+    _confirm_moves(loc, board, [1, 2, 3])
+    assert loc.judged[-1].startswith("python-chess confirms")

@@ -158,32 +158,45 @@ def test_f3_max_seconds_holds_with_force():
     assert "Partial:" in p.stdout and "Nodes searched" not in p.stdout
 
 
-def test_a_stopped_count_keeps_the_subtrees_it_finished():
-    """perft 7 on one thread under a 0.5 s limit with --force (the count takes ~1.9 s on the 2-core
-    CI machine; on 2 threads under 1.5 s it finished in 0.95 s there, session 11): the root moves
-    finished are in the partial divide, each exact (python-chess's children counted by our engine at
-    depth 6)."""
-    import perft_core
-    from perft_core import _core
+def test_a_stopped_count_keeps_the_subtrees_it_finished(monkeypatch, capsys):
+    """A count stopped by --max-seconds keeps the root moves finished in full, each exact. The
+    deadline is injected (the watch's clock moves 0.3 s at every reading and the extension's own
+    wall-clock deadline is left out), so the first root move is always finished and the second
+    never is, whatever the machine's load (issue 34 N8: at load 6 the wall clock gave an empty
+    partial). The root moves are checked against python-chess's children counted by our engine."""
+    import types
 
-    p = perft_cmd("run", START, "7", "--force", "--max-seconds", "0.5", "--threads", "1", "--json", "--divide",
-                  timeout=60)
-    if p.returncode == 0:
-        pytest.skip("this machine counted perft 7 on one thread within 0.5 s: nothing to stop")
-    assert p.returncode == 3, p.stderr
-    out = json.loads(p.stdout)
-    assert out["partial"] and 1 <= len(out["divide"]) < 20, out
+    import perft_core
+    from perft_core import _core, limits, watch
+    from perft_cli import main
+
+    now = [0.0]
+
+    def monotonic() -> float:
+        now[0] += 0.3
+        return now[0]
+
+    def cpu_count(watch_, core_args, depth, threads):
+        watch_.check()
+        return int(_core.perft(core_args, depth, threads))
+
+    monkeypatch.setattr(watch, "time", types.SimpleNamespace(monotonic=monotonic))
+    monkeypatch.setattr(limits, "cpu_count", cpu_count)
+    assert main(["run", START, "5", "--force", "--max-seconds", "0.5", "--threads", "1", "--json", "--divide"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["partial"] and len(out["divide"]) == 1, out
     move, nodes = next(iter(out["divide"].items()))
     board = chess.Board(START)
     board.push_uci(move)
-    assert nodes == perft_core.perft(board.fen(), 6)
-    # the extension itself: a deadline stops it and hands back the root moves finished
+    assert nodes == perft_core.perft(board.fen(), 4)
+    # the extension itself: a deadline stops it and hands back the root moves finished (none of
+    # perft 9's in 0.5 s: one root move is about 1.2e11 nodes)
     args = perft_core.Position.from_fen(START).core_args()
     t = time.monotonic()
     with pytest.raises(_core.CountStopped) as info:
         _core.divide(args, 9, 2, 0.5)
-    assert time.monotonic() - t < 5
-    assert info.value.args[1] == []  # no root move of perft 9 is done in 0.5 s
+    assert time.monotonic() - t < 60
+    assert info.value.args[1] == []
 
 
 def _interrupt(args: list[str], sig: int, after: float, group: bool = False) -> tuple[subprocess.Popen, str, float]:
@@ -292,13 +305,14 @@ def test_f13_a_row_changed_during_a_run_is_not_summed(tmp_path):
 
 
 def test_a_checksum_of_a_different_option_fails():
+    """Every field the total depends on is under the checksum (issue 34 N2: the FEN and the index were not)."""
     from perft_core.deep.store import row_checksum
 
-    a = row_checksum("fen|3", "00ff", 0, 2, "1", "20", None, None)
-    assert a == row_checksum("fen|3", "00ff", 0, 2, "1", "20", None, None)
-    for changed in (("fen|4", "00ff", 0, 2, "1", "20", None, None), ("fen|3", "00ff", 0, 2, "1", "21", None, None),
-                    ("fen|3", "00fe", 0, 2, "1", "20", None, None), ("fen|3", "00ff", 0, 2, "2", "20", None, None)):
-        assert row_checksum(*changed) != a
+    row = ("fen|3", 7, 3, 0, "00ff", "8/8/8/8/8/8/8/K6k w - - 0 1", 2, "1", "20", None, None)
+    a = row_checksum(*row)
+    assert a == row_checksum(*row)
+    for i, other in enumerate(("fen|4", 8, 4, 1, "00fe", "8/8/8/8/8/8/8/K5k1 w - - 0 1", 3, "2", "21", "20", "20")):
+        assert row_checksum(*row[:i], other, *row[i + 1:]) != a, i
 
 
 # ----- F9, F10: what reaches an engine -----------------------------------------------------------------

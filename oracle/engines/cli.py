@@ -4,8 +4,9 @@ The template is a shell-style command line holding ``{fen}`` and ``{depth}``, e.
 ``"perft_gpu {fen} {depth} -nott"``. It is split with :func:`shlex.split` first and the
 placeholders are substituted inside each argument afterwards, so the FEN (with its spaces) is always
 one argument; inside an argument that is itself a command line (it holds a space, as the script of
-``sh -c 'prog {fen} {depth}'``) the FEN is substituted in shell quotes, so the shell that splits
-that line again still sees one word. The total is read from the program's output: the last line that matches one of
+``sh -c 'prog {fen} {depth}'``) the FEN is substituted quoted for the place it stands in that line,
+so the shell that splits it again still sees one word: in shell quotes where it stands bare, escaped
+for double quotes inside ``"{fen}"``, as it is inside ``'{fen}'`` (:func:`shell_substitute`). The total is read from the program's output: the last line that matches one of
 
 - ``Nodes searched: N`` (Stockfish's ``go perft``),
 - ``Perft(NN): N`` with or without ``, time: ...`` (perft_gpu_2026 prints one per depth 1..N),
@@ -61,6 +62,39 @@ def parse_total(output: str, depth: int, total_regex: re.Pattern | None = None) 
     return total
 
 
+def shell_substitute(line: str, fen: str) -> str:
+    """``line`` (a shell command line) with each ``{fen}`` replaced by ``fen`` quoted for where it
+    stands: bare, in single quotes (``shlex.quote``); inside ``"..."``, its ``\\ " $ ` `` escaped;
+    inside ``'...'``, as it is (a FEN of printable ASCII holds no ``'``; one that did would end the
+    quotes: written ``'\\''``). Quotes are tracked as POSIX sh reads them (backslash escapes outside
+    single quotes). Returns the new line."""
+    out: list[str] = []
+    quote = None  # None, "'" or '"': the quotes the scan is inside
+    i = 0
+    while i < len(line):
+        if line.startswith("{fen}", i):
+            if quote == "'":
+                out.append(fen.replace("'", "'\\''"))
+            elif quote == '"':
+                out.append(re.sub(r'([\\"$`])', r"\\\1", fen))
+            else:
+                out.append(shlex.quote(fen))
+            i += len("{fen}")
+            continue
+        c = line[i]
+        if c == "\\" and quote != "'":
+            out.append(line[i:i + 2])
+            i += 2
+            continue
+        if quote is None and c in "'\"":
+            quote = c
+        elif c == quote:
+            quote = None
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 class CliEngine(TotalOnlyEngine):
     """A program that prints only a total, run once per query from a command template.
 
@@ -102,7 +136,7 @@ class CliEngine(TotalOnlyEngine):
         Raises ValueError for a FEN with a control character (:func:`engine_fen`).
         """
         fen = engine_fen(fen)
-        return [arg.replace("{fen}", shlex.quote(fen) if " " in arg.replace("{fen}", "") else fen)
+        return [(shell_substitute(arg, fen) if " " in arg.replace("{fen}", "") else arg.replace("{fen}", fen))
                 .replace("{depth}", str(depth)) for arg in self.argv]
 
     def _perft(self, fen: str, depth: int) -> int:

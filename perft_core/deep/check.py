@@ -1,10 +1,14 @@
 """``perft deep --check STORE``: prove a deep run's store: re-read every row, re-count a sample.
 
-Every unit row's checksum (:func:`perft_core.deep.store.row_checksum`) is re-computed: a row that
-fails it was changed after it was written. Then a sample of the counted units (chosen by key, as
-the verify sample is: a fraction of them, at least one) is counted again on this machine, each unit
-as a whole (the sum over its parts), and compared with its stored count. Nothing is written, but
-an older store gains what its schema lacks when it is opened (``Store.open``).
+The run row's and every unit row's checksum (:func:`perft_core.deep.store.run_checksum`,
+:func:`~perft_core.deep.store.row_checksum`) are re-computed: a row that fails was changed after it
+was written (by accident, or by an edit that left its checksum alone). Then a sample of the counted
+units is counted again on this machine, each unit as a whole (the sum over its parts), and compared
+with its stored count: by default max(5 %, 20) of them (all of a small store), with ``sample`` f the
+fraction f (at least one; 1: every unit), chosen by key (its low 32 bits, uniform). Only a recount
+catches a row edited with its checksum recomputed (the rule is public); the sample bounds what such
+an edit can hide. Nothing is written, but an older store gains what its schema lacks when it is
+opened (``Store.open``).
 
 :func:`store_statistics` (``perft deep --stats STORE``) reads what a store says about its run's
 speed, without counting and without the store's lock.
@@ -15,8 +19,13 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 
-from .run import sampled
-from .store import Store, StoreError
+import math
+
+from .store import Store, StoreError, StoreTampered
+
+DEFAULT_SAMPLE = 0.05
+"""The default recount: this fraction of the counted units, and at least DEFAULT_MIN_UNITS of them."""
+DEFAULT_MIN_UNITS = 20
 
 
 @dataclass
@@ -24,8 +33,9 @@ class CheckResult:
     """What :func:`check_store` found.
 
     rows: unit rows read; tampered: rows whose checksum fails (dicts: idx, unit, part, fen, count);
-    recounted: units counted again; differ: units whose new count differs from the store's (dicts:
-    unit, fen, depth, stored, counted).
+    recounted: units counted again, of ``counted`` units with every part counted; differ: units
+    whose new count differs from the store's (dicts: unit, fen, depth, stored, counted);
+    run_tampered: the run row's checksum fails (the error's text; then nothing else is read).
     """
 
     store: str
@@ -33,33 +43,55 @@ class CheckResult:
     tampered: list[dict] = field(default_factory=list)
     recounted: int = 0
     differ: list[dict] = field(default_factory=list)
+    counted: int = 0
+    run_tampered: str | None = None
 
     @property
     def ok(self) -> bool:
-        return not self.tampered and not self.differ
+        return not self.tampered and not self.differ and self.run_tampered is None
 
     def lines(self) -> list[str]:
         """The report, one fact a line."""
+        if self.run_tampered is not None:
+            return [self.run_tampered]
         out = [f"store {self.store}: {self.rows} unit rows read, {len(self.tampered)} fail their checksum; "
-               f"{self.recounted} units counted again, {len(self.differ)} differ"]
+               f"{self.recounted} of {self.counted} counted units counted again, {len(self.differ)} differ"]
         out += [f"tampered: unit {r['unit']} part {r['part']} {r['fen']}: count {r['count']}" for r in self.tampered]
         out += [f"differs: unit {d['unit']} {d['fen']} depth {d['depth']}: stored {d['stored']}, counted {d['counted']}"
                 for d in self.differ]
         return out
 
 
-def check_store(path: str | os.PathLike, sample: float = 0.01, backend: str = "cpu", threads: int = 1) -> CheckResult:
-    """Re-read every row of the store at ``path`` and count again a ``sample`` fraction (0 < f <= 1;
-    at least one unit) of its finished units with ``perft_core.perft`` (``backend``, ``threads``).
+def sample_size(units: int, sample: float | None) -> int:
+    """How many of ``units`` counted units a check counts again: ``ceil(sample * units)`` (at least
+    one), or by default (None) max(ceil(5 % of them), 20), never more than there are."""
+    if units == 0:
+        return 0
+    if sample is None:
+        return min(units, max(math.ceil(DEFAULT_SAMPLE * units), DEFAULT_MIN_UNITS))
+    return min(units, max(math.ceil(sample * units), 1))
 
-    Returns a :class:`CheckResult`. Raises StoreError for a store that is missing, corrupt or in use,
-    ValueError for a bad sample.
+
+def check_store(path: str | os.PathLike, sample: float | None = None, backend: str = "cpu",
+                threads: int = 1) -> CheckResult:
+    """Re-read every row of the store at ``path`` and count again a sample of its finished units
+    with ``perft_core.perft`` (``backend``, ``threads``): :func:`sample_size` of them (``sample``: a
+    fraction 0 < f <= 1, 1 = all; None: the default, max(5 %, 20 units)), those of the lowest low
+    32 key bits.
+
+    Returns a :class:`CheckResult` (a run row that fails its checksum: ``run_tampered``, not ok).
+    Raises StoreError for a store that is missing, corrupt or in use, ValueError for a bad sample.
     """
     from .. import perft
 
-    if isinstance(sample, bool) or not isinstance(sample, (int, float)) or not 0 < sample <= 1:
+    if sample is not None and (isinstance(sample, bool) or not isinstance(sample, (int, float))
+                               or not 0 < sample <= 1):
         raise ValueError(f"check sample must be a fraction in (0, 1], got {sample!r}")
-    with Store.open(path, repair=False) as st:
+    try:
+        st = Store.open(path, repair=False)
+    except StoreTampered as exc:
+        return CheckResult(store=str(path), rows=0, run_tampered=str(exc))
+    with st:
         rows = st.units()
         result = CheckResult(store=str(st.path), rows=len(rows),
                              tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered])
@@ -69,9 +101,8 @@ def check_store(path: str | os.PathLike, sample: float = 0.01, backend: str = "c
             by_unit.setdefault(r["unit"], []).append(r)
         done = {u: parts for u, parts in by_unit.items()
                 if u not in bad and all(p["count"] is not None for p in parts)}
-        chosen = [u for u, parts in done.items() if sampled(parts[0]["key"], sample)]
-        if not chosen and done:  # a small store or a small fraction: still count one
-            chosen = [min(done, key=lambda u: done[u][0]["estimate"])]
+        result.counted = len(done)
+        chosen = sorted(done, key=lambda u: (int(done[u][0]["key"][-8:], 16), u))[:sample_size(len(done), sample)]
         for u in chosen:
             parts = done[u]
             stored = sum(int(p["recount"] if p["recount"] is not None else p["count"]) for p in parts)

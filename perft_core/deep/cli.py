@@ -1,9 +1,13 @@
 """``perft deep``: a deep perft as work units on Dask with a durable store (dispatched by ``perft_cli``).
 
-``perft deep --check FILE`` re-reads a store (every row's checksum) and counts a sample of its units
-again: exit 0 when all hold, 1 when a row was changed or a count differs. ``perft deep --stats FILE``
+``perft deep --check FILE`` re-reads a store (the run row's and every unit row's checksum) and counts
+a sample of its units again (max(5 %, 20) by default, all with ``--check-sample 1``): exit 0 when all
+hold, 1 when a row was changed or a count differs. ``perft deep --stats FILE``
 prints what a store says about its run's speed (units counted, the tables' statistics per remaining
 depth) without counting and without its lock, so it reads a store that a run is writing.
+
+A new run estimated to take over a day is refused before any cluster or store (``--force`` runs it);
+without ``--store`` the store goes to the user's data folder, said on stderr at the start.
 
 Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
 a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
@@ -32,6 +36,7 @@ def _fraction(text: str) -> float:
 
 
 def _cmd_deep(args: argparse.Namespace) -> int:
+    from ..errors import CountRefused
     from .run import DeepError, deep_perft
     from .units import KeyCollisionError
 
@@ -53,7 +58,11 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             workers=args.workers, gpus=args.gpus, scheduler=args.scheduler,
                             split_ply=args.split_ply, store=args.store, resume=args.resume,
                             verify_seed=args.verify_seed, verify_sample=args.verify_sample,
-                            progress=False if args.json else "bar" if sys.stderr.isatty() else "lines")
+                            progress=False if args.json else "bar" if sys.stderr.isatty() else "lines",
+                            force=args.force,
+                            on_new_store=_announce if args.store is None else None)
+    except CountRefused as exc:
+        raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except (DeepError, KeyCollisionError) as exc:
         print(f"perft: error: {exc}", file=sys.stderr)
         return 2
@@ -73,6 +82,11 @@ def _cmd_deep(args: argparse.Namespace) -> int:
               f"counted again, not summed", file=sys.stderr)
     print(result.summary())
     return 0
+
+
+def _announce(path) -> None:
+    """Say where a run's store goes when none was named (the user's data folder), before any work."""
+    print(f"perft deep: new store {path} (continue it with --resume {path})", file=sys.stderr, flush=True)
 
 
 def _rate(part: int, whole: int) -> str:
@@ -147,7 +161,8 @@ def register(sub) -> None:
     where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
-    p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default perft-deep-<time>.sqlite)")
+    p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
+                   "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
     p.add_argument("--resume", metavar="FILE", help="continue the run of this store")
     p.add_argument("--verify-seed", type=cliargs.seed, metavar="S",
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed")
@@ -157,8 +172,10 @@ def register(sub) -> None:
                    "again: exit 0 when all hold, 1 when not")
     p.add_argument("--stats", metavar="FILE", help="print a store's run, units counted and table statistics per "
                    "remaining depth, without counting (reads a store a run is writing)")
-    p.add_argument("--check-sample", type=_fraction, default=0.01, metavar="FRACTION",
-                   help="with --check: the fraction of units counted again (default 0.01, at least one)")
+    p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
+                   help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
+    p.add_argument("--force", action="store_true", help="start a run estimated to take longer than a day "
+                   "(refused without it)")
     p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "
                    "else a line a minute on stderr)")
     p.set_defaults(func=_cmd_deep)

@@ -15,15 +15,13 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
 
 from .. import _core, limits, watch
 from ..api import BACKENDS
 from ..position import Position
 from . import units as units_mod
 from . import worker
-from .store import RUN_OPTIONS, Store, StoreError, StoreWriteError
+from .store import RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
 
 _RETRIES = 2
 
@@ -103,8 +101,8 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
     if resume is None:
         if fen is None or depth is None:
             raise ValueError("a deep run needs a FEN and a depth (or resume=STORE)")
-        if store is not None and Path(store).exists() and Path(store).stat().st_size > 0:
-            raise StoreError(f"store {store} already exists; continue it with --resume {store} or choose a new file")
+        if store is not None:
+            check_new_store_path(store)  # holds data, or a device, FIFO or socket: refused before any work
     elif store is not None:
         raise ValueError("give either store= (a new run) or resume= (continue one), not both")
     if depth is not None:
@@ -131,6 +129,12 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
             raise ValueError("verify sample needs a verify seed")
 
 
+NO_DASHBOARD = {"dashboard_address": ":0", "scheduler_kwargs": {"dashboard": False}}
+"""A local cluster's options: no dashboard, and the scheduler's HTTP server (which Dask starts even
+without one) on a free port: ``dashboard_address=None`` means its default port 8787, and a second
+run on one machine then printed Dask's four-line "Port 8787 is already in use" warning (issue 34 N8)."""
+
+
 @contextmanager
 def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str | None):
     """A dask.distributed Client: of ``scheduler``, or of a LocalCUDACluster of ``gpus`` workers
@@ -155,11 +159,11 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).
         with dask.config.set({"distributed.scheduler.work-stealing": False}), _workers_ignore_ctrl_c():
-            cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, dashboard_address=None)
+            cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, **NO_DASHBOARD)
         desc = f"LocalCUDACluster of {gpus} GPU workers"
     else:
         with _workers_ignore_ctrl_c():
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **NO_DASHBOARD)
         desc = f"LocalCluster of {workers} processes"
     try:
         with Client(cluster) as client:
@@ -175,20 +179,24 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
 
 @contextmanager
 def _workers_ignore_ctrl_c():
-    """SIGINT ignored while a local cluster starts its processes, which inherit that: Ctrl-C on a
-    terminal reaches the whole process group, and only the client should answer it (it cancels the
-    futures and closes the cluster), not every worker with its own traceback."""
+    """SIGINT and SIGTERM ignored while a local cluster starts its processes, which inherit that:
+    Ctrl-C on a terminal (or ``kill -TERM -PGID`` from a batch system) reaches the whole process
+    group, and only the client should answer it (it cancels the futures and closes the cluster),
+    not every worker with its own traceback, nor nannies that log restarting the workers killed
+    under them (issue 34: 2-3 Dask lines before ``perft: interrupted``). The cluster's close ends
+    them (its own request, then SIGKILL)."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
 
 
 def _silence_logs() -> None:
@@ -462,11 +470,39 @@ def _read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed
         client.cancel(futures, force=True)
 
 
+def check_estimate(pos: Position, depth: int, backend: str, tt: bool, workers: int,
+                   max_seconds: float | None = None) -> None:
+    """Refuse (CountRefused) a run of perft(pos, depth) that even a fast speed says takes longer than
+    ``max_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``) on ``workers`` workers of
+    ``backend``: the cheap node bound over the backend's speed floor first (about 1 ms), the sampled
+    CPU estimate (``estimate.estimate``, 20-250 ms) only when that bound is over; the speed is the
+    larger of the measured CPU speed and the backend's floor, times the workers (a GPU counts far
+    faster than the CPU probe). With ``tt``, only the count through perfect tables is judged."""
+    from .. import estimate
+    from ..api import BACKENDS as _BACKENDS
+    from ..errors import CountRefused
+
+    limits.check_depth(depth)
+    limit = estimate.DEFAULT_MAX_ESTIMATE_SECONDS if max_seconds is None else max_seconds
+    floor = _BACKENDS[backend].speed_floor
+    if estimate.node_bound(pos, depth) / (floor * workers) <= limit:
+        return
+    est = estimate.estimate(pos, depth, backend="cpu", threads=1, tt=tt)
+    speed = max(est.nodes_per_second, floor) * workers
+    seconds = est.nodes / speed * (est.tt_fraction if tt else 1.0)
+    if seconds > limit:
+        how = f"{workers} {backend} worker{'s' * (workers != 1)}"
+        raise CountRefused(est, limit, f"perft deep {depth}: about {est.nodes:.2g} nodes, about "
+                           f"{estimate.format_seconds(seconds)} at {estimate.format_speed(speed)} ({how}"
+                           f"{', tt at best' if tt else ''}): over the limit of {estimate.format_seconds(limit)}")
+
+
 def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str | None = None,
                tt: bool | None = None, workers: int | None = None, gpus: int | None = None,
                scheduler: str | None = None, split_ply: int | None = None, store: str | os.PathLike | None = None,
                resume: str | os.PathLike | None = None, verify_seed: int | None = None,
-               verify_sample: float | None = None, progress: bool | str = False) -> DeepResult:
+               verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
+               max_estimate_seconds: float | None = None, on_new_store=None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -478,18 +514,26 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             default 1); scheduler: the address of an existing Dask scheduler (any backend).
         split_ply: plies expanded on the host (default: ``units.choose_split_ply`` from the first
             plies' growth and a speed measured on a worker).
-        store: the new store's path (default ``perft-deep-<UTC time>.sqlite`` here); it must not
-            hold data. resume: the path of a store to continue; options given must match its run.
+        store: the new store's path (default ``store.default_store_path()``: in the user's data
+            folder, never the current one); it must not hold data or be a device, FIFO or socket.
+            resume: the path of a store to continue; options given must match its run.
         verify_seed: count the units again with tables keyed by this Zobrist seed (needs tt);
             verify_sample: the fraction of units to verify (default 1: all; chosen by key).
         progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
             every PROGRESS_LINE_SECONDS and at each phase's end (a log file); False: nothing.
+        force, max_estimate_seconds: a new run estimated (:func:`check_estimate`) to take longer
+            than ``max_estimate_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``, a day)
+            is refused before any cluster, split or store is made, unless ``force`` (with
+            ``scheduler`` the workers are not known yet: the estimate counts one).
+        on_new_store: called with the new store's path (a Path) once the options are checked, before
+            the cluster starts (the CLI says where a default store goes).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
 
     Raises:
-        ValueError: bad options; FenError: a bad FEN; StoreError (a ValueError): the store is
+        ValueError: bad options; FenError: a bad FEN; CountRefused (a ValueError): estimated over
+        the limit; LimitError: a split that cannot fit the memory; StoreError (a ValueError): the store is
         missing, corrupt, of another run or in use; KeyCollisionError: two positions share a key
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume).
@@ -515,6 +559,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
         if verify_seed is not None and verify_sample is None:
             verify_sample = 1.0
+        if not force:
+            check_estimate(pos, depth, backend, tt, workers or gpus or 1, max_estimate_seconds)
         st = None
     if backend == "gpu" and workers is not None:
         if st is not None:
@@ -529,6 +575,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             gpus = 1
         else:
             workers = 1
+    if st is None:
+        store = default_store_path() if store is None else store
+        if on_new_store is not None:
+            on_new_store(store)
     timings: dict[str, float] = {}
     t_cluster = time.perf_counter()
     try:
@@ -549,8 +599,6 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 t = time.perf_counter()
                 units = units_mod.split(pos, depth, split_ply, seed)
                 timings["split"] = time.perf_counter() - t
-                if store is None:
-                    store = f"perft-deep-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}.sqlite"
                 t = time.perf_counter()
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,

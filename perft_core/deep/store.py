@@ -27,17 +27,25 @@ Tables:
                tables as they stand); never in a total or a checksum (:meth:`Store.table_statistics`
                sums them up; ``perft deep --stats`` prints them).
 
-Counts are decimal TEXT (Python ints of any size). Each unit row carries ``checksum``: SHA-256 (first
-16 bytes, hex) over its key, part, depth, multiplicity, its three counts and the run's options
-(:func:`row_checksum`), written with every count. :meth:`Store.open` re-reads every row: a row whose
-checksum does not match (edited by hand, a damaged disk) is reported in ``Store.tampered`` and made
-pending again, so it is counted again, never summed; :meth:`Store.checked_rows` refuses to hand one
-out. ``perft deep --check FILE`` re-reads a store and re-counts a sample of its units
-(:mod:`perft_core.deep.check`).
+Counts are decimal TEXT (Python ints of any size; ASCII digits only, checked on open). Each unit row
+carries ``checksum``: SHA-256 (first 16 bytes, hex) over the run's identity and every field the total
+depends on: idx, unit, part, key, FEN, depth, multiplicity and its three counts (:func:`row_checksum`),
+written with every count. The run row carries its own (:func:`run_checksum`, every column but
+``schema`` and the checksum). :meth:`Store.open` re-reads them all: a run row that fails is
+:class:`StoreTampered` (the run itself is in doubt: nothing is counted); a unit row that fails (edited
+by hand, a damaged disk) is reported in ``Store.tampered`` and made pending again with its plan
+(unit, part, key, FEN, depth, multiplicity) re-derived from the run row (``units.split`` is
+deterministic), so it is counted again from the right position, never summed;
+:meth:`Store.checked_rows` refuses to hand one out. What a checksum proves: a row was not changed by
+accident (or by an edit that left the checksum alone). It cannot prove a row edited with its checksum
+recomputed (the function is public): only a recount catches that (``perft deep --check FILE``, which
+re-reads a store and counts a sample of its units again, :mod:`perft_core.deep.check`).
 
 A write that fails (a full disk, a file size limit) raises :class:`StoreWriteError` naming the
-store; the transaction is rolled back, so the store stays resumable once space is freed. A store
-whose creation failed is removed (it holds no count). Every finished unit is committed at once; a
+store; the transaction is rolled back, so the store stays resumable once space is freed. A store is
+created exclusively (``O_EXCL``; an existing empty regular file is used and left empty again on
+failure); a path that is not a regular file (a device, a FIFO, a socket) is refused before any work.
+A failed creation removes only the files this process created. Every finished unit is committed at once; a
 count is written only where none is (``WHERE count IS NULL``), so a unit is never counted twice
 even when Dask delivers a retried task's result again. Durable against a killed process
 (``synchronous=NORMAL`` in WAL mode: a commit is in the WAL file when it returns; an OS crash
@@ -55,11 +63,13 @@ import fcntl
 import os
 import socket
 import sqlite3
+import stat
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 4  # 3: units.checksum; 4: the tables table (an older store gains them when it is opened)
+SCHEMA = 5  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum
+# (an older store gains what it lacks when it is opened, its rows checked by its own schema's rule first)
 # The options that define a run: a resumed run must agree on every one of them.
 RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample")
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
@@ -69,7 +79,7 @@ CREATE TABLE run (
     id INTEGER PRIMARY KEY CHECK (id = 1), schema INTEGER NOT NULL, fen TEXT NOT NULL, depth INTEGER NOT NULL,
     split_ply INTEGER NOT NULL, backend TEXT NOT NULL, tt INTEGER NOT NULL, seed TEXT NOT NULL,
     verify_seed TEXT, verify_sample REAL, version TEXT NOT NULL, git_commit TEXT NOT NULL, started TEXT NOT NULL,
-    units INTEGER NOT NULL, parts INTEGER NOT NULL);
+    units INTEGER NOT NULL, parts INTEGER NOT NULL, checksum TEXT);
 CREATE TABLE units (
     idx INTEGER PRIMARY KEY, unit INTEGER NOT NULL, part INTEGER NOT NULL, key TEXT NOT NULL, fen TEXT NOT NULL,
     depth INTEGER NOT NULL, multiplicity TEXT NOT NULL, estimate REAL NOT NULL,
@@ -101,17 +111,80 @@ class StoreWriteError(StoreError):
     """A write to the store failed (disk full, file too large, I/O error); nothing of it was kept."""
 
 
-_SEALED = ("key", "part", "depth", "multiplicity", "count", "verify_count", "recount")
+class StoreTampered(StoreError):
+    """The store's run row fails its checksum: the run it describes was changed after it was made."""
 
 
-def row_checksum(options: str, key: str, part: int, depth: int, multiplicity: str, count: str | None,
-                 verify_count: str | None, recount: str | None) -> str:
-    """The checksum of one unit row: SHA-256 of the run's ``options`` text and the row's fields
-    (``_SEALED``), first 16 bytes as 32 hex digits."""
+_SEALED = ("idx", "unit", "part", "key", "fen", "depth", "multiplicity", "count", "verify_count", "recount")
+_SEALED_V3 = ("key", "part", "depth", "multiplicity", "count", "verify_count", "recount")  # schemas 3 and 4
+_PLAN = ("unit", "part", "key", "fen", "depth", "multiplicity")  # what units.split decides
+_RUN_SEALED = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "version",
+               "git_commit", "started", "units", "parts")
+_COUNTS = ("multiplicity", "count", "verify_count", "recount")
+
+
+def _sha(values) -> str:
     import hashlib
 
-    text = "|".join(str(v) for v in (options, key, part, depth, multiplicity, count, verify_count, recount))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return hashlib.sha256("|".join(str(v) for v in values).encode()).hexdigest()[:32]
+
+
+def row_checksum(options: str, idx: int, unit: int, part: int, key: str, fen: str, depth: int, multiplicity: str,
+                 count: str | None, verify_count: str | None, recount: str | None) -> str:
+    """The checksum of one unit row: SHA-256 of the run's ``options`` text (its identity) and the
+    row's fields (``_SEALED``: every field the total depends on), first 16 bytes as 32 hex digits."""
+    return _sha((options, idx, unit, part, key, fen, depth, multiplicity, count, verify_count, recount))
+
+
+def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity: str, count: str | None,
+                     verify_count: str | None, recount: str | None) -> str:
+    """A schema-3/4 row's checksum (``_SEALED_V3``), to check an older store's rows before they are resealed."""
+    return _sha((options, key, part, depth, multiplicity, count, verify_count, recount))
+
+
+def run_checksum(run: dict) -> str:
+    """The checksum of the run row (``_RUN_SEALED`` as stored: seeds as hex text, tt as 0/1), 32 hex digits."""
+    return _sha(run[k] for k in _RUN_SEALED)
+
+
+def not_a_regular_file(path: str | os.PathLike) -> str:
+    """The error text for a store path that is a device, FIFO, socket or folder."""
+    return f"store {path} is not a regular file (a device, FIFO, socket or folder): give a file path"
+
+
+def _exists(path: str | os.PathLike) -> str:
+    return f"store {path} already exists; continue it with --resume {path} or choose a new file"
+
+
+def check_new_store_path(path: str | os.PathLike) -> None:
+    """Refuse (StoreError) a path for a new store that holds data or is not a regular file, touching
+    nothing: called before any work, and again by :meth:`Store.create`."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise StoreError(f"cannot use store {path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StoreError(not_a_regular_file(path))
+    if st.st_size > 0:
+        raise StoreError(_exists(path))
+
+
+def default_store_path() -> Path:
+    """Where a new run's store goes when none is named: ``perft-deep-<UTC time>-<pid>.sqlite`` in
+    this user's data folder for perft deep (platformdirs: ``$XDG_DATA_HOME/perft-oracle/deep``, by
+    default ``~/.local/share/perft-oracle/deep`` on Linux), never the current folder. The folder is
+    made (mode as the umask says); the file is not. Raises StoreWriteError when the folder cannot be made."""
+    import platformdirs
+
+    folder = platformdirs.user_data_path("perft-oracle") / "deep"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreWriteError(f"cannot make the store folder {folder}: {exc.strerror or exc}; "
+                              "name a store with --store FILE") from None
+    return folder / f"perft-deep-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}.sqlite"
 
 
 def _now() -> str:
@@ -138,19 +211,54 @@ class Store:
         self.session: int | None = None
         self.tampered: list[dict] = []  # rows whose checksum failed when the store was opened
         options = "|".join(str(self.run[k]) for k in (*RUN_OPTIONS, "started", "units", "parts"))
-        conn.create_function("row_checksum", 8, lambda *a: row_checksum(options, *a[1:]), deterministic=True)
+        conn.create_function("row_checksum", len(_SEALED), lambda *a: row_checksum(options, *a), deterministic=True)
+        conn.create_function("row_checksum_v3", len(_SEALED_V3), lambda *a: _row_checksum_v3(options, *a),
+                             deterministic=True)
         self._options = options
 
     # ----- opening --------------------------------------------------------------------------------
     @staticmethod
-    def _lock(path: Path) -> int:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    def _lock_fd(fd: int, path: Path) -> int:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             raise StoreError(f"store {path} is in use by another client (its lock is held)") from None
         return fd
+
+    @classmethod
+    def _lock(cls, path: Path) -> int:
+        """Open an existing store file and take its lock; refuses anything but a regular file."""
+        if os.path.exists(path) and not os.path.isfile(path):  # never open a device: opening one can act
+            raise StoreError(not_a_regular_file(path))
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise StoreError(f"cannot open store {path}: {exc.strerror or exc}") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StoreError(not_a_regular_file(path))
+        return cls._lock_fd(fd, path)
+
+    @classmethod
+    def _create_file(cls, path: Path) -> tuple[int, bool]:
+        """Open ``path`` for a new store: created exclusively, or an existing empty regular file.
+        Returns (locked fd, whether this process created the file). Raises StoreError for a path
+        that holds data or is not a regular file (never touching it)."""
+        check_new_store_path(path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOCTTY, 0o666)  # mode as the umask says
+            created = True
+        except FileExistsError:  # an empty regular file (check_new_store_path), made by someone else
+            fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            created = False
+        except OSError as exc:
+            raise StoreWriteError(f"cannot create store {path}: {exc.strerror or exc}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or (not created and st.st_size > 0):  # changed since the check
+            os.close(fd)
+            raise StoreError(not_a_regular_file(path) if not stat.S_ISREG(st.st_mode) else _exists(path))
+        return cls._lock_fd(fd, path), created
 
     @staticmethod
     def _connect(path: Path) -> sqlite3.Connection:
@@ -165,28 +273,33 @@ class Store:
         (perft_core.deep.units.Unit, in submission order), each counted in ``parts`` parts (one
         row per unit and part), written in one transaction.
 
-        Raises StoreError if ``path`` already holds data (resume it instead) or is in use.
+        Raises StoreError if ``path`` already holds data (resume it instead), is not a regular file
+        (a device, FIFO, socket) or is in use; StoreWriteError if it cannot be written. On failure
+        only the files this process created are removed (an empty file that was there is left empty).
         """
         from .. import provenance
 
         path = Path(path)
-        if path.exists() and path.stat().st_size > 0:
-            raise StoreError(f"store {path} already exists; continue it with --resume {path} or choose a new file")
-        fd = cls._lock(path)
+        sidecars = [Path(f"{path}{s}") for s in ("-wal", "-shm", "-journal")]
+        existed = [p for p in sidecars if os.path.lexists(p)]
+        if existed:
+            raise StoreError(f"store {path}: {existed[0]} exists (left by another store of that name); "
+                             "remove it or choose a new file")
+        fd, created = cls._create_file(path)
         conn = None
         try:
-            if path.stat().st_size > 0:  # another client created it between our check and our lock
-                raise StoreError(f"store {path} already exists; continue it with --resume {path}")
             conn = cls._connect(path)
             conn.execute("BEGIN")
             for statement in _DDL.split(";"):
                 if statement.strip():
                     conn.execute(statement)
-            conn.execute(
-                "INSERT INTO run VALUES (1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (SCHEMA, run["fen"], run["depth"], run["split_ply"], run["backend"], int(run["tt"]),
-                 _seed_text(run["seed"]), _seed_text(run["verify_seed"]), run["verify_sample"],
-                 provenance.package_version(), provenance.package_commit(), _now(), len(units), parts))
+            row = {"fen": run["fen"], "depth": run["depth"], "split_ply": run["split_ply"], "backend": run["backend"],
+                   "tt": int(run["tt"]), "seed": _seed_text(run["seed"]), "verify_seed": _seed_text(run["verify_seed"]),
+                   "verify_sample": run["verify_sample"], "version": provenance.package_version(),
+                   "git_commit": provenance.package_commit(), "started": _now(), "units": len(units), "parts": parts}
+            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, checksum) "
+                         f"VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?)",
+                         (SCHEMA, *(row[k] for k in _RUN_SEALED), run_checksum(row)))
             conn.executemany(
                 "INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -197,10 +310,16 @@ class Store:
             store._seal("1")
             return store
         except BaseException as exc:
-            if conn is not None:  # a store half made holds no count: remove it, so the name can be used again
+            if conn is not None:
                 conn.close()
-                for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+            # a store half made holds no count: undo what this process made, and only that
+            for leftover in sidecars:
+                if leftover not in existed:
                     leftover.unlink(missing_ok=True)
+            if created:
+                path.unlink(missing_ok=True)
+            else:
+                os.ftruncate(fd, 0)
             os.close(fd)
             if isinstance(exc, sqlite3.OperationalError):
                 raise StoreWriteError(f"cannot create store {path}: {exc}") from None
@@ -214,7 +333,7 @@ class Store:
         Raises StoreError: missing, in use, corrupt (SQLite integrity check, schema, unit rows).
         """
         path = Path(path)
-        if not path.is_file():
+        if not os.path.exists(path):
             raise StoreError(f"store {path} does not exist")
         fd = cls._lock(path)
         try:
@@ -225,6 +344,7 @@ class Store:
             store = cls(path, fd, conn)
             store._check_units()
             store._migrate()
+            store._check_run()
             store._check_checksums(repair)
             return store
         except sqlite3.DatabaseError as exc:
@@ -242,8 +362,10 @@ class Store:
         Raises StoreError: missing, or not a readable deep-perft store.
         """
         path = Path(path)
-        if not path.is_file():
+        if not os.path.exists(path):
             raise StoreError(f"store {path} does not exist")
+        if not path.is_file():
+            raise StoreError(not_a_regular_file(path))
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
         try:
             return cls(path, None, conn)
@@ -262,56 +384,106 @@ class Store:
         if row is None:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
-        if run["schema"] not in (2, 3, SCHEMA):
+        self._run_row = dict(run)  # as stored, for its checksum
+        if run["schema"] not in (2, 3, 4, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         for k in ("seed", "verify_seed"):
             run[k] = None if run[k] is None else int(run[k], 16)
         return run
 
+    def _check_run(self) -> None:
+        """Raise StoreTampered when the run row fails its checksum (schema 5 on)."""
+        if self._run_row.get("checksum") != run_checksum(self._run_row):
+            raise StoreTampered(f"store {self.path}: its run row (FEN, depth, options) fails its checksum: it was "
+                                "changed outside perft deep, so no count in it can be trusted; start a new store")
+
     def _check_units(self) -> None:
-        n, bad, twice = self.conn.execute(
-            "SELECT COUNT(*), SUM(status NOT IN ('pending','counted','verified','mismatch','recounted') "
+        n, lo, hi, bad, twice = self.conn.execute(
+            "SELECT COUNT(*), MIN(idx), MAX(idx), SUM(status NOT IN ('pending','counted','verified','mismatch','recounted') "
             "OR (status = 'pending') != (count IS NULL) OR (status = 'recounted') != (recount IS NOT NULL)), "
             "SUM(finishes > 1) FROM units").fetchone()
         want = self.run["units"] * self.run["parts"]
-        if n != want or bad or twice:
-            raise StoreError(f"store {self.path} is corrupt: {n} unit rows for {self.run['units']} units of "
-                             f"{self.run['parts']} parts, {bad or 0} inconsistent, {twice or 0} counted twice")
+        if n != want or bad or twice or (n and (lo, hi) != (0, n - 1)):
+            raise StoreError(f"store {self.path} is corrupt: {n} unit rows (idx {lo}..{hi}) for {self.run['units']} "
+                             f"units of {self.run['parts']} parts, {bad or 0} inconsistent, {twice or 0} counted twice")
+        # every number the total is made of must be decimal digits (int() would take '0x10' as an error
+        # naming nothing, or ' 7' and '٧' as 7)
+        for col in _COUNTS:
+            row = self.conn.execute(f"SELECT idx, unit, part, {col} FROM units WHERE {col} IS NOT NULL AND "
+                                    f"(typeof({col}) != 'text' OR {col} = '' OR {col} GLOB '*[^0-9]*') "
+                                    "ORDER BY idx LIMIT 1").fetchone()
+            if row is not None:
+                raise StoreError(f"store {self.path} is corrupt: unit {row[1]} part {row[2]} (row {row[0]}) has "
+                                 f"{col} {row[3]!r}, not a decimal count")
 
     def _migrate(self) -> None:
         """An older store gains what it lacks, in one transaction: a schema-2 store (no checksums)
-        its checksums (its rows as they stand are sealed), a schema-3 store (or 2) the ``tables``
-        table (empty: the statistics of its counts so far were not kept)."""
-        if self.run["schema"] == SCHEMA:
+        its checksums (its rows as they stand are sealed), a schema-3/4 store its rows resealed by
+        this schema's rule (a row that fails its old checksum keeps a failing one, so it is found
+        tampered), a store before schema 4 the ``tables`` table (empty: the statistics of its counts
+        so far were not kept), every older store the run row's checksum."""
+        schema = self.run["schema"]
+        if schema == SCHEMA:
             return
         with self._transaction():
-            if self.run["schema"] < 3:
+            if schema < 3:
                 self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
                 self._seal("1")
-            self.conn.execute(_TABLES_DDL)
-            self.conn.execute("UPDATE run SET schema = ?", (SCHEMA,))
-        self.run["schema"] = SCHEMA
+            else:  # a row that holds by this schema's rule already (a store resealed before) stays
+                new, v3 = f"row_checksum({', '.join(_SEALED)})", f"row_checksum_v3({', '.join(_SEALED_V3)})"
+                self.conn.execute(f"UPDATE units SET checksum = CASE WHEN checksum IS {new} THEN checksum "
+                                  f"WHEN checksum IS {v3} THEN {new} ELSE NULL END")
+            if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tables'").fetchone():
+                self.conn.execute(_TABLES_DDL)
+            if "checksum" not in {row[1] for row in self.conn.execute("PRAGMA table_info(run)")}:
+                self.conn.execute("ALTER TABLE run ADD COLUMN checksum TEXT")
+            self.conn.execute("UPDATE run SET schema = ?, checksum = ?", (SCHEMA, run_checksum(self._run_row)))
+        self.run["schema"] = self._run_row["schema"] = SCHEMA
+        self._run_row["checksum"] = run_checksum(self._run_row)
 
     def _seal(self, where: str, params: tuple = ()) -> None:
         """Write the checksum of the rows matching the SQL condition ``where``."""
-        self.conn.execute(f"UPDATE units SET checksum = row_checksum(0, {', '.join(_SEALED)}) WHERE {where}", params)
+        self.conn.execute(f"UPDATE units SET checksum = row_checksum({', '.join(_SEALED)}) WHERE {where}", params)
 
     def _bad_rows(self) -> list[dict]:
-        cur = self.conn.execute(f"SELECT * FROM units WHERE checksum IS NOT row_checksum(0, {', '.join(_SEALED)}) "
+        cur = self.conn.execute(f"SELECT * FROM units WHERE checksum IS NOT row_checksum({', '.join(_SEALED)}) "
                                 "ORDER BY idx")
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
+    def _plan(self) -> dict[int, tuple]:
+        """The run's unit rows as :func:`units.split` makes them from the run row: ``{idx: (unit,
+        part, key, fen, depth, multiplicity)}`` (the same split, so the same units in the same order)."""
+        from ..position import Position
+        from .units import split
+
+        run, parts = self.run, self.run["parts"]
+        units = split(Position.from_fen(run["fen"]), run["depth"], run["split_ply"], run["seed"])
+        if len(units) != run["units"]:
+            raise StoreError(f"store {self.path}: its run splits into {len(units)} units, the store has "
+                             f"{run['units']} (made by another version?); start a new store")
+        return {i * parts + c: (i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity))
+                for i, u in enumerate(units) for c in range(parts)}
+
     def _check_checksums(self, repair: bool = True) -> None:
         """Re-read every unit row; a row whose checksum fails goes to ``tampered`` and is made
         pending again (all its counts dropped, the unit's other parts too when it was judged as a
-        whole), so the run counts it again instead of summing it."""
+        whole), its plan fields (unit, part, key, FEN, depth, multiplicity) made again from the run
+        row (any of them may be what was changed), so the run counts it again, from the right
+        position, instead of summing it."""
         self.tampered = self._bad_rows()
         if not self.tampered or not repair:
             return
-        units = sorted({r["unit"] for r in self.tampered})
+        plan = self._plan()
+        units = sorted({r["unit"] for r in self.tampered} | {plan[r["idx"]][0] for r in self.tampered})
+        idxs = sorted({r["idx"] for r in self.tampered} | {i for i, p in plan.items() if p[0] in units})
         with self._transaction():
+            # rows first moved out of the way (UNIQUE (key, part) and (unit, part) hold at every statement)
+            self.conn.executemany("UPDATE units SET unit = -1 - idx, key = 'x' || idx WHERE idx = ?",
+                                  ((i,) for i in idxs))
+            self.conn.executemany(f"UPDATE units SET {', '.join(f'{k} = ?' for k in _PLAN)} WHERE idx = ?",
+                                  (plan[i] + (i,) for i in idxs))
             self.conn.executemany(
                 "UPDATE units SET count = NULL, verify_count = NULL, recount = NULL, status = 'pending', "
                 "finishes = 0 WHERE unit = ?", ((u,) for u in units))

@@ -167,7 +167,10 @@ def _levels(pos: Position, seed: int):
         yield ply, boards, keys, mult, us, ci
         moves = np.zeros(len(boards), dtype=np.uint32)
         _core.batch_count(np.ascontiguousarray(boards).reshape(-1), len(boards), us, ci, moves)
-        limits.check_split_children(int(moves.sum(dtype=np.uint64)), ply + 1)  # memory, before it is taken
+        children = int(moves.sum(dtype=np.uint64))
+        limits.check_split_children(children, ply + 1)  # memory, before it is taken
+        limits.check_split_memory(children * limits.SPLIT_BYTES_PER_CHILD,
+                                  f"splitting at ply {ply + 1} ({children:,} positions)")
         children, parents = expand(boards, us, ci)
         us, ply = us ^ 1, ply + 1
         boards, keys, mult = merge(children, host_keys(children, us, ci, z), mult[parents], us, pos, ply)
@@ -283,6 +286,7 @@ def split(pos: Position, depth: int, ply: int, seed: int | None = None) -> list[
         if p == ply:
             break
     rem = depth - ply
+    limits.check_split_memory(len(boards) * limits.SPLIT_BYTES_PER_UNIT, f"the {len(boards):,} units of ply {ply}")
     estimates = unit_estimates(boards, us, ci, rem, root_growth(pos, depth), ply)
     texts = fens(pos, boards, ply)
     units = [Unit((int(keys[i, 1]) << 64) | int(keys[i, 0]), texts[i], rem, int(mult[i]), float(estimates[i]))

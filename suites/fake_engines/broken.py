@@ -214,6 +214,14 @@ def pop_forgets_rights(board: chess.Board, move: chess.Move) -> None:
         board.castling_rights &= ~(chess.BB_RANK_1 if board.turn == chess.WHITE else chess.BB_RANK_8)
 
 
+def pop_drops_queenside(board: chess.Board, move: chess.Move) -> None:
+    """unmake of any move forgets the mover's queenside castling right (for its siblings): from a
+    position where a piece still blocks that castling path, the loss shows only below the siblings
+    that move the blocker away (issue 34 N9: the held-out engine's shape)."""
+    board.pop()
+    board.castling_rights &= ~(chess.BB_A1 if board.turn == chess.WHITE else chess.BB_A8)
+
+
 def literal_ep(board: chess.Board) -> list[chess.Move]:
     """The legal moves, but en passant as a simple engine generates it: every own pawn attacking the
     board's en passant square, whatever its rank, when the capture leaves the king safe (python-chess
@@ -268,6 +276,7 @@ STATE_BUGS = {
     "ep-not-set": (push_no_ep, None),
     "keeps-right-on-capture": (push_keeps_right_on_capture, None),
     "unmake-forgets-rights": (None, pop_forgets_rights),
+    "unmake-drops-blocked-right": (None, pop_drops_queenside),
     "ep-kept-a-ply": (push_keeps_ep, pop_fresh),
     "ep-after-single-push": (push_ep_after_single, None),
 }
