@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 import time
 import uuid
 from contextlib import contextmanager
@@ -605,6 +606,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                                           "verify_sample": verify_sample}, units,
                                   choose_parts(backend, tt, depth - split_ply, n_workers))
                 timings["store_create"] = time.perf_counter() - t
+                if progress:
+                    print(f"perft deep: {len(units)} units at split ply {split_ply}"
+                          + (f", each in {st.run['parts']} parts" if st.run["parts"] > 1 else "")
+                          + f", on the {cluster_desc}", file=sys.stderr, flush=True)
             return _work(client, st, cluster_desc, progress, t0, speed, timings)
     finally:
         if st is not None:
