@@ -283,10 +283,9 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     last = got.out.strip().splitlines()[-1]
     assert last.startswith(f"perft 4: {expected(4)} nodes in ") and last.endswith(f" s (store {path})")
     # no terminal: progress as lines on stderr (here the phase's end; a line a minute before it)
-    first, second, third = got.err.splitlines()[:3]  # at once: the store, then the plan, then progress
-    assert first == f"perft deep: new store {path} (continue it with --resume {path})"
-    assert second.startswith("perft deep: 20 units at split ply 1, on the scheduler ")
-    assert third.startswith(f"perft deep: count 20/20 units (100.0 % of the estimated nodes), "
+    first, second = got.err.splitlines()[:2]  # at once: the split and the store, then progress
+    assert first.startswith("perft deep: 20 units at split ply 1, on the scheduler ") and first.endswith(f"; store {path}")
+    assert second.startswith(f"perft deep: count 20/20 units (100.0 % of the estimated nodes), "
                               f"{expected(4):,} nodes in ")
     assert main(["deep", "--resume", str(path), "--json", "--scheduler", cluster.scheduler_address]) == 0
     got = capsys.readouterr()

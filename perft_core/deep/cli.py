@@ -60,7 +60,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             verify_seed=args.verify_seed, verify_sample=args.verify_sample,
                             progress=False if args.json else "bar" if sys.stderr.isatty() else "lines",
                             force=args.force,
-                            on_new_store=None if args.json else _announce)
+                            on_new_store=_announce if args.store is None else None)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except (DeepError, KeyCollisionError) as exc:
@@ -85,8 +85,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
 
 
 def _announce(path) -> None:
-    """Say where a new run's store goes (named, or the user's data folder when none was), before any
-    work: the first line of a run comes at once, whatever the split then takes."""
+    """Say where a run's store goes when none was named (the user's data folder), before any work."""
     print(f"perft deep: new store {path} (continue it with --resume {path})", file=sys.stderr, flush=True)
 
 

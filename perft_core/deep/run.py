@@ -609,7 +609,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 if progress:
                     print(f"perft deep: {len(units)} units at split ply {split_ply}"
                           + (f", each in {st.run['parts']} parts" if st.run["parts"] > 1 else "")
-                          + f", on the {cluster_desc}", file=sys.stderr, flush=True)
+                          + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
             return _work(client, st, cluster_desc, progress, t0, speed, timings)
     finally:
         if st is not None:
