@@ -78,3 +78,29 @@ def _data_folder(tmp_path_factory, monkeypatch):
     """The user's data folder (platformdirs: a ``perft deep`` store named by no --store) is the
     test session's own, never the home folder of whoever runs the tests."""
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.getbasetemp() / "xdg-data"))
+
+
+@pytest.fixture
+def stepping_clock(monkeypatch):
+    """``install(step)``: the count watch's clock (``perft_core.watch``) moves ``step`` seconds at
+    every reading, and the extension's own wall-clock deadline (``limits.cpu_count``) is left out,
+    so a time limit stops a count at the same point on any machine and any load (issue 34 N8)."""
+    import types
+
+    from perft_core import _core, limits, watch
+
+    def install(step: float) -> None:
+        now = [0.0]
+
+        def monotonic() -> float:
+            now[0] += step
+            return now[0]
+
+        def cpu_count(watch_, core_args, depth, threads):
+            watch_.check()
+            return int(_core.perft(core_args, depth, threads))
+
+        monkeypatch.setattr(watch, "time", types.SimpleNamespace(monotonic=monotonic))
+        monkeypatch.setattr(limits, "cpu_count", cpu_count)
+
+    return install

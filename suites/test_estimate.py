@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-import types
 
 import chess
 import pytest
@@ -110,25 +109,12 @@ def _check_partial(fen: str, depth: int, partial: dict[str, int]) -> None:
 
 
 @pytest.fixture
-def slow_clock(monkeypatch):
+def slow_clock(stepping_clock):
     """The watch's clock moves 60 us at every reading: with a 100 us limit the first root move is
     always counted and the second never is. The watch alone decides: the extension's own deadline
     (a wall-clock one, ``limits.cpu_count``) is left out, so a loaded machine that lets a root move
     wait past it cannot empty the partial divide (issue 34 N8: it did, at load 6)."""
-    from perft_core import _core, limits
-
-    now = [0.0]
-
-    def monotonic() -> float:
-        now[0] += 60e-6
-        return now[0]
-
-    def cpu_count(watch_, core_args, depth, threads):
-        watch_.check()
-        return int(_core.perft(core_args, depth, threads))
-
-    monkeypatch.setattr(watch, "time", types.SimpleNamespace(monotonic=monotonic))
-    monkeypatch.setattr(limits, "cpu_count", cpu_count)
+    stepping_clock(60e-6)
 
 
 def test_max_seconds_api_raises_with_exact_partial_divide(slow_clock):

@@ -159,30 +159,17 @@ def test_f3_max_seconds_holds_with_force():
     assert "Partial:" in p.stdout and "Nodes searched" not in p.stdout
 
 
-def test_a_stopped_count_keeps_the_subtrees_it_finished(monkeypatch, capsys):
+def test_a_stopped_count_keeps_the_subtrees_it_finished(stepping_clock, capsys):
     """A count stopped by --max-seconds keeps the root moves finished in full, each exact. The
     deadline is injected (the watch's clock moves 0.3 s at every reading and the extension's own
     wall-clock deadline is left out), so the first root move is always finished and the second
     never is, whatever the machine's load (issue 34 N8: at load 6 the wall clock gave an empty
     partial). The root moves are checked against python-chess's children counted by our engine."""
-    import types
-
     import perft_core
-    from perft_core import _core, limits, watch
+    from perft_core import _core
     from perft_cli import main
 
-    now = [0.0]
-
-    def monotonic() -> float:
-        now[0] += 0.3
-        return now[0]
-
-    def cpu_count(watch_, core_args, depth, threads):
-        watch_.check()
-        return int(_core.perft(core_args, depth, threads))
-
-    monkeypatch.setattr(watch, "time", types.SimpleNamespace(monotonic=monotonic))
-    monkeypatch.setattr(limits, "cpu_count", cpu_count)
+    stepping_clock(0.3)
     assert main(["run", START, "5", "--force", "--max-seconds", "0.5", "--threads", "1", "--json", "--divide"]) == 3
     out = json.loads(capsys.readouterr().out)
     assert out["partial"] and len(out["divide"]) == 1, out
