@@ -105,8 +105,9 @@ class Hypothesis:
         if self.kind == "twice":
             return f"the engine generates {moves} twice"
         after = f"after each of {', '.join(self.moves)}" if len(self.moves) > 1 else f"after {moves}"
+        has = "the FEN has" if len(self.moves) == 1 else "the FENs have"
         return (f"{after} the engine counts as if the position had {self.state['as_if']} "
-                f"(the FEN has {self.state['fen_has']}): its {self.state['blame']}")
+                f"({has} {self.state['fen_has']}): its {self.state['blame']}")
 
 
 @dataclass
@@ -571,10 +572,22 @@ def _state_hypotheses(board: chess.Board, children: dict[str, str]) -> list[Hypo
             groups.setdefault(key, []).append((uci, fen, state))
     for key, members in groups.items():
         if len(members) > 1:
-            state = dict(members[0][2])
+            state = _merged_state([m for m, _, _ in members], [s for _, _, s in members])
             out.append(Hypothesis("state", tuple(m for m, _, _ in members), key, fens=tuple(f for _, f, _ in members),
                                   rank=31, state=state))
     return out
+
+
+def _merged_state(moves: list[str], states: list[dict]) -> dict:
+    """One state for a hypothesis over several moves: where the moves' children differ in what the
+    engine counts as if they had (``as_if``) or in what their FENs have (``fen_has``), each move's
+    own value is named (``e3 after e2e4, g3 after g2g4``), never the first move's for all of them."""
+    state = dict(states[0])
+    for key in ("as_if", "fen_has"):
+        values = [s[key] for s in states]
+        if len(set(values)) > 1:
+            state[key] = ", ".join(f"{value} after {move}" for move, value in zip(moves, values))
+    return state
 
 
 def _subset_fits(board, children, ks, surplus, effect):
@@ -598,7 +611,7 @@ def _subset_fits(board, children, ks, surplus, effect):
             for subset in itertools.combinations(vectors, size):
                 tested += 1
                 if [sum(v[i] for _, v in subset) for i in range(len(ks))] == target:
-                    state = dict(subset[0][0].state)
+                    state = _merged_state([h.moves[0] for h, _ in subset], [h.state for h, _ in subset])
                     state["blame"] = state["blame"].replace("make-move or unmake", "unmake (order-dependent)")
                     fits.append((Hypothesis("state", tuple(h.moves[0] for h, _ in subset), key + " (some moves)",
                                             fens=tuple(h.fens[0] for h, _ in subset), rank=32, state=state),))

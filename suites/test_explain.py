@@ -227,3 +227,19 @@ def test_ties_are_broken_by_probing_deeper_within_the_budget():
     assert loc.kind == "count" and set(loc.wrong) == {m for m in generated if generated.count(m) > 1}
     assert max(row["depth"] for row in loc.evidence["depths"]) > 3
 
+
+
+def test_a_state_verdict_over_several_moves_names_each_moves_own_square():
+    """Both double pushes lose their en passant square: the verdict names e3 for e2e4 and g3 for
+    g2g4, each from python-chess's FEN of that child, not the first move's square for both."""
+    loc = drill(TotalOnlyFake("ep-not-set"), CoreEngine("cpu"), "4k3/8/8/8/3p1p2/8/4P1P1/4K3 w - - 0 1", 3)
+    assert loc.kind == "state" and len(loc.state["moves"]) >= 2, loc.describe()
+    board = board_from(loc.fen)
+    squares = set()
+    for move in loc.state["moves"]:
+        child = board.copy()
+        child.push_uci(move)
+        square = fen_of(child).split()[3]
+        squares.add(square)
+        assert f"{square} after {move}" in loc.state["text"], loc.state["text"]
+    assert len(squares) == len(loc.state["moves"])  # the case the old wording got wrong
