@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -102,7 +104,7 @@ def register(subparsers) -> None:
                    help="the published report: write to docs/ (or --out) and refresh its index.md")
     p.add_argument("--name", type=cliargs.file_stem, default=None, metavar="NAME",
                    help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
-                        "else the engine's program name)")
+                        "else the engine's program or script name and a hash of its command: stockfish-e47f7a)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
     p.add_argument("--engine", default=None, metavar="CMD",
                    help="engine under test instead of our backend: python-chess or a command line")
@@ -479,15 +481,28 @@ def cmd_report(args) -> int:
     return _status(run)
 
 
-def _report_name(command: str) -> str:
-    """A file stem for an engine's report: its program's name (``/usr/games/stockfish`` -> ``stockfish``)."""
-    import re
+#: Programs that run a script named by a later argument: a report is named after the script.
+_INTERPRETERS = re.compile(r"(python|pypy|sh|bash|dash|zsh|node|perl|ruby|env|java)[0-9.]*(\.exe)?", re.IGNORECASE)
 
+
+def _report_name(command: str) -> str:
+    """A file stem for an engine's report: the program's name, or the script's where the program is
+    an interpreter (``python my_engine.py`` -> ``my_engine``), then ``-`` and the first 6 hex digits
+    of the SHA-256 of the whole command as typed, so that two engines never write the same files
+    (``/usr/games/stockfish`` -> ``stockfish-3c1f0e``). ``python-chess`` (in-process) keeps its name."""
+    if command == "python-chess":
+        return command
     try:
-        program = shlex.split(command)[0]
-    except (ValueError, IndexError):
-        program = command
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(program)).strip("-.") or "engine"
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    program = words[0] if words else command
+    if _INTERPRETERS.fullmatch(os.path.basename(program)):
+        script = next((w for w in words[1:] if not w.startswith("-") and "{" not in w and "=" not in w), None)
+        program = (script.split() or [program])[0] if script else program  # sh -c 'prog "$1"' -> prog
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(program.rstrip("/"))).strip("-.")
+    stem = re.sub(r"\.(py|sh|js|pl|rb|jar)$", "", stem) or "engine"
+    return f"{stem[:40]}-{hashlib.sha256(command.strip().encode()).hexdigest()[:6]}"
 
 
 def main(argv: list[str] | None = None) -> int:

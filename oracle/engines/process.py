@@ -40,6 +40,12 @@ def argv_of(command: str | Sequence[str]) -> list[str]:
     return argv
 
 
+def command_name(command: str | Sequence[str]) -> str:
+    """An engine's name: its command as typed (a string, stripped), or an argument vector
+    shell-quoted. A template keeps ``{fen} {depth}`` as written, not quoted (``'{fen}'``)."""
+    return command.strip() if isinstance(command, str) else shlex.join(command)
+
+
 def spawn(argv: list[str], **popen_args) -> subprocess.Popen:
     """``subprocess.Popen(argv, **popen_args)`` in a new session with a fresh token in its
     environment (``proc.perft_token``), for :func:`kill`. Raises OSError when it cannot start."""
