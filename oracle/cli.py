@@ -65,13 +65,17 @@ def register(subparsers) -> None:
                     "to the position and move where they disagree.",
         examples=["perft diff --engine /usr/games/stockfish startpos 5",
                      'perft diff --engine "python my_engine.py" --protocol perftree "FEN" 4',
-                     'perft diff --protocol cli --engine "my_perft {fen} {depth}" "FEN" 6 --json'])
+                     'perft diff --protocol cli --engine "my_perft {fen} {depth}" "FEN" 6 --json',
+                     'perft diff --engine stockfish "FEN" 5 --svg where.svg'])
     p.add_argument("fen", metavar="FEN", help="FEN, X-FEN, Shredder-FEN or 4-field EPD (quote it), or startpos")
     p.add_argument("depth", metavar="DEPTH", type=cliargs.depth, help="plies to count")
     _engine_args(p, default_engine=None)
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="give up localizing after S seconds of wall time (default: no limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--svg", type=cliargs.output_file, default=None, metavar="FILE",
+                   help="also draw the position where the walk ended as an SVG board (extra moves red arrows, "
+                        "missing moves green, a state verdict's move and squares blue), as in the HTML report")
     p.set_defaults(func=cmd_diff)
 
     p = subparsers.add_parser(
@@ -390,8 +394,20 @@ def cmd_diff(args) -> int:
     # gave up with a path: the counts already differ there; without one, the limit stopped it first
     gave_up = loc.kind == "gave_up"
     status = cliargs.exit_status(differ=not loc.agree and not (gave_up and not loc.path), limited=gave_up)
+    extra = {}
+    if args.svg is not None:
+        from oracle.boards import board_svg
+        from perft_core.atomic import write_text
+
+        try:
+            write_text(args.svg, board_svg(loc))
+        except OSError as exc:
+            return _error(f"cannot write {str(args.svg)!r}: {exc.strerror or exc}")
+        extra["svg"] = str(args.svg)
+        if not args.json:
+            print(f"perft diff: wrote {args.svg}", file=sys.stderr)
     if args.json:
-        print(json.dumps(loc.to_dict() | {"agree": loc.agree, "exit_status": status}))
+        print(json.dumps(loc.to_dict() | {"agree": loc.agree, "exit_status": status} | extra))
     else:
         print(loc.describe())
     if status == cliargs.LIMITED:
@@ -449,12 +465,22 @@ def cmd_report(args) -> int:
     command = _command_line("perft report", args, keys)
     if args.suites:
         command += " --suites " + shlex.join(args.suites)
-    if args.out.is_dir():  # the files it will write: checked before the run, not after it
-        for fmt in ("json", "md", "html"):
-            try:
-                cliargs.output_file(str(args.out / f"{args.name}.{fmt}"))
-            except argparse.ArgumentTypeError as exc:
-                return _error(f"argument --out: {exc}")
+    from oracle.report import boards_folder
+
+    if not args.out.is_dir():  # made before the run (its parents too), and said, so a failure is not after it
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return _error(f"argument --out: cannot make folder {str(args.out)!r}: {exc.strerror or exc}")
+        print(f"perft report: made folder {args.out}", file=sys.stderr)
+    for fmt in ("json", "md", "html"):  # the files it will write: checked before the run, not after it
+        try:
+            cliargs.output_file(str(args.out / f"{args.name}.{fmt}"))
+        except argparse.ArgumentTypeError as exc:
+            return _error(f"argument --out: {exc}")
+    boards = args.out / boards_folder(args.name)
+    if boards.exists() and not boards.is_dir():
+        return _error(f"argument --out: {str(boards)!r} (the failures' boards) exists and is not a folder")
     try:
         run = _run(args, engine_spec, args.protocol, args.reference, args.reference_protocol, args.suites, command)
         paths = write_report(run, args.out, name)
