@@ -266,7 +266,8 @@ def _progress(enabled: bool, total_nodes: int, label: str):
 
         from perft_core import watch
 
-        lines, t0, state = watch.ProgressLines(f"{label}:", of=" of the nodes"), time.monotonic(), {}
+        lines = watch.ProgressLines(f"{label}:", of=" of the nodes", first=watch.FIRST_LINE_SECONDS)
+        t0, state = time.monotonic(), {}
 
         def line(result, done: int, total: int) -> None:
             state["nodes"] = state.get("nodes", 0) + (result.got or 0)
@@ -278,11 +279,11 @@ def _progress(enabled: bool, total_nodes: int, label: str):
             lines.report(state["what"], state["share"], state["nodes"], time.monotonic() - t0, final=True)
         return
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
     with Progress(TextColumn("{task.description}", table_column=Column(width=28, no_wrap=True)), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TextColumn("{task.fields[rows]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  TextColumn("{task.fields[rows]}"), TimeElapsedColumn(), _eta_column(),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("counting", total=max(total_nodes, 1), rows="")
 
@@ -290,6 +291,22 @@ def _progress(enabled: bool, total_nodes: int, label: str):
             bar.update(task, advance=result.expected, rows=f"{done}/{total} rows",
                        description=f"{result.suite} {result.id} d{result.depth}")
         yield update
+
+
+def _eta_column():
+    """A rich column: the time left at the rate measured so far (:func:`perft_core.watch.eta`), ``ETA -``
+    until the rate is measured (rich's own estimate from the first, tiny rows read ``332:33:09``)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    from perft_core import watch
+
+    class Eta(ProgressColumn):
+        def render(self, task) -> Text:
+            left = watch.eta(task.elapsed or 0.0, task.completed / task.total) if task.total else None
+            return Text("ETA -" if left is None else f"ETA {watch.duration(left)}")
+
+    return Eta()
 
 
 def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_protocol: str,
@@ -427,18 +444,22 @@ def cmd_suite(args) -> int:
     if args.json:
         print(json.dumps(run.to_dict()))
     else:
+        from oracle.report import verdict_line
+
         print(_summary_text(run))
         failures = _failures_text(run)
         if failures:
             print()
             print(failures)
+        print()
+        print(verdict_line(run, see="the failures above"))
     return _status(run)
 
 
 def cmd_report(args) -> int:
     """``perft report``: run an engine on every table and write NAME.json, NAME.md and NAME.html in
     OUT; with ``--index DIR``, write DIR/index.md from the reports there instead."""
-    from oracle.report import write_index, write_report
+    from oracle.report import verdict_line, write_index, write_report
 
     if args.index is not None:
         try:
@@ -504,6 +525,7 @@ def cmd_report(args) -> int:
             print(failures)
         print()
         print("wrote " + ", ".join(str(p) for p in paths.values()))
+        print(verdict_line(run, see=str(paths.get("html", paths["md"]))))
     return _status(run)
 
 

@@ -35,7 +35,7 @@ from perft_core.atomic import write_text, write_texts
 from oracle.runner import RowResult, RunResult, SuiteSummary
 
 __all__ = ["FORMATS", "GLANCE_TAGS", "Group", "boards_folder", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
-           "speed_chart_svg", "write_index", "write_report"]
+           "speed_chart_svg", "verdict_line", "write_index", "write_report"]
 
 FORMATS = ("json", "md", "html")
 #: Suites with at most this many rows get a row-by-row table in Markdown (the rest: per depth).
@@ -136,6 +136,27 @@ def _status_line(run: RunResult) -> str:
     if total.over_budget:
         text += f"; {total.over_budget:,} rows over the node budget of {fmt_int(run.max_nodes)} nodes not run"
     return text + "."
+
+
+def verdict_line(run: RunResult, see: str | None = None) -> str:
+    """The last line ``perft suite`` and ``perft report`` print: the verdict by the exit status,
+    ``PASS: 6,248 rows agree, 475 over budget``, ``FAIL: 3 rows differ (see SEE)``, ``STOPPED:
+    ...`` (the time budget) or ``NO VERDICT: <why>`` (nothing could be judged)."""
+    total = run.summary()[-1]
+
+    def rows(count: int, verb: tuple[str, str] = ("", "")) -> str:
+        return f"{count:,} {'row' if count == 1 else 'rows'}" + (f" {verb[count != 1]}" if verb[0] else "")
+
+    over = f", {total.over_budget:,} over budget" if total.over_budget else ""
+    status = run.exit_status
+    if status == 0:
+        return f"PASS: {rows(total.passed, ('agrees', 'agree'))}{over}"
+    if status == 1:
+        errors = f", {rows(total.errors)} could not be judged" if total.errors else ""
+        return f"FAIL: {rows(total.failed, ('differs', 'differ'))}{errors}" + (f" (see {see})" if see else "")
+    if status == 3:
+        return f"STOPPED: {rows(total.skipped)} not run (time budget), {rows(total.passed, ('agrees', 'agree'))}{over}"
+    return f"NO VERDICT: {run.problem() or 'nothing was judged'}"
 
 
 def _budget(run: RunResult) -> str:
