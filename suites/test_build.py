@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
