@@ -84,6 +84,7 @@ PROBE = """<script>
     boards: [...document.querySelectorAll('.node figure svg')].map(svg => ({rect: rect(svg),
       arrows: [...svg.querySelectorAll('.arrow')].map(a => [a.getAttribute('stroke') || a.getAttribute('fill'), ...box(a)])})),
     thumbs: [...document.querySelectorAll('.thumbs a')].map(a => ({href: a.getAttribute('href'), box: box(a.querySelector('svg')),
+      rect: rect(a.querySelector('svg')),
       target: !!document.getElementById(a.getAttribute('href').slice(1))})),
     divides: [...document.querySelectorAll('table.divide')].map(t => [...t.querySelectorAll('tr')].slice(1).map(tr => tr.className)),
   };
@@ -268,7 +269,8 @@ def _attach(record_property, image_path: Path, name: str) -> None:
 @pytest.mark.parametrize("width", [1400, 390])
 def test_screenshot_shows_the_first_failures_board_and_arrow(failing, tmp_path, width, record_property):
     """The first failure's board as Chromium draws it: the board's light and dark squares
-    (python-chess's colours) fill most of its box, and the green missing-move arrow is drawn on it."""
+    (python-chess's colours) fill most of its box, and the green missing-move arrow is drawn on it;
+    the small copy of it at the top (a ``<use>`` of that board) is drawn too."""
     pytest.importorskip("PIL", reason="Pillow reads the screenshots (pip install '.[test]')")
     page = render_html(failing)
     probe, _ = render_in_chromium(page, tmp_path, width)
@@ -281,3 +283,6 @@ def test_screenshot_shows_the_first_failures_board_and_arrow(failing, tmp_path, 
     assert sum(p in (light, dark) for p in pixels) > 0.5 * len(pixels), "no board drawn where the probe found it"
     arrow = [p for p in pixels if p[1] - p[0] > 50 and p[1] - p[2] > 60]  # #2ca02c at 80 % over a square
     assert len(arrow) > 100, "no green arrow on the board"
+    tx, ty, tw, th = probe["thumbs"][0]["rect"]
+    thumb = list(zip(*[iter(image.crop((tx, ty, tx + tw, ty + th)).tobytes())] * 3))
+    assert sum(p in (light, dark) for p in thumb) > 0.3 * len(thumb), "the small board is not drawn"
