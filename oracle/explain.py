@@ -106,8 +106,18 @@ class Hypothesis:
             return f"the engine generates {moves} twice"
         after = f"after each of {', '.join(self.moves)}" if len(self.moves) > 1 else f"after {moves}"
         has = "the FEN has" if len(self.moves) == 1 else "the FENs have"
-        return (f"{after} the engine counts as if the position had {self.state['as_if']} "
-                f"({has} {self.state['fen_has']}): its {self.state['blame']}")
+        return (f"{after} the engine counts as if the position had {self._each('as_if')} "
+                f"({has} {self._each('fen_has')}): its {self.state['blame']}")
+
+    def _each(self, key: str) -> str:
+        """``state[key]`` for this hypothesis's moves: one value when every move has the same,
+        else each move's own (``e3 after e2e4, g3 after g2g4``, from ``state["per_move"]``), for
+        exactly the moves it names (a hypothesis cut to fewer moves names only theirs)."""
+        per_move = self.state.get("per_move", {})
+        values = [per_move[m][key] for m in self.moves if m in per_move]
+        if len(values) != len(self.moves) or len(set(values)) == 1:
+            return values[0] if values and len(set(values)) == 1 else self.state[key]
+        return ", ".join(f"{value} after {move}" for move, value in zip(self.moves, values))
 
 
 @dataclass
@@ -579,10 +589,11 @@ def _state_hypotheses(board: chess.Board, children: dict[str, str]) -> list[Hypo
 
 
 def _merged_state(moves: list[str], states: list[dict]) -> dict:
-    """One state for a hypothesis over several moves: where the moves' children differ in what the
-    engine counts as if they had (``as_if``) or in what their FENs have (``fen_has``), each move's
-    own value is named (``e3 after e2e4, g3 after g2g4``), never the first move's for all of them."""
+    """One state for a hypothesis over several moves: each move's own ``as_if`` and ``fen_has`` in
+    ``per_move`` (:meth:`Hypothesis.text` names them per move where they differ, never the first
+    move's for all), and ``as_if`` / ``fen_has`` over all of them (``e3 after e2e4, g3 after g2g4``)."""
     state = dict(states[0])
+    state["per_move"] = {move: {"as_if": s["as_if"], "fen_has": s["fen_has"]} for move, s in zip(moves, states)}
     for key in ("as_if", "fen_has"):
         values = [s[key] for s in states]
         if len(set(values)) > 1:

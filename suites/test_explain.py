@@ -244,3 +244,22 @@ def test_a_state_verdict_over_several_moves_names_each_moves_own_square():
         squares.add(square)
         assert f"{square} after {move}" in loc.state["text"], loc.state["text"]
     assert len(squares) == len(loc.state["moves"])  # the case the old wording got wrong
+
+
+def test_a_state_hypothesis_cut_to_fewer_moves_names_only_their_squares():
+    """A group hypothesis narrowed to some of its moves (as a verdict cut to the moves its counts
+    show is) names those moves' own values, not the group's: each square from python-chess."""
+    from oracle.explain import Hypothesis, _state_hypotheses
+
+    board = board_from("4k3/8/8/8/3p1p2/8/4P1P1/4K3 w - - 0 1")
+    children = {}
+    for move in ("e2e4", "g2g4"):
+        child = board.copy()
+        child.push_uci(move)
+        children[move] = fen_of(child)
+    group = next(h for h in _state_hypotheses(board, children) if h.label == "no ep" and len(h.moves) == 2)
+    for move, fen in children.items():
+        cut = Hypothesis("state", (move,), group.label, fens=(fen,), state=group.state)
+        square = fen.split()[3]
+        assert f"(the FEN has {square})" in cut.text(), cut.text()
+        assert all(other not in cut.text() for other in children if other != move)
