@@ -9,6 +9,10 @@ wheel runs everywhere at full speed. Elsewhere only ``_core_base`` is built. ``P
 (or any ``-march`` value, or ``none``) asks for one local build for that target instead
 (``_core_base`` alone; add ``PERFT_PEXT=1`` where the target has a fast BMI2 PEXT).
 
+Every extension and every translation unit compiles at once, at most ``PERFT_BUILD_JOBS`` compilers
+(default: the cores this process may use) running together; each compile prints which variant and
+source it is and its seconds (``pip install -v .`` shows them).
+
 When nvcc is found, the build also compiles the GPU kernels (kernels/pc_kernels.cu) to one cubin
 per architecture beside the kernel sources, so a first GPU count on a fresh machine pays no NVRTC
 compile (perft_core/gpu/prebuilt.py). ``PERFT_CUDA_ARCHS=sm_90`` (comma-separated) picks the
