@@ -53,7 +53,7 @@ for step in "${steps[@]}"; do
 found = prebuilt.find(kernels.kernel_source_dir(), f"sm_{cupy.cuda.Device().compute_capability}")
 print("precompiled kernels:", found[0] if isinstance(found, tuple) else "none: " + found)' | tee -a "$out/build.log"
         ;;
-    tests) run tests 0 python3 -m pytest -m gpu -q -p no:cacheprovider suites/test_gpu_prebuilt.py suites/test_gpu_tt.py ;;
+    tests) run tests 0 python3 -m pytest -o "addopts=-ra --strict-markers" -m gpu -q -p no:cacheprovider suites/test_gpu_prebuilt.py suites/test_gpu_tt.py ;;
     cold) run cold_start 0 python3 ci/cold_start.py --json "$out/cold_start.json" ;;
     gate)
         run gate-old-baseline any python3 ci/perf_gate.py timing

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -63,13 +65,17 @@ def register(subparsers) -> None:
                     "to the position and move where they disagree.",
         examples=["perft diff --engine /usr/games/stockfish startpos 5",
                      'perft diff --engine "python my_engine.py" --protocol perftree "FEN" 4',
-                     'perft diff --protocol cli --engine "my_perft {fen} {depth}" "FEN" 6 --json'])
+                     'perft diff --protocol cli --engine "my_perft {fen} {depth}" "FEN" 6 --json',
+                     'perft diff --engine stockfish "FEN" 5 --svg where.svg'])
     p.add_argument("fen", metavar="FEN", help="FEN, X-FEN, Shredder-FEN or 4-field EPD (quote it), or startpos")
     p.add_argument("depth", metavar="DEPTH", type=cliargs.depth, help="plies to count")
     _engine_args(p, default_engine=None)
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="give up localizing after S seconds of wall time (default: no limit)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--svg", type=cliargs.output_file, default=None, metavar="FILE",
+                   help="also draw the position where the walk ended as an SVG board (extra moves red arrows, "
+                        "missing moves green, a state verdict's move and squares blue), as in the HTML report")
     p.set_defaults(func=cmd_diff)
 
     p = subparsers.add_parser(
@@ -102,7 +108,7 @@ def register(subparsers) -> None:
                    help="the published report: write to docs/ (or --out) and refresh its index.md")
     p.add_argument("--name", type=cliargs.file_stem, default=None, metavar="NAME",
                    help="file stem (default: conformance for our cpu backend, conformance-BACKEND for the others, "
-                        "else the engine's program name)")
+                        "else the engine's program or script name and a hash of its command: stockfish-e47f7a)")
     p.add_argument("--backend", default="cpu", choices=("cpu", "gpu", "gpu-emulated"), help="backend (default cpu)")
     p.add_argument("--engine", default=None, metavar="CMD",
                    help="engine under test instead of our backend: python-chess or a command line")
@@ -260,7 +266,8 @@ def _progress(enabled: bool, total_nodes: int, label: str):
 
         from perft_core import watch
 
-        lines, t0, state = watch.ProgressLines(f"{label}:", of=" of the nodes"), time.monotonic(), {}
+        lines = watch.ProgressLines(f"{label}:", of=" of the nodes", first=watch.FIRST_LINE_SECONDS)
+        t0, state = time.monotonic(), {}
 
         def line(result, done: int, total: int) -> None:
             state["nodes"] = state.get("nodes", 0) + (result.got or 0)
@@ -272,11 +279,11 @@ def _progress(enabled: bool, total_nodes: int, label: str):
             lines.report(state["what"], state["share"], state["nodes"], time.monotonic() - t0, final=True)
         return
     from rich.console import Console
-    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
     from rich.table import Column
 
     with Progress(TextColumn("{task.description}", table_column=Column(width=28, no_wrap=True)), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
-                  TextColumn("{task.fields[rows]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                  TextColumn("{task.fields[rows]}"), TimeElapsedColumn(), _eta_column(),
                   console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("counting", total=max(total_nodes, 1), rows="")
 
@@ -284,6 +291,22 @@ def _progress(enabled: bool, total_nodes: int, label: str):
             bar.update(task, advance=result.expected, rows=f"{done}/{total} rows",
                        description=f"{result.suite} {result.id} d{result.depth}")
         yield update
+
+
+def _eta_column():
+    """A rich column: the time left at the rate measured so far (:func:`perft_core.watch.eta`), ``ETA -``
+    until the rate is measured (rich's own estimate from the first, tiny rows read ``332:33:09``)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    from perft_core import watch
+
+    class Eta(ProgressColumn):
+        def render(self, task) -> Text:
+            left = watch.eta(task.elapsed or 0.0, task.completed / task.total) if task.total else None
+            return Text("ETA -" if left is None else f"ETA {watch.duration(left)}")
+
+    return Eta()
 
 
 def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_protocol: str,
@@ -388,8 +411,20 @@ def cmd_diff(args) -> int:
     # gave up with a path: the counts already differ there; without one, the limit stopped it first
     gave_up = loc.kind == "gave_up"
     status = cliargs.exit_status(differ=not loc.agree and not (gave_up and not loc.path), limited=gave_up)
+    extra = {}
+    if args.svg is not None:
+        from oracle.boards import board_svg
+        from perft_core.atomic import write_text
+
+        try:
+            write_text(args.svg, board_svg(loc))
+        except OSError as exc:
+            return _error(f"cannot write {str(args.svg)!r}: {exc.strerror or exc}")
+        extra["svg"] = str(args.svg)
+        if not args.json:
+            print(f"perft diff: wrote {args.svg}", file=sys.stderr)
     if args.json:
-        print(json.dumps(loc.to_dict() | {"agree": loc.agree, "exit_status": status}))
+        print(json.dumps(loc.to_dict() | {"agree": loc.agree, "exit_status": status} | extra))
     else:
         print(loc.describe())
     if status == cliargs.LIMITED:
@@ -409,18 +444,22 @@ def cmd_suite(args) -> int:
     if args.json:
         print(json.dumps(run.to_dict()))
     else:
+        from oracle.report import verdict_line
+
         print(_summary_text(run))
         failures = _failures_text(run)
         if failures:
             print()
             print(failures)
+        print()
+        print(verdict_line(run, see="the failures above"))
     return _status(run)
 
 
 def cmd_report(args) -> int:
     """``perft report``: run an engine on every table and write NAME.json, NAME.md and NAME.html in
     OUT; with ``--index DIR``, write DIR/index.md from the reports there instead."""
-    from oracle.report import write_index, write_report
+    from oracle.report import verdict_line, write_index, write_report
 
     if args.index is not None:
         try:
@@ -447,12 +486,22 @@ def cmd_report(args) -> int:
     command = _command_line("perft report", args, keys)
     if args.suites:
         command += " --suites " + shlex.join(args.suites)
-    if args.out.is_dir():  # the files it will write: checked before the run, not after it
-        for fmt in ("json", "md", "html"):
-            try:
-                cliargs.output_file(str(args.out / f"{args.name}.{fmt}"))
-            except argparse.ArgumentTypeError as exc:
-                return _error(f"argument --out: {exc}")
+    from oracle.report import boards_folder
+
+    if not args.out.is_dir():  # made before the run (its parents too), and said, so a failure is not after it
+        try:
+            args.out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            return _error(f"argument --out: cannot make folder {str(args.out)!r}: {exc.strerror or exc}")
+        print(f"perft report: made folder {args.out}", file=sys.stderr)
+    for fmt in ("json", "md", "html"):  # the files it will write: checked before the run, not after it
+        try:
+            cliargs.output_file(str(args.out / f"{args.name}.{fmt}"))
+        except argparse.ArgumentTypeError as exc:
+            return _error(f"argument --out: {exc}")
+    boards = args.out / boards_folder(args.name)
+    if boards.exists() and not boards.is_dir():
+        return _error(f"argument --out: {str(boards)!r} (the failures' boards) exists and is not a folder")
     try:
         run = _run(args, engine_spec, args.protocol, args.reference, args.reference_protocol, args.suites, command)
         paths = write_report(run, args.out, name)
@@ -476,18 +525,32 @@ def cmd_report(args) -> int:
             print(failures)
         print()
         print("wrote " + ", ".join(str(p) for p in paths.values()))
+        print(verdict_line(run, see=str(paths.get("html", paths["md"]))))
     return _status(run)
 
 
-def _report_name(command: str) -> str:
-    """A file stem for an engine's report: its program's name (``/usr/games/stockfish`` -> ``stockfish``)."""
-    import re
+#: Programs that run a script named by a later argument: a report is named after the script.
+_INTERPRETERS = re.compile(r"(python|pypy|sh|bash|dash|zsh|node|perl|ruby|env|java)[0-9.]*(\.exe)?", re.IGNORECASE)
 
+
+def _report_name(command: str) -> str:
+    """A file stem for an engine's report: the program's name, or the script's where the program is
+    an interpreter (``python my_engine.py`` -> ``my_engine``), then ``-`` and the first 6 hex digits
+    of the SHA-256 of the whole command as typed, so that two engines never write the same files
+    (``/usr/games/stockfish`` -> ``stockfish-3c1f0e``). ``python-chess`` (in-process) keeps its name."""
+    if command == "python-chess":
+        return command
     try:
-        program = shlex.split(command)[0]
-    except (ValueError, IndexError):
-        program = command
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(program)).strip("-.") or "engine"
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    program = words[0] if words else command
+    if _INTERPRETERS.fullmatch(os.path.basename(program)):
+        script = next((w for w in words[1:] if not w.startswith("-") and "{" not in w and "=" not in w), None)
+        program = (script.split() or [program])[0] if script else program  # sh -c 'prog "$1"' -> prog
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "-", os.path.basename(program.rstrip("/"))).strip("-.")
+    stem = re.sub(r"\.(py|sh|js|pl|rb|jar)$", "", stem) or "engine"
+    return f"{stem[:40]}-{hashlib.sha256(command.strip().encode()).hexdigest()[:6]}"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -108,8 +108,19 @@ class Hypothesis:
         silent = self.state.get("silent", [])
         tail = (f"; after {len(silent)} other move{'s' * (len(silent) != 1)} ({', '.join(silent)}) the same change "
                 f"would alter no count probed, so the counts cannot tell what the engine has there" if silent else "")
-        return (f"{after} the engine counts as if the position had {self.state['as_if']} "
-                f"(the FEN has {self.state['fen_has']}): its {self.state['blame']}{tail}")
+        has = "the FEN has" if len(self.moves) == 1 else "the FENs have"
+        return (f"{after} the engine counts as if the position had {self._each('as_if')} "
+                f"({has} {self._each('fen_has')}): its {self.state['blame']}{tail}")
+
+    def _each(self, key: str) -> str:
+        """``state[key]`` for this hypothesis's moves: one value when every move has the same,
+        else each move's own (``e3 after e2e4, g3 after g2g4``, from ``state["per_move"]``), for
+        exactly the moves it names (a hypothesis cut to fewer moves names only theirs)."""
+        per_move = self.state.get("per_move", {})
+        values = [per_move[m][key] for m in self.moves if m in per_move]
+        if len(values) != len(self.moves) or len(set(values)) == 1:
+            return values[0] if values and len(set(values)) == 1 else self.state[key]
+        return ", ".join(f"{value} after {move}" for move, value in zip(self.moves, values))
 
 
 @dataclass
@@ -651,10 +662,23 @@ def _state_hypotheses(board: chess.Board, children: dict[str, str]) -> list[Hypo
             groups.setdefault(key, []).append((uci, fen, state))
     for key, members in groups.items():
         if len(members) > 1:
-            state = dict(members[0][2])
+            state = _merged_state([m for m, _, _ in members], [s for _, _, s in members])
             out.append(Hypothesis("state", tuple(m for m, _, _ in members), key, fens=tuple(f for _, f, _ in members),
                                   rank=31, state=state))
     return out
+
+
+def _merged_state(moves: list[str], states: list[dict]) -> dict:
+    """One state for a hypothesis over several moves: each move's own ``as_if`` and ``fen_has`` in
+    ``per_move`` (:meth:`Hypothesis.text` names them per move where they differ, never the first
+    move's for all), and ``as_if`` / ``fen_has`` over all of them (``e3 after e2e4, g3 after g2g4``)."""
+    state = dict(states[0])
+    state["per_move"] = {move: {"as_if": s["as_if"], "fen_has": s["fen_has"]} for move, s in zip(moves, states)}
+    for key in ("as_if", "fen_has"):
+        values = [s[key] for s in states]
+        if len(set(values)) > 1:
+            state[key] = ", ".join(f"{value} after {move}" for move, value in zip(moves, values))
+    return state
 
 
 def _subset_fits(board, children, ks, surplus, effect):
@@ -682,7 +706,7 @@ def _subset_fits(board, children, ks, surplus, effect):
             for subset in itertools.combinations(vectors, size):
                 tested += 1
                 if [sum(v[i] for _, v in subset) for i in range(len(ks))] == target:
-                    state = dict(subset[0][0].state)
+                    state = _merged_state([h.moves[0] for h, _ in subset], [h.state for h, _ in subset])
                     state["blame"] = state["blame"].replace("make-move or unmake", "unmake (order-dependent)")
                     fits.append((Hypothesis("state", tuple(h.moves[0] for h, _ in subset), key + " (some moves)",
                                             fens=tuple(h.fens[0] for h, _ in subset), rank=32, state=state),))

@@ -218,15 +218,18 @@ class Localization:
         for level in self.levels:
             move = level.mismatch
             if self.method == "children":
-                detail = f"node {level.engine_total} / {level.reference_total if level.reference_total is not None else '?'}"
+                detail = f"node {level.engine_total} / {level.reference_total if level.reference_total is not None else 'not counted'}"
                 if level.engine_sum is not None:
                     detail += f", children sum {level.engine_sum}"
                 if move:
                     detail += f"; {move}: {level.engine.get(move)} / {level.reference.get(move)}"
                 detail += f"  ({level.engine_calls} engine calls, {level.seconds:.2f} s)  {level.fen}"
-            else:
-                detail = (f"{move}: {level.engine.get(move)} / {level.reference.get(move)}" if move
-                          else f"total {level.engine_total} / {level.reference_total if level.reference_total is not None else '?'}")
+            elif move:
+                detail = f"{move}: {level.engine.get(move)} / {level.reference.get(move)}"
+            elif level.reference_total is not None:
+                detail = f"total {level.engine_total} / {level.reference_total}"
+            else:  # the move lists differ: the reference listed its moves and counted no total
+                detail = f"total {level.engine_total} (the reference's total not counted: the move lists differ)"
             lines.append(f"    ply {len(level.path)}, depth {level.depth}: {detail}")
         for sentence in self.judged:
             lines.append(f"  judged: {sentence}")

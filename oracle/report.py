@@ -4,11 +4,16 @@
   status, seconds, nodes/s and its localization, plus backend, version, commit and machine.
 - ``NAME.md``: the published report (``docs/conformance.md``): summary, speed table, failures with
   their localized positions, and per-suite tables (every row for small suites, per depth for big ones).
+  Each localized failure's board is an SVG file beside it, ``NAME-boards/<anchor>.svg``, shown
+  with the divide at that position as a table; each suite links small copies of its boards.
 - ``NAME.html``: one self-contained page (template ``oracle/templates/report.html.j2``, no scripts):
   the verdict, then a bar chart of passed / failed / not run per suite and per tag (:func:`glance`:
-  failing groups first, each linked to its first localized failure), the failures, the summary,
-  every row of every suite, and, collapsed, the speed (an inline SVG chart of nodes/s by depth).
-  Its tables fit a 1400-px window and, as stacked cards, a 390-px one.
+  failing groups first, each linked to its first localized failure), a small board per failing
+  position by suite (linked), the failures (each localized one with its board, inline SVG from
+  :mod:`oracle.boards`: extra moves red arrows, missing ones green, a state verdict's move and
+  squares blue, beside the divide there, differing moves first), the summary, every row of every
+  suite, and, collapsed, the speed (an inline SVG chart of nodes/s by depth).
+  Its tables and boards fit a 1400-px window and, as stacked cards, a 390-px one.
 
 Every failure has an anchor (:func:`failure_anchor`) in the Markdown and the HTML, so that the
 index of all reports in a folder (:func:`write_index`, ``index.md``: one row per engine, one column
@@ -29,8 +34,8 @@ from perft_core.atomic import write_text, write_texts
 
 from oracle.runner import RowResult, RunResult, SuiteSummary
 
-__all__ = ["FORMATS", "GLANCE_TAGS", "Group", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
-           "speed_chart_svg", "write_index", "write_report"]
+__all__ = ["FORMATS", "GLANCE_TAGS", "Group", "boards_folder", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
+           "speed_chart_svg", "verdict_line", "write_index", "write_report"]
 
 FORMATS = ("json", "md", "html")
 #: Suites with at most this many rows get a row-by-row table in Markdown (the rest: per depth).
@@ -50,10 +55,38 @@ def write_report(run: RunResult, out_dir: str | Path, name: str = "report",
         raise ValueError(f"unknown report format(s) {sorted(unknown)}; known: {', '.join(FORMATS)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    render = {"json": render_json, "md": render_markdown, "html": render_html}
+    folder = boards_folder(name)
+    render = {"json": render_json, "md": lambda r: render_markdown(r, boards=folder), "html": render_html}
     paths = {fmt: out / f"{name}.{fmt}" for fmt in formats}
-    write_texts({paths[fmt]: render[fmt](run) for fmt in formats})  # all new files, or the old ones intact
+    files = {paths[fmt]: render[fmt](run) for fmt in formats}
+    if "md" in formats:  # the Markdown shows each localized failure's board from an SVG file beside it
+        svgs = {out / folder / f"{anchor}.svg": svg for anchor, svg in _board_svgs(run).items()}
+        if svgs:
+            (out / folder).mkdir(exist_ok=True)
+            files.update(svgs)
+        for old in (out / folder).glob("fail-*.svg") if (out / folder).is_dir() else ():
+            if old not in svgs:  # a board of an earlier run's failure: gone with the failure
+                old.unlink(missing_ok=True)
+    write_texts(files)  # all new files, or the old ones intact
     return paths
+
+
+def boards_folder(name: str) -> str:
+    """The folder beside ``NAME.md`` that holds its boards: ``NAME-boards`` (one SVG per localized
+    failure, named by :func:`failure_anchor`)."""
+    return f"{name}-boards"
+
+
+def _localized(run: RunResult) -> list[RowResult]:
+    """The failing rows that carry a localization with a verdict (not ``agree``): those get a board."""
+    return [row for row in run.failures() if row.localization is not None and row.localization.kind != "agree"]
+
+
+def _board_svgs(run: RunResult, size: int = 360) -> dict[str, str]:
+    """``{failure anchor: SVG text}`` for every localized failure (:func:`oracle.boards.board_svg`)."""
+    from oracle.boards import board_svg
+
+    return {failure_anchor(row): board_svg(row.localization, size) for row in _localized(run)}
 
 
 def render_json(run: RunResult) -> str:
@@ -103,6 +136,27 @@ def _status_line(run: RunResult) -> str:
     if total.over_budget:
         text += f"; {total.over_budget:,} rows over the node budget of {fmt_int(run.max_nodes)} nodes not run"
     return text + "."
+
+
+def verdict_line(run: RunResult, see: str | None = None) -> str:
+    """The last line ``perft suite`` and ``perft report`` print: the verdict by the exit status,
+    ``PASS: 6,248 rows agree, 475 over budget``, ``FAIL: 3 rows differ (see SEE)``, ``STOPPED:
+    ...`` (the time budget) or ``NO VERDICT: <why>`` (nothing could be judged)."""
+    total = run.summary()[-1]
+
+    def rows(count: int, verb: tuple[str, str] = ("", "")) -> str:
+        return f"{count:,} {'row' if count == 1 else 'rows'}" + (f" {verb[count != 1]}" if verb[0] else "")
+
+    over = f", {total.over_budget:,} over budget" if total.over_budget else ""
+    status = run.exit_status
+    if status == 0:
+        return f"PASS: {rows(total.passed, ('agrees', 'agree'))}{over}"
+    if status == 1:
+        errors = f", {rows(total.errors)} could not be judged" if total.errors else ""
+        return f"FAIL: {rows(total.failed, ('differs', 'differ'))}{errors}" + (f" (see {see})" if see else "")
+    if status == 3:
+        return f"STOPPED: {rows(total.skipped)} not run (time budget), {rows(total.passed, ('agrees', 'agree'))}{over}"
+    return f"NO VERDICT: {run.problem() or 'nothing was judged'}"
 
 
 def _budget(run: RunResult) -> str:
@@ -255,8 +309,26 @@ def _failure_text(row: RowResult) -> str:
     return row.error or "not localized"
 
 
-def render_markdown(run: RunResult) -> str:
-    """The report as GitHub-flavoured Markdown (the committed ``docs/conformance.md``)."""
+def _md_divide(loc) -> list[str]:
+    """The divide at the node where ``loc`` stopped, as a Markdown table (rows that differ first)."""
+    from oracle.boards import divide_rows
+
+    rows = divide_rows(loc)
+    if not rows:
+        return []
+    level = loc.levels[-1]
+    body = [[f"**{r.move}**" if r.differs else r.move, fmt_int(r.engine), fmt_int(r.reference), r.note] for r in rows]
+    body.append(["total", fmt_int(level.engine_total), fmt_int(level.reference_total), ""])
+    return [f"Divide at this position, {level.depth} {'ply' if level.depth == 1 else 'plies'} "
+            "(engine / reference nodes per move; `-`: not generated or not counted):", ""] + \
+        _md_table(["move", "engine", "reference", ""], body, "lrrl") + [""]
+
+
+def render_markdown(run: RunResult, boards: str | None = None) -> str:
+    """The report as GitHub-flavoured Markdown (the committed ``docs/conformance.md``).
+
+    ``boards``: the folder (relative to the Markdown file) holding one SVG board per localized
+    failure, named by :func:`failure_anchor` (:func:`write_report` writes them); None: no boards."""
     lines = [f"# Perft conformance report: {run.engine}", "", _status_line(run), ""]
     lines += ["## At a glance", "", "Rows per suite and per tag; suites and tags with failures first. "
               "*Not run*: over the node budget or the time budget.", ""]
@@ -281,11 +353,21 @@ def render_markdown(run: RunResult) -> str:
     lines += ["", "## Failures", ""]
     if not failures:
         lines.append("None.")
+    localized = {id(row) for row in _localized(run)}
     for row in failures:
         lines += [f'<a id="{failure_anchor(row)}"></a>', "",
                   f"### {row.suite} / {row.id}, depth {row.depth}: {row.status}", "",
-                  f"`{row.fen}` expected {fmt_int(row.expected)}, got {fmt_int(row.got)}", "",
-                  "```", _failure_text(row), "```", ""]
+                  f"`{row.fen}` expected {fmt_int(row.expected)}, got {fmt_int(row.got)}", ""]
+        if id(row) in localized:
+            from oracle.boards import caption
+
+            text = caption(row.localization)
+            if boards is not None:
+                lines += [f"![the position where the oracle stopped]({boards}/{failure_anchor(row)}.svg)", ""]
+            where = f"after {text['path']}" if text["path"] else "at the root"
+            lines += [f"{text['to_move']} {where}" + (f"; {text['marks']}" if text["marks"] else "") + ".", ""]
+            lines += _md_divide(row.localization)
+        lines += ["```", _failure_text(row), "```", ""]
 
     lines += ["", "## Suites"]
     for suite in run.suites:
@@ -294,6 +376,10 @@ def render_markdown(run: RunResult) -> str:
         sources = run.sources.get(suite, [])
         if sources:
             lines += ["Source: " + "; ".join(sources), ""]
+        shown = [r for r in _localized(run) if r.suite == suite]
+        if shown and boards is not None:  # one small board per failing position, linked to its failure
+            lines += [" ".join(f'<a href="#{failure_anchor(r)}"><img src="{boards}/{failure_anchor(r)}.svg" width="120" '
+                               f'alt="{r.id}, depth {r.depth}"></a>' for r in shown), ""]
         if not rows:
             lines.append("No row within the budget.")
         elif len(rows) <= MARKDOWN_ROWS_LIMIT:
@@ -383,11 +469,34 @@ def render_html(run: RunResult) -> str:
         suites.append({"name": suite, "rows": rows, "open": len(rows) <= 200,
                        "summary": next((s for s in run.summary() if s.suite == suite), None),
                        "sources": run.sources.get(suite, [])})
-    failures = [{"row": row, "text": _failure_text(row), "anchor": failure_anchor(row)} for row in run.failures()]
+    from oracle.boards import caption, divide_rows
+
+    boards = {anchor: svg.replace("<svg ", f'<svg id="board-{anchor}" ', 1) for anchor, svg in _board_svgs(run).items()}
+    failures = []
+    for row in run.failures():
+        anchor = failure_anchor(row)
+        item = {"row": row, "text": _failure_text(row), "anchor": anchor, "board": boards.get(anchor)}
+        if item["board"] is not None:
+            item.update(caption=caption(row.localization), divide=divide_rows(row.localization),
+                        level=row.localization.levels[-1] if row.localization.levels else None)
+        failures.append(item)
+    thumbs = [{"suite": suite, "boards": [{"row": f["row"], "anchor": f["anchor"], "svg": _thumbnail(f["anchor"])}
+                                          for f in failures if f["board"] is not None and f["row"].suite == suite]}
+              for suite in run.suites]
     return _environment().get_template("report.html.j2").render(
         run=run, ok=run.ok, status_line=_status_line(run).replace("**", ""), facts=_facts(run),
         summary=run.summary(), summary_header=_SUMMARY_HEADER, summary_cells=_summary_cells,
-        groups=glance(run), chart=speed_chart_svg(run), suites=suites, failures=failures)
+        groups=glance(run), chart=speed_chart_svg(run), suites=suites, failures=failures,
+        thumbs=[t for t in thumbs if t["boards"]])
+
+
+def _thumbnail(anchor: str, size: int = 120) -> str:
+    """A small copy of the failure's board, drawn by reference (``<use>`` of the board's ``<svg
+    id="board-ANCHOR">`` further down the page, scaled by its viewBox): a few bytes, not a second
+    board's ~25 KB."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" width="{size}" '
+            f'height="{size}" viewBox="0 0 {size} {size}" role="img"><use href="#board-{anchor}" '
+            f'xlink:href="#board-{anchor}" width="{size}" height="{size}"/></svg>')
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,7 +148,7 @@ class RunResult:
         """Why the exit status is 2, in one line (None when it is not)."""
         errors = [row for row in self.rows if row.status == "error"]
         if errors:
-            return (f"{len(errors)} rows could not be judged; first: {errors[0].suite} {errors[0].id}: "
+            return (f"{len(errors)} {'row' if len(errors) == 1 else 'rows'} could not be judged; first: {errors[0].suite} {errors[0].id}: "
                     f"{str(errors[0].error).splitlines()[0] if errors[0].error else 'error'}")
         if not self.judged:
             return (f"nothing was judged: every row was skipped ({len(self.rows)}) or over the node budget "

@@ -214,9 +214,10 @@ def register(sub) -> None:
         description="Count perft(POSITION, DEPTH): POSITION is a FEN, X-FEN or Shredder-FEN (quoted), "
                     "startpos, - (FEN or EPD lines on standard input) or a FILE of them, one result line "
                     "each; EPD perft operations (D1 20; D2 400) are checked, and without DEPTH every one "
-                    "of them is counted.",
+                    "of them is counted. A CSV table with a header naming fen, depth and nodes (perft "
+                    "suite's FILE.csv, the bundled oracle/data/*.csv) is read the same way.",
         examples=["perft run startpos 6 --moves e2e4", 'perft run "FEN" 5 --divide',
-                  "perft run perftsuite.epd 3 --json", "cat positions.epd | perft run -"])
+                  "perft run oracle/data/perftsuite.csv 3 --json", "cat positions.epd | perft run -"])
     run.add_argument("position", metavar="POSITION", help="FEN / X-FEN / Shredder-FEN (quote it), startpos, - or FILE")
     run.add_argument("depth", metavar="DEPTH", type=cliargs.depth, nargs="?", default=None,
                      help="plies (optional for EPD lines with D<n> operations)")

@@ -161,6 +161,23 @@ def _nearest_existing(path: Path) -> Path:
     return Path(".")
 
 
+def _unwritable(folder: Path) -> str | None:
+    """None when a file can be made in ``folder``, else why not (``is not writable``, or the OS's
+    words). A real file is made and removed: ``os.access`` says yes to root everywhere, also on
+    ``/proc`` or a read-only mount, where the write would fail only after the work."""
+    import tempfile
+
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return "is not writable"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".perft-probe-", dir=folder)
+    except OSError as exc:
+        return f"cannot be written ({exc.strerror or exc})"
+    os.close(fd)
+    os.unlink(probe)
+    return None
+
+
 def output_dir(text: str) -> Path:
     """A folder to write into: an existing writable folder, or one that can be made (its missing
     parents too) under an existing writable folder. Returns it as a Path (not created here)."""
@@ -170,14 +187,16 @@ def output_dir(text: str) -> Path:
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text!r} exists and is not a folder")
     if path.is_dir():
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise argparse.ArgumentTypeError(f"folder {text!r} is not writable")
+        why = _unwritable(path)
+        if why:
+            raise argparse.ArgumentTypeError(f"folder {text!r} {why}")
         return path
     base = _nearest_existing(path.parent)
     if not base.is_dir():
         raise argparse.ArgumentTypeError(f"cannot make folder {text!r}: {str(base)!r} is a file, not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot make folder {text!r}: folder {str(base)!r} is not writable")
+    why = _unwritable(base)
+    if why:
+        raise argparse.ArgumentTypeError(f"cannot make folder {text!r}: folder {str(base)!r} {why}")
     return path
 
 
@@ -219,6 +238,7 @@ def output_file(text: str) -> Path:
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: folder {str(parent)!r} does not exist")
     if not parent.is_dir():
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {str(parent)!r} is a file, not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {text!r}: folder {str(parent)!r} is not writable")
+    why = _unwritable(parent)
+    if why:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: folder {str(parent)!r} {why}")
     return path

@@ -1,5 +1,6 @@
 """Where a position comes from on the command line: ``startpos`` or a FEN, UCI moves after it, and
-lines of FEN / EPD (standard input or a file, EPD perft operations ``D1 20; D2 400`` included).
+lines of FEN / EPD (standard input or a file, EPD perft operations ``D1 20; D2 400`` included) or
+a CSV table ``fen,depth,nodes`` (``perft suite``'s FILE.csv and the bundled tables).
 
 Shared by ``perft run``, ``perft perftree``, ``perft uci`` and the oracle's table files
 (:func:`oracle.tables.load_file`), so that every one of them reads positions, moves and EPD the same
@@ -8,6 +9,7 @@ EPD operations are read by python-chess (``chess.Board.from_epd``).
 """
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from .errors import FenError, IllegalMoveError
 from .position import STARTPOS, Position
 
-__all__ = ["STARTPOS", "EpdLine", "position_from", "read_epd", "read_lines"]
+__all__ = ["STARTPOS", "EpdLine", "position_from", "read_csv", "read_epd", "read_lines"]
 
 _DEPTH_OP = re.compile(r"D(\d+)")
 
@@ -102,13 +104,28 @@ def read_epd(text: str, line: int = 0) -> EpdLine:
     return EpdLine(fen, counts, name if isinstance(name, str) else None, line)
 
 
+def _is_csv_header(text: str) -> bool:
+    """A table's header line: comma-separated names among which ``fen``, ``depth`` and ``nodes``."""
+    names = {name.strip().lower() for name in text.split(",")}
+    return {"fen", "depth", "nodes"} <= names
+
+
 def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLine]:
-    """Every position in ``lines`` (blank lines and ``#`` comments skipped), read by :func:`read_epd`.
+    """Every position in ``lines``: FEN or EPD lines (blank lines and ``#`` comments skipped), read
+    by :func:`read_epd`, or a table whose first line is a CSV header naming ``fen``, ``depth`` and
+    ``nodes`` (``perft suite FILE.csv``'s format and the bundled tables': :func:`read_csv`).
 
     A line that cannot be read is ``<source>:<line>: <problem>``: raised as ValueError, or, when
     ``on_error`` is given, passed to ``on_error(message)`` and skipped.
     """
-    for number, text in enumerate(lines, 1):
+    it = iter(lines)
+    first = next(it, None)
+    if first is None:
+        return
+    if _is_csv_header(first):
+        yield from read_csv(itertools.chain([first], it), source, on_error)
+        return
+    for number, text in enumerate(itertools.chain([first], it), 1):
         if not text.strip() or text.lstrip().startswith("#"):
             continue
         try:
@@ -118,4 +135,59 @@ def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[Epd
                 raise ValueError(f"{source}:{number}: {exc}") from None
             on_error(f"{source}:{number}: {exc}")
             continue
+        yield entry
+
+
+def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLine]:
+    """The positions of a CSV table (header with ``fen``, ``depth`` and ``nodes``; ``id`` optional,
+    other columns ignored): one :class:`EpdLine` per position, the depths of its consecutive rows
+    (same ``fen`` and ``id``) as its counts, ``line`` its first row's line.
+
+    Errors as in :func:`read_lines`: ``<source>:<line>: <problem>`` (a bad FEN in the engine's
+    words, a depth or node count that is not a non-negative integer, a row with too few fields).
+    """
+    import csv
+
+    reader = csv.DictReader(iter(lines))
+    pending: list = []  # [fen, id, counts, line] of the position being gathered
+
+    def flush():
+        if pending:
+            entry = EpdLine(pending[0], dict(pending[2]), pending[1], pending[3])
+            pending.clear()
+            return entry
+        return None
+
+    def fail(message: str) -> None:
+        if on_error is None:
+            raise ValueError(message)
+        on_error(message)
+
+    for raw in reader:
+        number = reader.line_num
+        fen, depth, nodes = (raw.get(c) for c in ("fen", "depth", "nodes"))
+        if fen is None or depth is None or nodes is None:
+            fail(f"{source}:{number}: too few fields")
+            continue
+        fen, depth, nodes = fen.strip(), depth.strip(), nodes.strip()
+        name = (raw.get("id") or "").strip() or None
+        bad = next((f"{what} must be a non-negative integer, got {text!r}" for what, text in
+                    (("the depth", depth), ("the node count", nodes)) if not (text.isascii() and text.isdigit())), None)
+        if bad:
+            fail(f"{source}:{number}: {bad}")
+            continue
+        if pending and (pending[0], pending[1]) == (fen, name):
+            pending[2][int(depth)] = int(nodes)
+            continue
+        entry = flush()
+        if entry is not None:
+            yield entry
+        try:
+            Position.from_fen(fen)
+        except FenError as exc:
+            fail(f"{source}:{number}: {exc}")
+            continue
+        pending.extend([fen, name, {int(depth): int(nodes)}, number])
+    entry = flush()
+    if entry is not None:
         yield entry

@@ -22,6 +22,14 @@ BAR_SECONDS = 2.0
 PROGRESS_LINE_SECONDS = 60.0
 """Without a terminal (a log file, a batch job), a progress line at most this often."""
 
+FIRST_LINE_SECONDS = 5.0
+"""Without a terminal, the first progress line of a command a person waits on (``perft run``,
+``suite``, ``report``) comes this soon; the next ones every :data:`PROGRESS_LINE_SECONDS`."""
+
+ETA_MIN_SHARE = 0.01
+"""No ETA before this fraction of the work is done: the rate is not measured yet (the first rows
+of a suite are tiny and all overhead; an ETA from them read ``332:33:09``)."""
+
 LINES_SECONDS = 10.0
 """Without a terminal, work estimated (or found) to take longer than this many seconds writes
 progress lines and a final summary line; shorter work stays quiet."""
@@ -37,6 +45,14 @@ def duration(seconds: float) -> str:
     return f"{s} s"
 
 
+def eta(elapsed: float, share: float) -> float | None:
+    """Seconds left when ``share`` (0..1) of the work took ``elapsed`` seconds, at that rate; None
+    until :data:`ETA_MIN_SHARE` of it is done (no ETA before the rate is measured)."""
+    if share < ETA_MIN_SHARE or share >= 1.0 or elapsed <= 0:
+        return None
+    return elapsed * (1 - share) / share
+
+
 class ProgressLines:
     """Progress as lines on stderr, for when it is not a terminal: at most one line every
     ``every`` seconds, and a final summary line. Each line says what is done (``what``, e.g.
@@ -48,11 +64,14 @@ class ProgressLines:
         of: words after the share (`` of the estimated nodes``).
         every: seconds between two lines at least (default :data:`PROGRESS_LINE_SECONDS`).
         file: where to write (default stderr, looked up at each line).
+        first: seconds before the first line (default ``every``; the commands a person waits on
+            pass :data:`FIRST_LINE_SECONDS`).
     """
 
-    def __init__(self, label: str, of: str = "", every: float | None = None, file=None):
+    def __init__(self, label: str, of: str = "", every: float | None = None, file=None, first: float | None = None):
         self.label, self.of, self.file = label, of, file
         self.every = PROGRESS_LINE_SECONDS if every is None else every
+        self.first = self.every if first is None else min(first, self.every)
         self.last = 0.0
         self.lines = 0
 
@@ -60,15 +79,15 @@ class ProgressLines:
         """Write a line when ``every`` seconds passed since the last one (since the start for the
         first), or always when ``final`` (then with no ETA). ``share``: the fraction done (0..1),
         ``elapsed``: seconds since the start. Returns whether a line was written."""
-        if not final and elapsed - self.last < self.every:
+        if not final and elapsed - self.last < (self.every if self.lines else self.first):
             return False
         self.last = elapsed
         self.lines += 1
         share = min(max(share, 0.0), 1.0)
         rate = nodes / max(elapsed, 1e-9)
-        eta = elapsed * (1 - share) / share if share > 0 and not final else None
+        left = None if final else eta(elapsed, share)
         print(f"{self.label} {what} ({100 * share:.1f} %{self.of}), {nodes:,} nodes in {duration(elapsed)}, "
-              f"{rate / 1e6:,.0f} M nodes/s" + (f", ETA {duration(eta)}" if eta is not None else ""),
+              f"{rate / 1e6:,.0f} M nodes/s" + (f", ETA {duration(left)}" if left is not None else ""),
               file=self.file or sys.stderr, flush=True)
         return True
 
@@ -113,7 +132,8 @@ class Watch:
         self._task = None
         total = max(float(estimate.nodes) * passes, 1.0) if estimate is not None else None
         self._total = total
-        self._lines = ProgressLines(f"perft {estimate.depth}:") if lines and estimate is not None else None
+        self._lines = (ProgressLines(f"perft {estimate.depth}:", first=FIRST_LINE_SECONDS)
+                       if lines and estimate is not None else None)
         self._moves = ""
         if bar and estimate is not None:
             from rich.console import Console

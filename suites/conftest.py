@@ -53,6 +53,9 @@ def pytest_runtest_setup(item):
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:  # under pytest-xdist (--dist loadgroup) every GPU test runs on one worker:
+        if "gpu" in item.keywords:  # each GPU driver takes most of the device's free memory
+            item.add_marker(pytest.mark.xdist_group("gpu"))
     reason = gpu_unavailable_reason()
     if reason is None:
         return

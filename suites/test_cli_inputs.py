@@ -199,3 +199,38 @@ def test_a_refused_line_is_one_error_and_the_others_still_count(capsys, monkeypa
     assert err.count("perft: error: stdin:") == 2 and "add --force to count anyway" in err
     status, out, err = run(capsys, "run", "-", "2", "--force", stdin=f"{KIWIPETE}\nstartpos\n", monkeypatch=monkeypatch)
     assert status == 0 and len(out.splitlines()) == 2
+
+
+def test_run_reads_the_bundled_csv_tables_as_perft_suite_does(capsys):
+    """``perft run oracle/data/perftsuite.csv 2`` (README): every position once, its depth-2 row
+    checked; it used to print one error line per row. The positions and counts are the ones
+    ``perft suite`` reads from the same file (oracle.tables)."""
+    from pathlib import Path
+
+    from oracle import tables
+
+    path = Path(tables.__file__).parent / "data" / "perftsuite.csv"
+    status, out, err = run(capsys, "run", str(path), "2", "--json")
+    records = [json.loads(line) for line in out.splitlines()]
+    rows = [r for r in tables.load_file(str(path)) if r.depth == 2]
+    assert status == 0 and err == ""
+    assert [(r["id"], r["expected"], r["nodes"]) for r in records] == [(r.id, r.nodes, r.nodes) for r in rows]
+    assert {r["status"] for r in records} == {"agrees"}
+
+
+def test_a_csv_table_on_stdin_without_depth_counts_every_row_and_names_bad_rows(capsys, monkeypatch):
+    table = ("fen,depth,nodes,id\n"
+             f"{KIWIPETE},1,48,kiwi\n{KIWIPETE},2,2040,kiwi\n"
+             "not a fen,1,3,bad\n"
+             f"{chess.STARTING_FEN},x,20,start\n"
+             f"{chess.STARTING_FEN},1,20,start\n")
+    status, out, err = run(capsys, "run", "-", stdin=table, monkeypatch=monkeypatch)
+    assert status == 1  # kiwi at depth 2 is 2,039, not 2,040
+    assert out.splitlines() == [
+        f"line 2 kiwi depth 1: 48 nodes, expected 48: agrees  ({KIWIPETE})",
+        f"line 2 kiwi depth 2: 2,039 nodes, expected 2,040: DIFFERS  ({KIWIPETE})",
+        f"line 6 start depth 1: 20 nodes, expected 20: agrees  ({chess.STARTING_FEN})"]
+    with pytest.raises(perft_core.FenError) as bad:  # the line names the problem in the engine's words
+        perft_core.Position.from_fen("not a fen")
+    assert err.splitlines() == [f"perft: error: stdin:4: {bad.value}",
+                                "perft: error: stdin:5: the depth must be a non-negative integer, got 'x'"]

@@ -81,3 +81,25 @@ def test_output_file(tmp_path):
         cliargs.output_file(str(tmp_path / "f" / "store.db"))
     with pytest.raises(argparse.ArgumentTypeError, match="is a folder, not a file"):
         cliargs.output_file(str(tmp_path))
+
+
+def test_report_out_makes_a_missing_folder_and_says_so(tmp_path, capsys):
+    """README: a missing --out folder is made with its parents before the run, and said (it was
+    made silently, at the end)."""
+    out = tmp_path / "a" / "b"
+    status = main(["report", "--out", str(out), "--suites", "tricky", "--max-nodes", "100", "--json"])
+    err = capsys.readouterr().err
+    assert status == 0 and (out / "conformance.html").is_file()
+    assert f"perft report: made folder {out}" in err.splitlines()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs /proc (Linux): a folder no one can write in")
+@pytest.mark.parametrize("argv", [["report", "--suites", "tricky", "--max-nodes", "100", "--out", "/proc/perft-x"],
+                                  ["diff", "--engine", "cpu", "startpos", "3", "--svg", "/proc/perft-x.svg"]])
+def test_targets_no_one_can_write_are_refused_before_work(argv, capsys):
+    """``/proc`` passes ``os.access`` for root, but nothing can be made there: refused at once, one
+    line, exit 2, nothing counted (it used to count and fail at the end with ``[Errno 2]``)."""
+    status = main(argv)
+    out, err = capsys.readouterr()
+    assert status == 2 and out == "" and err.count("\n") == 1, (out, err)
+    assert err.startswith("perft: error: argument --") and "/proc" in err and "Errno" not in err

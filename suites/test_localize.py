@@ -283,3 +283,12 @@ def test_uci_miscount_engine_is_inconsistent():
     with UciEngine([sys.executable, str(FAKES / "fake_uci.py"), "miscount"]) as engine:
         loc = localize(engine, PythonChessEngine(), "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1", 4)
     assert loc.kind == "inconsistent" and loc.path == ["e7e5"]
+
+
+def test_a_total_the_reference_did_not_count_is_said_in_words():
+    """A move-list verdict above the last ply: the reference listed its moves and counted no total;
+    the walk's lines say so instead of printing ``/ ?``."""
+    loc = localize(Broken("no-ep"), PythonChessEngine(), "7k/8/8/8/1Pp5/8/K7/8 b - b3 0 2", 2)
+    assert loc.kind == "moves" and loc.levels[-1].reference_total is None and loc.levels[-1].depth > 1
+    text = loc.describe()
+    assert "/ ?" not in text and "the reference's total not counted: the move lists differ" in text

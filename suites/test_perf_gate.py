@@ -858,7 +858,8 @@ def test_tox_gpu_env_runs_the_suites_then_both_gates():
     ini = configparser.ConfigParser(interpolation=None)
     ini.read(CI.parent / "tox.ini")
     commands = [c.strip() for c in ini["testenv:gpu"]["commands"].strip().splitlines()]
-    assert commands[0].startswith("python -m pytest -m gpu")
+    assert commands[0].startswith("python -m pytest ") and " -m gpu " in commands[0]
+    assert '-o "addopts=' in commands[0]  # no pytest-xdist workers on a GPU runner (pyproject's addopts)
     assert commands[1:] == ["python ci/perf_gate.py static --cupy", "python ci/perf_gate.py timing"]
 
 

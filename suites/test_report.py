@@ -184,3 +184,85 @@ def test_cli_report_writes_the_published_files(tmp_path, capsys):
     assert data["environment"]["backend"] == "cpu" and data["max_nodes"] == 20000
     assert data["suites"] == ["startpos", "cpw", "tricky", "perftsuite", "chess960", "deep"]
     assert (tmp_path / "conformance.html").read_text().count("<details") == len(data["suites"]) + 1  # + speed
+
+
+def test_markdown_links_one_board_per_localized_failure_written_beside_it(failing_run, tmp_path):
+    """Each localized failure's board is an SVG file in NAME-boards/ (valid SVG with the missing
+    moves as arrows), the Markdown shows it and the divide there (differing moves first), each
+    suite links a small copy; a board of an earlier run's failure that is gone is removed."""
+    from oracle.boards import COLORS
+
+    stale = tmp_path / "conformance-boards" / "fail-cpw-gone-1.svg"
+    stale.parent.mkdir()
+    stale.write_text("<svg/>")
+    paths = write_report(failing_run, tmp_path, "conformance")
+    md = paths["md"].read_text()
+    shown = [r for r in failing_run.failures() if r.localization is not None and r.localization.kind != "agree"]
+    assert shown and not stale.exists()
+    assert sorted(p.name for p in (tmp_path / "conformance-boards").iterdir()) == \
+        sorted(f"{failure_anchor(r)}.svg" for r in shown)
+    for row in shown:
+        anchor = failure_anchor(row)
+        svg = ET.parse(tmp_path / "conformance-boards" / f"{anchor}.svg").getroot()
+        arrows = [el for el in svg.iter() if el.get("class") == "arrow"]
+        assert len(arrows) == 2 * len(row.localization.missing) and all(
+            (a.get("stroke") or a.get("fill")) == COLORS["missing"] for a in arrows)
+        assert f"](conformance-boards/{anchor}.svg)" in md and f'<a href="#{anchor}"><img src="conformance-boards/{anchor}.svg"' in md
+        section = md.split(f'<a id="{anchor}"></a>')[1].split("```")[0]
+        divide = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith(("| move", "| ---"))]
+        first = [line.split(" | ")[0].strip("| *") for line in divide[:len(row.localization.missing)]]
+        assert first == row.localization.missing and "missing" in divide[0]
+
+
+def test_a_state_verdict_highlights_its_move_and_square():
+    """The blue arrow of a state verdict is its move, and the filled squares are exactly the en
+    passant squares the children's FENs have (python-chess) where the engine counts none."""
+    import chess
+    import chess.svg
+
+    from oracle.boards import COLORS, board_svg
+    from oracle.drill import drill
+    from oracle.engines import CoreEngine
+
+    from oracle_fakes import TotalOnlyFake
+
+    loc = drill(TotalOnlyFake("ep-not-set"), CoreEngine("cpu"), "4k3/8/8/8/3p1p2/8/4P1P1/4K3 w - - 0 1", 3)
+    assert loc.kind == "state"
+    svg = ET.fromstring(board_svg(loc))
+    ns = "{http://www.w3.org/2000/svg}"
+    size = chess.svg.SQUARE_SIZE  # the board's geometry (White at the bottom): squares inside a margin
+    margin = (float(svg.get("viewBox").split()[2]) - 8 * size) // 2
+    filled = {chess.square_name(chess.square(int((float(el.get("x")) - margin) // size),
+                                             7 - int((float(el.get("y")) - margin) // size)))
+              for el in svg.iter(f"{ns}rect") if el.get("fill") == COLORS["state_square"][:7]}
+    board = chess.Board(loc.fen)
+    want = set()
+    for move in loc.state["moves"]:
+        child = board.copy()
+        child.push_uci(move)
+        want.add(chess.square_name(child.ep_square))
+    assert filled == want and len(want) == 2
+    blue = [el for el in svg.iter() if el.get("class") == "arrow" and (el.get("stroke") or el.get("fill")) == COLORS["state"]]
+    assert len(blue) == 2 * len(loc.state["moves"])
+
+
+def test_perft_diff_svg_writes_the_reports_board(tmp_path, capsys):
+    """``perft diff --svg FILE``: the board the HTML report shows for that localization, with the
+    missing en passant capture as a green arrow."""
+    import shlex
+    import sys
+
+    from oracle.boards import COLORS, board_svg
+    from oracle.localize import Localization
+
+    engine = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "no-ep"])
+    target = tmp_path / "where.svg"
+    status = cli.main(["diff", "--engine", engine, "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", "4", "--svg",
+                       str(target), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert status == 1 and data["svg"] == str(target) and data["kind"] == "moves" and data["missing"]
+    svg = target.read_text()
+    assert svg == board_svg(Localization.from_dict({k: v for k, v in data.items()
+                                                    if k not in ("agree", "exit_status", "svg")}))
+    arrows = [el for el in ET.fromstring(svg).iter() if el.get("class") == "arrow"]
+    assert len(arrows) == 2 * len(data["missing"]) and all(a.get("stroke", a.get("fill")) == COLORS["missing"] for a in arrows)

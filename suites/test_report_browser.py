@@ -8,6 +8,12 @@ Layout at a 1400-px and a 390-px window: the probe measures that nothing is wide
 (the page, every table, cell, bar and block), and screenshots (read with Pillow) show the verdict
 banner in the first screen and nothing drawn at the window's right edge.
 
+Boards (issue 35): every localized failure shows its position as an inline SVG board with the
+verdict's arrows, beside the divide there, and a small linked board per failing position; the probe
+measures them at both widths and a screenshot of the first failure's board is read for its squares
+and its arrow. Screenshots are attached to the test's output (``record_property("screenshot", ...)``,
+the path printed; ``PERFT_SCREENSHOTS=DIR`` keeps a copy in DIR).
+
 Skips with a reason where Chromium is missing (Debian: ``apt-get install chromium``; CI's .ci/run
 tries to install it).
 """
@@ -35,6 +41,7 @@ SUITES = ["cpw", "tricky", "chess960"]
 PROBE = """<script>
 (function () {
   const box = el => { const r = el.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; };
+  const rect = el => { const r = el.getBoundingClientRect(); return [r.left, r.top, r.width, r.height].map(Math.round); };
   const heading = [...document.querySelectorAll('h2')].find(h => h.textContent.trim() === 'Summary');
   let table = heading ? heading.nextElementSibling : null;
   const width = window.innerWidth;
@@ -74,6 +81,12 @@ PROBE = """<script>
                   legend: [...svg.querySelectorAll('text')].map(t => t.textContent)} : null,
     width: width, pageWidth: pageWidth, openWidth: document.documentElement.scrollWidth, wide: wide, clipped: clipped,
     verdictBottom: verdict ? verdict.getBoundingClientRect().bottom : null, bars: bars,
+    boards: [...document.querySelectorAll('.node figure svg')].map(svg => ({rect: rect(svg),
+      arrows: [...svg.querySelectorAll('.arrow')].map(a => [a.getAttribute('stroke') || a.getAttribute('fill'), ...box(a)])})),
+    thumbs: [...document.querySelectorAll('.thumbs a')].map(a => ({href: a.getAttribute('href'), box: box(a.querySelector('svg')),
+      rect: rect(a.querySelector('svg')),
+      target: !!document.getElementById(a.getAttribute('href').slice(1))})),
+    divides: [...document.querySelectorAll('table.divide')].map(t => [...t.querySelectorAll('tr')].slice(1).map(tr => tr.className)),
   };
   const host = window.parent !== window ? window.parent.document : document;  // srcdoc frame: same origin
   const pre = host.createElement('pre');
@@ -196,12 +209,80 @@ def test_layout_fits_the_window(failing, tmp_path, width):
 
 
 @pytest.mark.parametrize("width, height", [(1400, 900), (390, 844)])
-def test_screenshot_shows_the_verdict_and_nothing_cut_at_the_edge(failing, tmp_path, width, height):
+def test_screenshot_shows_the_verdict_and_nothing_cut_at_the_edge(failing, tmp_path, width, height, record_property):
     pytest.importorskip("PIL", reason="Pillow reads the screenshots (pip install '.[test]')")
     image = screenshot(render_html(failing), tmp_path, width, height)
+    _attach(record_property, tmp_path / f"shot-{width}.png", f"report-first-screen-{width}.png")
     assert image.size == (width, height)
     banner = (0xfd, 0xec, 0xea)  # .verdict.fail's background
     rows = [y for y in range(height) if sum(image.getpixel((x, y)) == banner for x in range(0, width, 4)) > width // 8]
     assert rows and rows[0] < height // 3, "the red verdict banner is near the top of the first screen"
     edge = {image.getpixel((x, y)) for x in range(width - 3, width) for y in range(height)}
     assert edge == {(255, 255, 255)}, "something is drawn at the window's right edge (cut off)"
+
+
+def localized(run: RunResult) -> list:
+    """The failing rows with a verdict (not ``agree``): each must show a board."""
+    return [r for r in run.failures() if r.localization is not None and r.localization.kind != "agree"]
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_every_failure_shows_its_board_with_arrows(failing, tmp_path, width):
+    """One board per localized failure, square and at least 300 px wide at both widths, with two
+    drawn arrow parts (shaft and head) in the missing-move green per missing move (this engine
+    misses en passant captures); the divide beside it lists the differing rows first; one small
+    board per failing position links to a failure that exists."""
+    from oracle.boards import COLORS
+
+    probe, console = render_in_chromium(render_html(failing), tmp_path, width)
+    assert console == [] and probe is not None
+    rows = localized(failing)
+    assert len(probe["boards"]) == len(rows) > 0
+    for board, row in zip(probe["boards"], rows):
+        x, y, w, h = board["rect"]
+        assert 300 <= w == h and x >= 0 and x + w <= width, board
+        assert row.localization.missing and not row.localization.extra
+        green = [a for a in board["arrows"] if a[0] == COLORS["missing"]]
+        assert len(green) == 2 * len(row.localization.missing) == len(board["arrows"]), board
+        assert all(aw > 0 and ah > 0 for _, aw, ah in green)
+    assert len(probe["divides"]) == len(rows)
+    for classes, row in zip(probe["divides"], rows):
+        differing = len(row.localization.missing) + len(row.localization.extra)
+        assert classes[:differing] == ["differs"] * differing and "differs" not in classes[differing:]
+    assert len(probe["thumbs"]) == len(rows)
+    assert all(t["target"] and t["box"] == [120, 120] for t in probe["thumbs"])
+
+
+def _attach(record_property, image_path: Path, name: str) -> None:
+    """Attach a screenshot to the test's output: its path as a property (JUnit XML) and printed;
+    with ``PERFT_SCREENSHOTS=DIR`` a copy ``DIR/NAME`` is kept."""
+    import os
+
+    keep = os.environ.get("PERFT_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        image_path = Path(shutil.copy(image_path, Path(keep) / name))
+    record_property("screenshot", str(image_path))
+    print(f"screenshot: {image_path}")
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_screenshot_shows_the_first_failures_board_and_arrow(failing, tmp_path, width, record_property):
+    """The first failure's board as Chromium draws it: the board's light and dark squares
+    (python-chess's colours) fill most of its box, and the green missing-move arrow is drawn on it;
+    the small copy of it at the top (a ``<use>`` of that board) is drawn too."""
+    pytest.importorskip("PIL", reason="Pillow reads the screenshots (pip install '.[test]')")
+    page = render_html(failing)
+    probe, _ = render_in_chromium(page, tmp_path, width)
+    x, y, w, h = probe["boards"][0]["rect"]
+    image = screenshot(page, tmp_path, width, y + h + 40)
+    _attach(record_property, tmp_path / f"shot-{width}.png", f"report-board-{width}.png")
+    board = image.crop((x, y, x + w, y + h))
+    pixels = list(zip(*[iter(board.tobytes())] * 3))  # RGB triples
+    light, dark = (0xff, 0xce, 0x9e), (0xd1, 0x8b, 0x47)  # chess.svg's default square colours
+    assert sum(p in (light, dark) for p in pixels) > 0.5 * len(pixels), "no board drawn where the probe found it"
+    arrow = [p for p in pixels if p[1] - p[0] > 50 and p[1] - p[2] > 60]  # #2ca02c at 80 % over a square
+    assert len(arrow) > 100, "no green arrow on the board"
+    tx, ty, tw, th = probe["thumbs"][0]["rect"]
+    thumb = list(zip(*[iter(image.crop((tx, ty, tx + tw, ty + th)).tobytes())] * 3))
+    assert sum(p in (light, dark) for p in thumb) > 0.3 * len(thumb), "the small board is not drawn"

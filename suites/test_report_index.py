@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from html import escape
+from pathlib import Path
 
 from oracle import cli
 from oracle.engines import board_from
@@ -22,8 +24,9 @@ def test_report_for_a_total_only_engine_and_the_index(tmp_path, capsys):
                        "--suites", "tricky", "--max-nodes", "800", "--json"])
     assert status == 1, capsys.readouterr()
     paths = json.loads(capsys.readouterr().out)["paths"]
-    assert paths["md"] == str(tmp_path / "python.md")  # named after the program
-    run = RunResult.from_dict(json.loads((tmp_path / "python.json").read_text()))
+    stem = cli._report_name(engine)
+    assert stem.startswith("total_only-") and paths["md"] == str(tmp_path / f"{stem}.md")  # named after the script
+    run = RunResult.from_dict(json.loads((tmp_path / f"{stem}.json").read_text()))
     failures = run.failures()
     assert failures and all(r.status == "fail" for r in failures)
     localized = [r.localization for r in failures if r.localization is not None]
@@ -33,8 +36,8 @@ def test_report_for_a_total_only_engine_and_the_index(tmp_path, capsys):
         board = board_from(loc.fen)
         assert loc.missing == sorted(board.uci(m) for m in board.legal_moves if board.is_en_passant(m))
     assert "--protocol cli" in run.command and run.reference == "perft_core[cpu]"
-    md = (tmp_path / "python.md").read_text()
-    html = (tmp_path / "python.html").read_text()
+    md = (tmp_path / f"{stem}.md").read_text()
+    html = (tmp_path / f"{stem}.html").read_text()
     for row in failures:
         assert f'<a id="{failure_anchor(row)}"></a>' in md and f'id="{failure_anchor(row)}"' in html
 
@@ -45,8 +48,8 @@ def test_report_for_a_total_only_engine_and_the_index(tmp_path, capsys):
     table = [line for line in index.splitlines() if line.startswith("| [")]
     assert len(table) == 2
     assert "[conformance](conformance.md) | perft_core[cpu] | PASS" in index
-    assert "[python](python.md) | " in index and "| FAIL |" in index
-    links = re.findall(r"\]\(python\.md#([\w-]+)\)", index)
+    assert f"[{stem}]({stem}.md) | {engine} | FAIL |" in index  # the command as typed
+    links = re.findall(rf"\]\({stem}\.md#([\w-]+)\)", index)
     assert sorted(links) == sorted(failure_anchor(r) for r in failures)
     ours = next(line for line in table if "conformance" in line)
     n = sum(1 for r in RunResult.from_dict(json.loads((tmp_path / "conformance.json").read_text())).rows)
@@ -63,9 +66,36 @@ def test_index_errors(tmp_path, capsys):
 
 
 def test_report_names():
-    assert cli._report_name("/usr/games/stockfish") == "stockfish"
-    assert cli._report_name("/opt/perft_gpu {fen} {depth} -nott") == "perft_gpu"
+    """The program's or script's name, then a short hash of the whole command (issue 35: every
+    ``python ...`` engine wrote ``python.*``)."""
+    import hashlib
+
+    for command, stem in [("/usr/games/stockfish", "stockfish"), ("/opt/perft_gpu {fen} {depth} -nott", "perft_gpu"),
+                          ("python my_engine.py --uci", "my_engine"), ("python3 -u ./engines/x.py {fen} {depth}", "x"),
+                          ("env HASH=16 /usr/games/stockfish", "stockfish")]:
+        assert cli._report_name(command) == f"{stem}-{hashlib.sha256(command.encode()).hexdigest()[:6]}"
+    assert cli._report_name("python a.py") != cli._report_name("python a.py --bug")
     assert cli._report_name("python-chess") == "python-chess"
+
+
+def test_two_python_engines_get_two_reports_and_the_index_lists_both(tmp_path, capsys):
+    """Two engines run by the same interpreter: two sets of files, each titled with its command as
+    typed (``{fen} {depth}``, not ``'{fen}' '{depth}'``), and both rows in the index."""
+    engines = [f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}}", f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}} no-ep"]
+    stems = []
+    for engine in engines:
+        cli.main(["report", "--engine", engine, "--protocol", "cli", "--out", str(tmp_path), "--suites", "tricky",
+                  "--max-nodes", "300", "--json"])
+        stems.append(json.loads(capsys.readouterr().out)["paths"]["md"])
+    assert len(set(stems)) == 2 and all(Path(p).exists() for p in stems)
+    for engine, md in zip(engines, stems):
+        html = Path(md).with_suffix(".html").read_text()
+        assert f"<title>Perft conformance: {escape(engine)}</title>" in html
+        assert f"# Perft conformance report: {engine}\n" in Path(md).read_text()
+    assert cli.main(["report", "--index", str(tmp_path)]) == 0
+    index = (tmp_path / "index.md").read_text()
+    for engine, md in zip(engines, stems):
+        assert f"[{Path(md).stem}]({Path(md).name}) | {engine} | " in index
 
 
 def test_another_backend_never_overwrites_the_cpu_report(tmp_path, capsys):
@@ -94,6 +124,7 @@ def test_another_programs_report_names_the_gpu_of_its_machine(tmp_path, capsys, 
                      "--suites", "tricky", "--max-nodes", "800", "--json"]) == 0, capsys.readouterr()
     capsys.readouterr()
     assert cli.main(["report", "--index", str(tmp_path)]) == 0
-    row = next(line for line in (tmp_path / "index.md").read_text().splitlines() if line.startswith("| [python]"))
+    stem = cli._report_name(engine)
+    row = next(line for line in (tmp_path / "index.md").read_text().splitlines() if line.startswith(f"| [{stem}]"))
     assert "GPU present: NVIDIA H200" in row
-    assert "GPU present: NVIDIA H200" in (tmp_path / "python.md").read_text()
+    assert "GPU present: NVIDIA H200" in (tmp_path / f"{stem}.md").read_text()

@@ -259,3 +259,13 @@ def test_perft_console_script_dispatches_to_the_oracle(capsys):
     assert perft_cli.main(["diff", "--engine", fake_uci_command("no-ep"), POS3, "3"]) == 1
     assert "missing:" in capsys.readouterr().out
     assert perft_cli.main(["suite", "nosuch"]) == 2
+
+
+@pytest.mark.parametrize("failing", [1, 2])
+def test_problem_counts_rows_in_words(failing):
+    """"1 row could not be judged", "2 rows ...": the count and its noun agree (issue 35)."""
+    rows = small_rows(1_000)
+    unreadable = [r for r in rows if "HF" in r.fen or "hf" in r.fen][:failing]  # Flaky fails on these
+    run = run_suite(Flaky(), [r for r in rows if r.suite == "cpw"] + unreadable)
+    assert sum(r.status == "error" for r in run.rows) == failing
+    assert run.problem().startswith(f"{failing} {'row' if failing == 1 else 'rows'} could not be judged; ")

@@ -23,7 +23,7 @@ import shlex
 from collections.abc import Sequence
 
 from oracle.engines.base import DEFAULT_TIMEOUT, EngineError, TotalOnlyEngine
-from oracle.engines.process import argv_of, run_once, engine_fen
+from oracle.engines.process import argv_of, command_name, engine_fen, run_once
 
 __all__ = ["CliEngine", "parse_total"]
 
@@ -125,7 +125,7 @@ class CliEngine(TotalOnlyEngine):
             if self.total_regex.groups < 1:
                 raise ValueError(f"--total-regex {total_regex!r} has no group: put the total in (...)")
         self.timeout = timeout
-        self.name = name or shlex.join(self.argv)
+        self.name = name or command_name(template)
         self.calls = 0
 
     def command(self, fen: str, depth: int) -> list[str]:

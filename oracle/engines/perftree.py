@@ -6,7 +6,7 @@ import shlex
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, DEFAULT_TIMEOUT, BaseEngine, EngineError
-from oracle.engines.process import argv_of, run_once, engine_fen
+from oracle.engines.process import argv_of, command_name, engine_fen, run_once
 
 _PERFTREE_LINE = re.compile(MOVE_PATTERN + r"\s+(\d+)")
 
@@ -24,7 +24,7 @@ class PerftreeEngine(BaseEngine):
                  name: str | None = None):
         self.argv = argv_of(command)
         self.timeout = timeout
-        self.name = name or shlex.join(self.argv)
+        self.name = name or command_name(command)
 
     def _divide(self, fen, depth, moves):
         argv = [*self.argv, str(depth), engine_fen(fen), " ".join(moves)]

@@ -49,6 +49,12 @@ def argv_of(command: str | Sequence[str]) -> list[str]:
     return argv
 
 
+def command_name(command: str | Sequence[str]) -> str:
+    """An engine's name: its command as typed (a string, stripped), or an argument vector
+    shell-quoted. A template keeps ``{fen} {depth}`` as written, not quoted (``'{fen}'``)."""
+    return command.strip() if isinstance(command, str) else shlex.join(command)
+
+
 _PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, OUTPUT_KEPT, DEFAULT_TIMEOUT, BaseEngine, EngineError, tail_lines, needs_chess960
-from oracle.engines.process import argv_of, engine_fen, kill, pump, spawn
+from oracle.engines.process import argv_of, command_name, engine_fen, kill, pump, spawn
 
 _UCI_LINE = re.compile(MOVE_PATTERN + r"\s*:\s*(\d+)")
 _NODES_LINE = re.compile(r"Nodes searched\s*:\s*(\d+)")
@@ -56,7 +56,7 @@ class UciEngine(BaseEngine):
                  name: str | None = None):
         self.argv = argv_of(command)
         self.timeout = timeout
-        self.name = name or shlex.join(self.argv)
+        self.name = name or command_name(command)
         self._proc: subprocess.Popen | None = None
         self._lines: queue.Queue = queue.Queue()
         self._stderr: collections.deque = collections.deque(maxlen=OUTPUT_KEPT)
