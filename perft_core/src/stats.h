@@ -1,0 +1,210 @@
+// Perft statistics: the leaf moves classified by bitboard set operations (perft_core.Stats gives
+// the definitions; the python-chess reference, oracle/stats.py, counts the same by other means).
+//
+// Host-only for now (the CPU extension's src/stats.cpp includes it; no GPU kernel does, so the
+// cubins are untouched), written in the shared core's dialect (PC_HD, no standard library) so that
+// it can move into kernels/ for a GPU statistics leaf.
+//
+// At the leaf parent (Us to move, the last ply's moves are Us's), once per position:
+//   - the check squares of each piece type: the squares from which a piece of that type attacks
+//     their king with the present occupancy. A plain move's destination square is on the line
+//     from their king only if the move did not pass the king, and the square it leaves is never
+//     between its destination and the king (it would then have given check before the move, along
+//     the same line), so the occupancy before the move gives the same answer as after;
+//   - the discovery blockers: our pieces that alone stand between one of our sliders and their
+//     king, each with the squares on which it keeps blocking (the segment to the slider, and the
+//     slider's square). A plain move of a blocker to any other square uncovers one check.
+// Then each piece's target set is counted by popcounts: nodes, captures (targets on their pieces),
+// direct checks (targets among the check squares) and discovered checks (a blocker's targets off
+// its segment). Promotions look at each promoted piece with the pawn lifted (its square may be on
+// the new piece's line to the king); castling and en passant (rare) are made and their checkers
+// counted in full. A mate needs the child's legal moves: they are counted only for checking moves.
+#pragma once
+#include "chess.h"
+
+// Counters of the leaf moves below a position (perft_core.Stats, same order as STATS_FIELDS in
+// perft_core/stats.py). checks[k], mates[k]: the checking moves of kind k that do not mate / mate;
+// kinds: 0 direct, 1 single discovered, 2 direct-discovered, 3 double-discovered.
+struct StatCounts {
+    u64 nodes, captures, en_passant, castles, promotions;
+    u64 checks[4], mates[4];
+};
+
+enum { CHECK_DIRECT = 0, CHECK_SINGLE_DISCOVERED = 1, CHECK_DIRECT_DISCOVERED = 2, CHECK_DOUBLE_DISCOVERED = 3 };
+
+PC_HD void stats_zero(StatCounts& s) {
+    s.nodes = s.captures = s.en_passant = s.castles = s.promotions = 0;
+    for (int k = 0; k < 4; ++k) s.checks[k] = s.mates[k] = 0;
+}
+
+PC_HD void stats_add(StatCounts& s, const StatCounts& o) {
+    s.nodes += o.nodes;
+    s.captures += o.captures;
+    s.en_passant += o.en_passant;
+    s.castles += o.castles;
+    s.promotions += o.promotions;
+    for (int k = 0; k < 4; ++k) {
+        s.checks[k] += o.checks[k];
+        s.mates[k] += o.mates[k];
+    }
+}
+
+// The kind of a check given by `checkers` (our pieces attacking their king after the move, at least
+// one) when the moved piece stands on `dest` (for castling: the rook's destination).
+PC_HD int check_kind(u64 checkers, int dest) {
+    const bool direct = (checkers >> dest) & 1;
+    if (!more_than_one(checkers)) return direct ? CHECK_DIRECT : CHECK_SINGLE_DISCOVERED;
+    return direct ? CHECK_DIRECT_DISCOVERED : CHECK_DOUBLE_DISCOVERED;
+}
+
+// Attacks of a piece of type `code` (KNIGHT..QUEEN) on `sq` with occupancy `occ`.
+PC_HD u64 piece_attacks(int code, int sq, u64 occ) {
+    switch (code) {
+        case KNIGHT: return knight_att(sq);
+        case BISHOP: return bishop_att(sq, occ);
+        case ROOK: return rook_att(sq, occ);
+        default: return bishop_att(sq, occ) | rook_att(sq, occ);
+    }
+}
+
+// Classifies the legal moves of b (Us to move) into `s`: generate_legal<Us>(b, ci, sink).
+template <int Us>
+struct StatsSink {
+    static constexpr int Them = Us ^ 1;
+    static constexpr int Up = Us == WHITE ? 8 : -8;
+    const Board& b;
+    const CastleInfo& ci;
+    StatCounts& s;
+    u64 occ, them, blockers;
+    int ksq;       // their king
+    u64 chk[8];    // check squares by piece code (PAWN..KING; KING: none)
+    u64 keep[64];  // keep[sq] for sq in blockers: where that blocker still blocks
+
+    PC_HD StatsSink(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
+        occ = occupied(b);
+        them = Us == WHITE ? b.black : occ & ~b.black;
+        const u64 us = occ ^ them;
+        ksq = lsb(kings_of(b) & them);
+        const u64 diag = bishop_att(ksq, occ), orth = rook_att(ksq, occ);
+        chk[0] = 0;
+        chk[PAWN] = pawn_att(Them, ksq);  // a pawn of ours there attacks their king
+        chk[KNIGHT] = knight_att(ksq);
+        chk[BISHOP] = diag;
+        chk[ROOK] = orth;
+        chk[QUEEN] = diag | orth;
+        chk[KING] = 0;
+        chk[7] = 0;
+        blockers = 0;
+        const u64 sliders = ((rook_empty(ksq) & orth_of(b)) | (bishop_empty(ksq) & diag_of(b))) & us;
+        for (u64 p = sliders; p;) {
+            const int sl = pop_lsb(p);
+            const u64 seg = between_bb(ksq, sl), in = seg & occ;
+            if (in && !more_than_one(in) && (in & us)) {
+                blockers |= in;
+                keep[lsb(in)] = seg | bit(sl);
+            }
+        }
+    }
+
+    // One checking move (from, to, flag) of kind `kind`: a mate when their side has no legal reply.
+    PC_HD void checking(int from, int to, int flag, int kind) {
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        if (count_moves<Them>(c, ci) == 0) ++s.mates[kind];
+        else ++s.checks[kind];
+    }
+
+    // Plain moves (flag MF_NORMAL or MF_DOUBLE) from `from` to the squares `to`, with `direct`
+    // the targets that give direct check.
+    PC_HD void plain(int from, u64 to, u64 direct, int flag) {
+        const u64 disc = (blockers >> from) & 1 ? to & ~keep[from] : 0;
+        for (u64 t = direct | disc; t;) {
+            const int sq = pop_lsb(t);
+            const u64 m = bit(sq);
+            checking(from, sq, flag, (direct & m) ? ((disc & m) ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT)
+                                                  : CHECK_SINGLE_DISCOVERED);
+        }
+    }
+
+    PC_HD void piece(int from, u64 to) {
+        s.nodes += popcnt(to);
+        s.captures += popcnt(to & them);
+        const u64 direct = to & chk[piece_code(b, from)];
+        if (direct || ((blockers >> from) & 1)) plain(from, to, direct, MF_NORMAL);
+    }
+    PC_HD void slider(int from, u64 to) { piece(from, to); }
+
+    // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
+    PC_HD static u64 forward(u64 set, int delta) { return delta > 0 ? set << delta : set >> -delta; }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        const int n = popcnt(to);
+        s.nodes += n;
+        if (delta != Up && delta != 2 * Up) s.captures += n;
+        const u64 direct = to & chk[PAWN];
+        const u64 from_blocker = to & forward(blockers, delta);  // targets whose pawn is a blocker
+        for (u64 t = direct | from_blocker; t;) {
+            const int sq = pop_lsb(t);
+            const int from = sq - delta;
+            plain(from, bit(sq), direct & bit(sq), flag);
+        }
+    }
+
+    // Promotions: four moves per target (knight, bishop, rook, queen).
+    PC_HD void promos(u64 to, int delta) {
+        for (u64 t = to; t;) {
+            const int sq = pop_lsb(t);
+            for (int code = KNIGHT; code <= QUEEN; ++code) promo(sq - delta, sq, code);
+        }
+    }
+    // One promotion to piece `code`: its check squares with the pawn lifted.
+    PC_HD void promo(int from, int to, int code) {
+        ++s.nodes;
+        ++s.promotions;
+        if ((them >> to) & 1) ++s.captures;
+        const bool disc = ((blockers >> from) & 1) && !((keep[from] >> to) & 1);
+        const bool direct = (piece_attacks(code, to, (occ ^ bit(from)) | bit(to)) >> ksq) & 1;
+        if (direct || disc)
+            checking(from, to, code + 2, direct ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
+    }
+
+    // Castling and en passant: made, and the checkers of their king counted on the child.
+    PC_HD void one(int from, int to, int flag) {
+        ++s.nodes;
+        int dest = to;
+        if (flag == MF_EP) {
+            ++s.captures;
+            ++s.en_passant;
+        } else {  // MF_CASTLE, encoded king takes rook
+            ++s.castles;
+            dest = ci.side[Us][to > from ? 0 : 1].rook_to;
+        }
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        const u64 cocc = occupied(c);
+        const u64 mine = Us == WHITE ? cocc & ~c.black : c.black;
+        const u64 checkers = ((pawn_att(Them, ksq) & pawns_of(c)) | (knight_att(ksq) & knights_of(c)) |
+                              (bishop_att(ksq, cocc) & diag_of(c)) | (rook_att(ksq, cocc) & orth_of(c))) & mine;
+        if (!checkers) return;
+        const int kind = check_kind(checkers, dest);
+        if (count_moves<Them>(c, ci) == 0) ++s.mates[kind];
+        else ++s.checks[kind];
+    }
+    PC_HD void pins(u64) {}
+};
+
+// One legal move of b (Us to move) into `s`: the statistics of a divide at depth 1.
+template <int Us>
+PC_HD void move_stats(const Board& b, const CastleInfo& ci, Move m, StatCounts& s) {
+    StatsSink<Us> sink(b, ci, s);
+    const int from = mv_from(m), to = mv_to(m), flag = mv_flag(m);
+    if (flag == MF_EP || flag == MF_CASTLE) sink.one(from, to, flag);
+    else if (flag >= MF_PROMO_N) sink.promo(from, to, flag - 2);
+    else if (piece_code(b, from) == PAWN) sink.pawns(bit(to), to - from, flag);
+    else sink.piece(from, bit(to));
+}
+
+template <int Us>
+PC_HD void leaf_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
+    StatsSink<Us> sink(b, ci, s);
+    generate_legal<Us>(b, ci, sink);
+}
