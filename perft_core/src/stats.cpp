@@ -19,6 +19,10 @@ void stats_rec(const Board& b, const CastleInfo& ci, int depth, StatCounts& s) {
         return;
     }
     if (depth >= STOP_PLIES && stop_requested()) return;
+    if (depth == 2) {  // stream the children into their leaf classification (src/stats.h)
+        perft2_stats<Us>(b, ci, s);
+        return;
+    }
     Move list[PC_MAX_MOVES];
     const int n = generate_moves<Us>(b, ci, list);
     for (int i = 0; i < n; ++i) {

@@ -22,6 +22,15 @@
 #pragma once
 #include "chess.h"
 
+// Out of line in host builds: the sink's rare paths (checks, promotions, castling, en passant) and
+// the leaf below each of the leaf parent's moves. Inlined at every call site of the generator, they
+// made the code several times larger and the count 15-20 % slower (NOTES.md, session 14).
+#if PC_HOST_CODE
+#define PC_STATS_COLD __attribute__((noinline))
+#else
+#define PC_STATS_COLD PC_HD
+#endif
+
 // Counters of the leaf moves below a position (perft_core.Stats, same order as STATS_FIELDS in
 // perft_core/stats.py). checks[k], mates[k]: the checking moves of kind k that do not mate / mate;
 // kinds: 0 direct, 1 single discovered, 2 direct-discovered, 3 double-discovered.
@@ -67,6 +76,22 @@ PC_HD u64 piece_attacks(int code, int sq, u64 occ) {
     }
 }
 
+// Has the side to move (Us, in check) no legal move? Out of line: it runs for checking moves only
+// (one leaf move in 50 to 100). Most checks are not mate and the king steps out of most: a square
+// next to the king that no enemy piece attacks with the king lifted (a slider's ray through the
+// king's square counts) answers without the full generation. (Answering captures and blocks by
+// unpinned pieces the same way too made no measurable difference: NOTES.md, session 14.)
+template <int Us>
+PC_STATS_COLD bool mated(const Board& c, const CastleInfo& ci) {
+    const u64 occ = occupied(c);
+    const u64 us = Us == WHITE ? occ & ~c.black : c.black;
+    const int ksq = lsb(kings_of(c) & us);
+    const u64 occ_nk = occ ^ bit(ksq);
+    for (u64 t = king_att(ksq) & ~us; t;)
+        if (!attacked_by(c, pop_lsb(t), Us ^ 1, occ_nk)) return false;
+    return count_moves<Us>(c, ci) == 0;
+}
+
 // Classifies the legal moves of b (Us to move) into `s`: generate_legal<Us>(b, ci, sink).
 template <int Us>
 struct StatsSink {
@@ -74,13 +99,15 @@ struct StatsSink {
     static constexpr int Up = Us == WHITE ? 8 : -8;
     const Board& b;
     const CastleInfo& ci;
-    StatCounts& s;
+    StatCounts s;  // this position's counts (a member, not a reference: the counters stay in registers)
     u64 occ, them, blockers;
+    u64 lines;     // squares between their king and our sliders that see it on an empty board
     int ksq;       // their king
     u64 chk[8];    // check squares by piece code (PAWN..KING; KING: none)
     u64 keep[64];  // keep[sq] for sq in blockers: where that blocker still blocks
 
-    PC_HD StatsSink(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
+    PC_HD StatsSink(const Board& board, const CastleInfo& info) : b(board), ci(info) {
+        stats_zero(s);
         occ = occupied(b);
         them = Us == WHITE ? b.black : occ & ~b.black;
         const u64 us = occ ^ them;
@@ -94,11 +121,12 @@ struct StatsSink {
         chk[QUEEN] = diag | orth;
         chk[KING] = 0;
         chk[7] = 0;
-        blockers = 0;
+        blockers = lines = 0;
         const u64 sliders = ((rook_empty(ksq) & orth_of(b)) | (bishop_empty(ksq) & diag_of(b))) & us;
         for (u64 p = sliders; p;) {
             const int sl = pop_lsb(p);
             const u64 seg = between_bb(ksq, sl), in = seg & occ;
+            lines |= seg;
             if (in && !more_than_one(in) && (in & us)) {
                 blockers |= in;
                 keep[lsb(in)] = seg | bit(sl);
@@ -107,16 +135,16 @@ struct StatsSink {
     }
 
     // One checking move (from, to, flag) of kind `kind`: a mate when their side has no legal reply.
-    PC_HD void checking(int from, int to, int flag, int kind) {
+    PC_STATS_COLD void checking(int from, int to, int flag, int kind) {
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
-        if (count_moves<Them>(c, ci) == 0) ++s.mates[kind];
+        if (mated<Them>(c, ci)) ++s.mates[kind];
         else ++s.checks[kind];
     }
 
     // Plain moves (flag MF_NORMAL or MF_DOUBLE) from `from` to the squares `to`, with `direct`
     // the targets that give direct check.
-    PC_HD void plain(int from, u64 to, u64 direct, int flag) {
+    PC_STATS_COLD void plain(int from, u64 to, u64 direct, int flag) {
         const u64 disc = (blockers >> from) & 1 ? to & ~keep[from] : 0;
         for (u64 t = direct | disc; t;) {
             const int sq = pop_lsb(t);
@@ -157,7 +185,7 @@ struct StatsSink {
         }
     }
     // One promotion to piece `code`: its check squares with the pawn lifted.
-    PC_HD void promo(int from, int to, int code) {
+    PC_STATS_COLD void promo(int from, int to, int code) {
         ++s.nodes;
         ++s.promotions;
         if ((them >> to) & 1) ++s.captures;
@@ -167,17 +195,26 @@ struct StatsSink {
             checking(from, to, code + 2, direct ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
     }
 
-    // Castling and en passant: made, and the checkers of their king counted on the child.
-    PC_HD void one(int from, int to, int flag) {
+    // Castling and en passant: made, and the checkers of their king counted on the child, when a
+    // check is possible at all: the moved piece (rook, capturing pawn) on a check square of its kind
+    // (the rook: on a rank or file of the king), or a square left empty (the king's or the rook's,
+    // the capturing or the captured pawn's) between their king and one of our sliders (a discovery).
+    PC_STATS_COLD void one(int from, int to, int flag) {
         ++s.nodes;
         int dest = to;
+        u64 left = bit(from) | bit(to);  // castling: king and rook squares
+        bool direct;
         if (flag == MF_EP) {
             ++s.captures;
             ++s.en_passant;
+            left = bit(from) | bit(to - Up);
+            direct = (chk[PAWN] >> to) & 1;
         } else {  // MF_CASTLE, encoded king takes rook
             ++s.castles;
             dest = ci.side[Us][to > from ? 0 : 1].rook_to;
+            direct = (rook_empty(ksq) >> dest) & 1;
         }
+        if (!direct && !(left & lines)) return;
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
         const u64 cocc = occupied(c);
@@ -186,7 +223,7 @@ struct StatsSink {
                               (bishop_att(ksq, cocc) & diag_of(c)) | (rook_att(ksq, cocc) & orth_of(c))) & mine;
         if (!checkers) return;
         const int kind = check_kind(checkers, dest);
-        if (count_moves<Them>(c, ci) == 0) ++s.mates[kind];
+        if (mated<Them>(c, ci)) ++s.mates[kind];
         else ++s.checks[kind];
     }
     PC_HD void pins(u64) {}
@@ -195,16 +232,64 @@ struct StatsSink {
 // One legal move of b (Us to move) into `s`: the statistics of a divide at depth 1.
 template <int Us>
 PC_HD void move_stats(const Board& b, const CastleInfo& ci, Move m, StatCounts& s) {
-    StatsSink<Us> sink(b, ci, s);
+    StatsSink<Us> sink(b, ci);
     const int from = mv_from(m), to = mv_to(m), flag = mv_flag(m);
     if (flag == MF_EP || flag == MF_CASTLE) sink.one(from, to, flag);
     else if (flag >= MF_PROMO_N) sink.promo(from, to, flag - 2);
     else if (piece_code(b, from) == PAWN) sink.pawns(bit(to), to - from, flag);
     else sink.piece(from, bit(to));
+    stats_add(s, sink.s);
+}
+
+// Perft 2 statistics of b (Us to move): each of Us's moves is made as it is generated and the
+// child's moves classified, with no move list; ThemCastle = false when the children's side to move
+// has no castling right (as the plain count's LeafParentSink, src/host.h).
+template <int Us, bool ThemCastle>
+struct StatsParentSink {
+    const Board& b;
+    const CastleInfo& ci;
+    StatCounts& s;
+    PC_STATS_COLD void visit(int from, int to, int flag) {
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        StatsSink<Us ^ 1> sink(c, ci);
+        generate_legal<Us ^ 1, StatsSink<Us ^ 1>, ThemCastle>(c, ci, sink);
+        stats_add(s, sink.s);
+    }
+    PC_HD void piece(int from, u64 to) {
+        while (to) visit(from, pop_lsb(to), MF_NORMAL);
+    }
+    PC_HD void slider(int from, u64 to) { piece(from, to); }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        while (to) {
+            const int t = pop_lsb(to);
+            visit(t - delta, t, flag);
+        }
+    }
+    PC_HD void promos(u64 to, int delta) {
+        while (to) {
+            const int t = pop_lsb(to);
+            for (int f = MF_PROMO_N; f <= MF_PROMO_Q; ++f) visit(t - delta, t, f);
+        }
+    }
+    PC_HD void one(int from, int to, int flag) { visit(from, to, flag); }
+    PC_HD void pins(u64) {}
+};
+
+template <int Us>
+PC_HD void perft2_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
+    if (b.state & (castle_bit(Us ^ 1, 0) | castle_bit(Us ^ 1, 1))) {
+        StatsParentSink<Us, true> sink{b, ci, s};
+        generate_legal<Us>(b, ci, sink);
+    } else {
+        StatsParentSink<Us, false> sink{b, ci, s};
+        generate_legal<Us>(b, ci, sink);
+    }
 }
 
 template <int Us>
 PC_HD void leaf_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
-    StatsSink<Us> sink(b, ci, s);
+    StatsSink<Us> sink(b, ci);
     generate_legal<Us>(b, ci, sink);
+    stats_add(s, sink.s);
 }
