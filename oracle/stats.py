@@ -124,3 +124,65 @@ def reference_divide_stats(board: chess.Board, depth: int) -> dict[str, Stats]:
             board.pop()
         out[uci] = Stats(*counts)
     return out
+
+
+# ----- the published rows, checked (the conformance report's statistics section) --------------------
+
+_CSV_COLUMN = {"en_passant": "ep"}
+"""The detail table's column for a :data:`perft_core.stats.CPW_COLUMNS` name, where they differ."""
+
+REFERENCE_NODES = 200_000
+"""Rows up to this many nodes are also counted by :func:`reference_stats` (about 2 s in all)."""
+
+
+def check_cpw_rows(max_nodes: int | None = None, count=None) -> tuple[list[dict], int]:
+    """Every row of the Chess Programming Wiki's detail table (oracle/data/cpw_perft_results_detail.csv)
+    that publishes statistics, counted with statistics and compared column by column.
+
+    Args:
+        max_nodes: rows with more nodes are left out (counted in the second value); None: none.
+        count: ``count(fen, depth) -> Stats``; default our CPU backend, :func:`perft_core.perft_stats`
+            on every core, no estimate.
+
+    Returns:
+        ``(results, over_budget)``: one JSON-ready dict per row in table order, with ``id``, ``fen``,
+        ``depth``, ``nodes`` (published), ``status`` (``"pass"``: every published column equal,
+        else ``"fail"``), ``columns`` (``{cpw column: [published, counted]}``, the published ones
+        only), ``mismatch`` (the columns that differ), ``reference`` (``"agree"``/``"differs"``: the
+        python-chess reference's Stats against ours, rows up to REFERENCE_NODES; else None) and
+        ``seconds``; and the number of rows over ``max_nodes``.
+    """
+    import csv
+    import time
+    from importlib import resources
+
+    from perft_core.stats import CPW_COLUMNS
+
+    if count is None:
+        import perft_core
+
+        def count(fen, depth):
+            return perft_core.perft_stats(fen, depth, max_estimate_seconds=None)
+    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["captures"] != ""]
+    results, over = [], 0
+    for r in rows:
+        nodes, depth = int(r["nodes"]), int(r["depth"])
+        if max_nodes is not None and nodes > max_nodes:
+            over += 1
+            continue
+        t0 = time.perf_counter()
+        got = count(r["fen"], depth)
+        seconds = time.perf_counter() - t0
+        published = {name: int(r[_CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
+                     if r[_CSV_COLUMN.get(name, name)] != ""}
+        counted = got.cpw()
+        columns = {name: [value, counted[name]] for name, value in published.items()}
+        mismatch = [name for name, (want, have) in columns.items() if want != have]
+        reference = None
+        if nodes <= REFERENCE_NODES:
+            reference = "agree" if reference_stats(chess.Board(r["fen"]), depth) == got else "differs"
+        results.append({"id": r["id"], "fen": r["fen"], "depth": depth, "nodes": nodes,
+                        "status": "fail" if mismatch or reference == "differs" else "pass", "columns": columns,
+                        "mismatch": mismatch, "reference": reference, "seconds": float(f"{seconds:.4g}")})
+    return results, over

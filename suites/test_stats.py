@@ -282,3 +282,57 @@ def test_cli_refuses_what_it_cannot_count(capsys, extra, message):
     assert main(["run", "startpos", "3", "--stats", *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+# ----- the conformance report's statistics rows -------------------------------------------------
+
+def test_report_checks_every_published_column():
+    from oracle.stats import REFERENCE_NODES, check_cpw_rows
+
+    results, over = check_cpw_rows(max_nodes=500_000)
+    assert over == 36 - len(results) and len(results) == 20
+    assert all(r["status"] == "pass" and not r["mismatch"] for r in results)
+    assert {len(r["columns"]) for r in results} == {7, 9}  # position 4 publishes no discovery/double checks
+    assert all(r["reference"] == ("agree" if r["nodes"] <= REFERENCE_NODES else None) for r in results)
+
+
+def test_report_names_a_wrong_column():
+    from oracle.stats import check_cpw_rows
+
+    def castles_off_by_one(fen, depth):
+        s = perft_core.perft_stats(fen, depth)
+        return dataclasses.replace(s, castles=s.castles + 1) if s.castles else s
+
+    results, _ = check_cpw_rows(max_nodes=100_000, count=castles_off_by_one)
+    failed = [r for r in results if r["status"] == "fail"]
+    assert failed and all(r["mismatch"] == ["castles"] and r["reference"] == "differs" for r in failed)
+    assert {(r["id"], r["depth"]) for r in failed} == {("pos2_kiwipete", 1), ("pos2_kiwipete", 2),
+                                                       ("pos2_kiwipete", 3), ("pos4", 2), ("pos4_mirrored", 2)}
+
+
+def test_report_renders_and_judges_the_statistics(tmp_path):
+    from oracle.report import render_markdown
+    from oracle.runner import RunResult
+
+    run = RunResult(engine="cpu", reference=None, suites=["cpw"], max_nodes=10, max_seconds=None)
+    assert "Perft statistics" not in render_markdown(run)
+    ok = {"id": "pos3", "fen": "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -", "depth": 1, "nodes": 14, "status": "pass",
+          "columns": {"captures": [1, 1]}, "mismatch": [], "reference": "agree", "seconds": 0.001}
+    run.statistics = [ok]
+    assert run.ok and run.exit_status == 0  # a statistics row is judged too
+    bad = ok | {"status": "fail", "mismatch": ["captures"], "columns": {"captures": [1, 2]}}
+    run.statistics = [ok, bad]
+    assert not run.ok and run.exit_status == 1
+    text = render_markdown(run)
+    assert "perft statistics: 1 of 2 CPW detail rows agree in every column" in text
+    assert "| pos3 | 1 | 14 | 1 | agree | fail | captures 1 / 2 |" in text
+    assert RunResult.from_dict(json.loads(json.dumps(run.to_dict()))).statistics == run.statistics
+
+
+def test_perft_report_runs_the_statistics_rows(tmp_path, capsys):
+    from perft_cli import main as perft
+
+    assert perft(["report", "--out", str(tmp_path), "--suites", "cpw", "--max-nodes", "50000", "--json"]) == 0
+    data = json.loads((tmp_path / "conformance.json").read_text())
+    assert len(data["statistics"]) == 16 and data["statistics_over_budget"] == 20  # rows of <= 50,000 nodes
+    assert "## Perft statistics" in (tmp_path / "conformance.md").read_text()
