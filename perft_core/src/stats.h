@@ -18,7 +18,7 @@
 // direct checks (targets among the check squares) and discovered checks (a blocker's targets off
 // its segment). Promotions look at each promoted piece with the pawn lifted (its square may be on
 // the new piece's line to the king); castling and en passant (rare) are made and their checkers
-// counted in full. A mate needs the child's legal moves: they are counted only for checking moves.
+// counted in full when a check is possible at all. A mate needs the child's legal moves: they are counted only for checking moves.
 #pragma once
 #include "chess.h"
 
