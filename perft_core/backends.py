@@ -211,9 +211,9 @@ class CpuBackend(Backend):
         from . import zobrist
         return zobrist.DEFAULT_TT_MB if self.tt_mb is None else self.tt_mb
 
-    # 2.57x and 2.58x: one thread, startpos 7 and Kiwipete 6 on this project's 2-core VM (NOTES.md,
+    # 2.43x and 2.42x: one thread, startpos 7 and Kiwipete 6 on this project's 2-core VM (NOTES.md,
     # session 14, ci/bench_stats.py); the estimate's refusal multiplies the plain count's time by it.
-    stats_cost = 2.6
+    stats_cost = 2.5
 
     def divide_stats(self, pos, depth, max_seconds=None):
         from . import _core

@@ -103,7 +103,7 @@ struct StatsSink {
     u64 occ, them, blockers;
     u64 lines;     // squares between their king and our sliders that see it on an empty board
     int ksq;       // their king
-    u64 chk[8];    // check squares by piece code (PAWN..KING; KING: none)
+    u64 chk[ROOK + 1];  // check squares by piece code, PAWN..ROOK (a queen's: BISHOP's and ROOK's)
     u64 keep[64];  // keep[sq] for sq in blockers: where that blocker still blocks
 
     PC_HD StatsSink(const Board& board, const CastleInfo& info) : b(board), ci(info) {
@@ -118,9 +118,6 @@ struct StatsSink {
         chk[KNIGHT] = knight_att(ksq);
         chk[BISHOP] = diag;
         chk[ROOK] = orth;
-        chk[QUEEN] = diag | orth;
-        chk[KING] = 0;
-        chk[7] = 0;
         blockers = lines = 0;
         const u64 sliders = ((rook_empty(ksq) & orth_of(b)) | (bishop_empty(ksq) & diag_of(b))) & us;
         for (u64 p = sliders; p;) {
@@ -154,13 +151,21 @@ struct StatsSink {
         }
     }
 
+    // Knights and the king (generate_others and generate_legal call piece() for no other piece);
+    // sliders: bishops and queens on the diagonals, rooks and queens on ranks and files.
     PC_HD void piece(int from, u64 to) {
         s.nodes += popcnt(to);
         s.captures += popcnt(to & them);
-        const u64 direct = to & chk[piece_code(b, from)];
+        const u64 direct = (knights_of(b) >> from) & 1 ? to & chk[KNIGHT] : 0;
         if (direct || ((blockers >> from) & 1)) plain(from, to, direct, MF_NORMAL);
     }
-    PC_HD void slider(int from, u64 to) { piece(from, to); }
+    PC_HD void slider(int from, u64 to) {
+        s.nodes += popcnt(to);
+        s.captures += popcnt(to & them);
+        const u64 direct =
+            to & (((diag_of(b) >> from) & 1 ? chk[BISHOP] : 0) | ((orth_of(b) >> from) & 1 ? chk[ROOK] : 0));
+        if (direct || ((blockers >> from) & 1)) plain(from, to, direct, MF_NORMAL);
+    }
 
     // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
     PC_HD static u64 forward(u64 set, int delta) { return delta > 0 ? set << delta : set >> -delta; }
@@ -237,7 +242,8 @@ PC_HD void move_stats(const Board& b, const CastleInfo& ci, Move m, StatCounts& 
     if (flag == MF_EP || flag == MF_CASTLE) sink.one(from, to, flag);
     else if (flag >= MF_PROMO_N) sink.promo(from, to, flag - 2);
     else if (piece_code(b, from) == PAWN) sink.pawns(bit(to), to - from, flag);
-    else sink.piece(from, bit(to));
+    else if (piece_code(b, from) == KNIGHT || piece_code(b, from) == KING) sink.piece(from, bit(to));
+    else sink.slider(from, bit(to));
     stats_add(s, sink.s);
 }
 
