@@ -29,7 +29,7 @@ from pybind11.setup_helpers import Pybind11Extension, build_ext
 from setuptools import setup
 
 FLAGS = ["-O3", "-fno-plt", "-Wall", "-Wextra", "-Wno-unused-parameter"]
-SOURCES = ["perft_core/_core.cpp", "perft_core/src/zobrist.cpp", "perft_core/src/batch.cpp"]
+SOURCES = ["perft_core/_core.cpp", "perft_core/src/zobrist.cpp", "perft_core/src/batch.cpp", "perft_core/src/stats.cpp"]
 HEADERS = [os.path.join(d, f) for d in ("kernels", "perft_core/src") for f in os.listdir(d) if f.endswith(".h")]
 
 

@@ -323,8 +323,17 @@ def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_p
         run = run_suite(engine, rows, reference=reference, max_nodes=args.max_nodes,
                         max_seconds=args.max_seconds, localize_seconds=args.localize_seconds, suites=names,
                         progress=progress)
+    if spec_is_our_cpu(engine_spec) and (not suites or "cpw" in names):
+        from oracle.stats import check_cpw_rows
+
+        run.statistics, run.statistics_over_budget = check_cpw_rows(args.max_nodes)
     run.command = command
     return run
+
+
+def spec_is_our_cpu(engine_spec: str) -> bool:
+    """Is the engine under test our CPU backend (the one that counts perft statistics)?"""
+    return engine_spec == "cpu"
 
 
 def _summary_text(run: RunResult) -> str:

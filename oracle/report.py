@@ -33,6 +33,7 @@ import jinja2
 from perft_core.atomic import write_text, write_texts
 
 from oracle.runner import RowResult, RunResult, SuiteSummary
+from oracle.stats import REFERENCE_NODES
 
 __all__ = ["FORMATS", "GLANCE_TAGS", "Group", "boards_folder", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
            "speed_chart_svg", "verdict_line", "write_index", "write_report"]
@@ -135,6 +136,9 @@ def _status_line(run: RunResult) -> str:
             f", {total.skipped:,} skipped")
     if total.over_budget:
         text += f"; {total.over_budget:,} rows over the node budget of {fmt_int(run.max_nodes)} nodes not run"
+    if run.statistics:
+        passed = sum(s["status"] == "pass" for s in run.statistics)
+        text += f"; perft statistics: {passed:,} of {len(run.statistics):,} CPW detail rows agree in every column"
     return text + "."
 
 
@@ -391,7 +395,25 @@ def render_markdown(run: RunResult, boards: str | None = None) -> str:
                       "(every row is in the JSON and HTML reports):", ""]
             lines += _md_table(["depth", "rows", "pass", "fail", "error", "skipped", "nodes", "seconds", "nodes/s"],
                                _by_depth(rows), "rrrrrrrrr")
+    lines += _statistics_markdown(run)
     return "\n".join(lines) + "\n"
+
+
+def _statistics_markdown(run: RunResult) -> list[str]:
+    """The perft statistics section (our CPU backend on the CPW detail rows), [] when not run."""
+    if not run.statistics and not run.statistics_over_budget:
+        return []
+    lines = ["", "## Perft statistics: the Chess Programming Wiki's detail rows", "",
+             "Our CPU backend's statistics (`perft_core.perft_stats`) against every published column "
+             "(captures, e.p., castles, promotions, checks, discovery checks, double checks, checkmates), "
+             f"and against the python-chess reference up to {fmt_int(REFERENCE_NODES)} nodes; "
+             f"{fmt_int(run.statistics_over_budget)} rows over the node budget.", ""]
+    lines += _md_table(["row", "depth", "nodes", "columns", "python-chess", "status", "differs"],
+                       [[s["id"], str(s["depth"]), fmt_int(s["nodes"]), str(len(s["columns"])),
+                         s["reference"] or "", s["status"],
+                         ", ".join(f"{c} {fmt_int(s['columns'][c][0])} / {fmt_int(s['columns'][c][1])}"
+                                   for c in s["mismatch"])] for s in run.statistics], "lrrrlll")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------------

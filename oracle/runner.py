@@ -107,6 +107,10 @@ class RunResult:
     ``over_budget_tags``: the rows over the node budget counted per tag (the report's per-tag view).
     ``seconds``: wall time of the whole run, localization included.
     ``command``: the command line that produced it (set by the CLI; the report shows it).
+    ``statistics``: our CPU backend's perft statistics on the Chess Programming Wiki's detail rows
+    (:func:`oracle.stats.check_cpw_rows`: one dict per row, every published column checked; empty
+    when not asked for), ``statistics_over_budget``: its rows over the node budget. A failing
+    statistics row fails the run as a failing count does.
     """
 
     engine: str
@@ -122,11 +126,15 @@ class RunResult:
     started: str = ""
     seconds: float = 0.0
     command: str = ""
+    statistics: list[dict] = field(default_factory=list)
+    statistics_over_budget: int = 0
 
     @property
     def ok(self) -> bool:
-        """True when no row failed or errored (skipped rows do not count against it)."""
-        return all(row.status in ("pass", "skipped") for row in self.rows)
+        """True when no row failed or errored (skipped rows do not count against it) and every
+        statistics row passed."""
+        return (all(row.status in ("pass", "skipped") for row in self.rows)
+                and all(s["status"] == "pass" for s in self.statistics))
 
     @property
     def judged(self) -> int:
@@ -140,7 +148,7 @@ class RunResult:
         Rows over the node budget are a selection, not a stop: they do not count."""
         from perft_core.cliargs import exit_status
 
-        statuses = {row.status for row in self.rows}
+        statuses = {row.status for row in self.rows} | {s["status"] for s in self.statistics}
         return exit_status(differ="fail" in statuses, broken="error" in statuses,
                            judged=bool(statuses & {"pass", "fail"}), limited="skipped" in statuses)
 

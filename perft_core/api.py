@@ -1,4 +1,4 @@
-"""Public counting API: ``perft`` and ``divide``.
+"""Public counting API: ``perft`` and ``divide``; with statistics, ``perft_stats`` and ``divide_stats``.
 
 A thin layer: it validates the arguments, guards a count with the run-time estimate and the limits
 (``max_estimate_seconds`` / ``force``, ``max_seconds``, ``progress``) and hands it to a backend
@@ -7,14 +7,16 @@ pass). It knows no backend by name.
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import TYPE_CHECKING
 
 from . import estimate, limits, watch
 from .backends import BACKENDS, Backend, get_backend
-from .errors import CountInterrupted, CountRefused
+from .errors import CountInterrupted, CountRefused, StatsUnsupported
 from .estimate import DEFAULT_MAX_ESTIMATE_SECONDS
 from .position import Position, as_position
+from .stats import Stats
 from .threads import resolve_threads
 
 if TYPE_CHECKING:
@@ -169,3 +171,78 @@ def _watched(engine: Backend, pos: Position, depth: int, max_seconds: float | No
         except watch.Deadline:
             raise CountInterrupted(counted, len(moves), depth, w.elapsed(), est) from None
     return counted
+
+
+def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu",
+                threads: int | None = None, tt: bool = False, tt_mb: float | None = None,
+                verify_seed: int | None = None, max_seconds: float | None = None,
+                max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS, force: bool = False,
+                progress: bool | None = None) -> Stats:
+    """Perft statistics: the leaf moves ``depth`` plies below a position counted by kind.
+
+    Arguments as for :func:`perft`, with the same checks, limits and estimate rule: a count whose
+    estimate (the plain count's, times the backend's ``stats_cost``, the measured cost of
+    statistics) exceeds ``max_estimate_seconds`` is refused unless ``force``; ``max_seconds``
+    stops it. Statistics are counted by the ``cpu`` backend (every core by default, ``threads``),
+    without transposition tables for now; ``progress`` is accepted and draws nothing.
+
+    Returns:
+        A :class:`perft_core.Stats` (its docstring defines every counter and the Chess Programming
+        Wiki's columns); depth 0 gives ``Stats(nodes=1)``.
+
+    Raises:
+        FenError, ValueError, CountRefused: as for :func:`perft`.
+        StatsUnsupported (a ValueError): a backend other than ``cpu``, or ``tt=True``.
+        CountInterrupted: ``max_seconds`` passed; ``partial`` is ``{uci: Stats}`` of the root moves
+            counted in full.
+    """
+    engine, pos = _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
+                                 max_estimate_seconds, force, progress)
+    if depth == 0:
+        return Stats(nodes=1)
+    if max_seconds is None:
+        return engine.count_stats(pos, depth)
+    return sum(engine.divide_stats(pos, depth, max_seconds).values(), Stats())
+
+
+def divide_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, backend: str = "cpu",
+                 threads: int | None = None, tt: bool = False, tt_mb: float | None = None,
+                 verify_seed: int | None = None, max_seconds: float | None = None,
+                 max_estimate_seconds: float | None = DEFAULT_MAX_ESTIMATE_SECONDS, force: bool = False,
+                 progress: bool | None = None) -> dict[str, Stats]:
+    """:func:`perft_stats` split by root move: ``{uci_move: Stats}`` (UCI keys as :func:`divide`'s),
+    sorted by UCI; ``{}`` at depth 0. At depth 1 each root move is itself the leaf move: its Stats
+    has ``nodes`` 1 and its own kinds. The values add up to :func:`perft_stats`.
+
+    Raises:
+        FenError, ValueError, CountRefused, StatsUnsupported, CountInterrupted: as for :func:`perft_stats`.
+    """
+    engine, pos = _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
+                                 max_estimate_seconds, force, progress)
+    if depth == 0:
+        return {}
+    return engine.divide_stats(pos, depth, max_seconds)
+
+
+def _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
+                   max_estimate_seconds, force, progress) -> tuple[Backend, Position]:
+    """:func:`_prepare`'s checks, then statistics' own (a backend that counts them, no tables) and
+    the estimate's refusal. Raises as :func:`perft_stats`."""
+    engine, pos = _prepare(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
+                           max_estimate_seconds, force, progress)
+    if not engine.stats_cost:
+        engine.count_stats(pos, depth)  # raises StatsUnsupported, naming the backend
+    if tt:
+        raise StatsUnsupported("statistics are counted without transposition tables for now: leave out tt "
+                               "(the CLI's --tt)")
+    if force or max_estimate_seconds is None or depth == 0:
+        return engine, pos
+    if estimate.node_bound(pos, depth) / engine.speed_floor * engine.stats_cost <= max_estimate_seconds:
+        return engine, pos
+    est = estimate.estimate(pos, depth, backend=engine.name, threads=engine.threads)
+    est = dataclasses.replace(est, seconds=est.seconds * engine.stats_cost,
+                              nodes_per_second=est.nodes_per_second / engine.stats_cost)
+    if est.seconds > max_estimate_seconds:
+        raise CountRefused(est, max_estimate_seconds, f"{est.describe()} with statistics: over the limit of "
+                                                      f"{estimate.format_seconds(max_estimate_seconds)}")
+    return engine, pos

@@ -23,8 +23,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from . import limits
+from .errors import StatsUnsupported
 from .position import Position
 
 # The extension (and zobrist, which needs it at import) is imported where a count needs it, as
@@ -38,6 +40,9 @@ CALL_SECONDS = 0.25
 about this much (a root move of startpos perft 9 is one 100 s call otherwise)."""
 
 OnMove = Callable[[str, int], None]
+
+if TYPE_CHECKING:
+    from .stats import Stats
 
 
 class Backend:
@@ -142,6 +147,31 @@ class Backend:
         """Threads of the estimate's CPU probe counts (their speed is the cpu backend's own)."""
         return 1
 
+    # ----- statistics (perft_core.stats.Stats) ------------------------------------------------------
+    stats_cost: float = 0.0
+    """Time of a statistics count over the plain count's, on this backend (0: it counts none)."""
+
+    def divide_stats(self, pos: Position, depth: int, max_seconds: float | None = None) -> dict[str, "Stats"]:
+        """``{uci: Stats}`` below each legal root move of ``pos`` at ``depth`` >= 1, sorted by UCI.
+
+        ``max_seconds``: stop after that many wall seconds.
+
+        Raises:
+            StatsUnsupported: this backend counts no statistics (only the CPU does, for now).
+            CountInterrupted: ``max_seconds`` passed; ``partial``: ``{uci: Stats}`` of the root
+                moves counted in full.
+        """
+        raise StatsUnsupported(f"statistics are counted on the CPU only for now (backend='cpu'), not by "
+                               f"backend {self.name!r}")
+
+    def count_stats(self, pos: Position, depth: int) -> "Stats":
+        """The Stats of the leaf moves ``depth`` plies below ``pos`` (nodes 1, nothing else, at depth 0).
+
+        Raises StatsUnsupported: as :meth:`divide_stats`.
+        """
+        raise StatsUnsupported(f"statistics are counted on the CPU only for now (backend='cpu'), not by "
+                               f"backend {self.name!r}")
+
     # ----- what each backend provides -------------------------------------------------------------
     def _count(self, pos: Position, depth: int, seed: int | None) -> int:
         raise NotImplementedError
@@ -180,6 +210,27 @@ class CpuBackend(Backend):
     def _budget(self) -> float:
         from . import zobrist
         return zobrist.DEFAULT_TT_MB if self.tt_mb is None else self.tt_mb
+
+    # 2.43x and 2.42x: one thread, startpos 7 and Kiwipete 6 on this project's 2-core VM (NOTES.md,
+    # session 14, ci/bench_stats.py); the estimate's refusal multiplies the plain count's time by it.
+    stats_cost = 2.5
+
+    def divide_stats(self, pos, depth, max_seconds=None):
+        from . import _core
+        from .errors import CountInterrupted
+        from .stats import Stats
+        t0 = time.perf_counter()
+        try:
+            parts = _core.divide_stats(pos.core_args(), depth, self.threads, max_seconds or 0.0)
+        except _core.CountStopped as exc:
+            partial = {m: Stats.from_tuple(t) for m, t in exc.args[1]}
+            raise CountInterrupted(partial, len(pos.legal_moves()), depth, time.perf_counter() - t0) from None
+        return {m: Stats.from_tuple(t) for m, t in sorted(parts)}
+
+    def count_stats(self, pos, depth):
+        from . import _core
+        from .stats import Stats
+        return Stats.from_tuple(_core.perft_stats(pos.core_args(), depth, self.threads))
 
     def _count(self, pos, depth, seed):
         from . import _core, zobrist

@@ -31,7 +31,61 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.depth is None:
         raise UsageError("DEPTH is needed (plies), e.g. perft run startpos 5")
     pos = positions.position_from(args.position, args.moves, chess960=True if args.chess960 else None)
+    if args.stats:
+        return _stats_one(args, pos, args.depth)
     return _count_one(args, pos, args.depth, args.max_seconds)
+
+
+_CPW_HEADINGS = ("Depth", "Nodes", "Captures", "E.p.", "Castles", "Promotions", "Checks", "Discovery Checks",
+                 "Double Checks", "Checkmates")
+"""The Chess Programming Wiki's column headings ("Perft Results"), in its order."""
+
+
+def _stats_one(args, pos, depth: int) -> int:
+    """``perft run POSITION DEPTH --stats``: the Chess Programming Wiki's row (a row per root move
+    too with --divide) and the checks and mates by kind; one JSON object with --json."""
+    from . import __version__
+    from .api import divide_stats, perft_stats
+    from .stats import CHECK_KINDS, Stats
+
+    if args.tt:
+        raise UsageError("--stats counts without --tt for now (no statistics in the tables yet)")
+    if args.verify_seed is not None:
+        raise UsageError("--stats counts without --tt, so without --verify-seed")
+    options = {"backend": args.backend, "threads": args.threads, "max_seconds": args.max_seconds, "force": args.force}
+    t0 = time.perf_counter()
+    try:
+        parts = divide_stats(pos, depth, **options) if args.divide else None
+        total = sum(parts.values(), Stats()) if parts else perft_stats(pos, depth, **options)
+    except CountRefused as exc:
+        raise UsageError(f"{exc.reason}; add --force to count anyway") from None
+    except CountInterrupted as exc:
+        return _partial(args, pos, exc)
+    seconds = time.perf_counter() - t0
+    nps = total.nodes / seconds if seconds > 0 else 0.0
+    if args.json:
+        print(json.dumps({
+            "fen": pos.fen(), "depth": depth, "stats": total.to_json(), "cpw": total.cpw(),
+            "divide": None if parts is None else {m: s.to_json() for m, s in parts.items()},
+            "seconds": seconds, "nodes_per_second": nps, "backend": args.backend, "version": __version__,
+        }))
+        return cliargs.AGREE
+    rows = [(move, s) for move, s in (parts or {}).items()] + [(str(depth), total)]
+    table = [("Move" if parts else "Depth", *_CPW_HEADINGS[1:])]
+    table += [(label, *(f"{v:,}" for v in s.cpw().values())) for label, s in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
+    print()
+    kinds = [("Check kind", "Checks", "Mates")] + [
+        (kind.replace("_", " "), f"{getattr(total, kind + '_checks'):,}", f"{getattr(total, kind + '_mates'):,}")
+        for kind in CHECK_KINDS]
+    widths = [max(len(r[i]) for r in kinds) for i in range(3)]
+    for r in kinds:
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    print(f"perft {depth} with statistics: {total.nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, "
+          f"{args.backend})", file=sys.stderr)
+    return cliargs.AGREE
 
 
 def _count(args, pos, depth: int, max_seconds: float | None, divide: bool):
@@ -95,6 +149,8 @@ def _run_many(args: argparse.Namespace) -> int:
 
     if args.divide:
         raise UsageError("--divide counts one position; give a FEN or startpos, not a file")
+    if args.stats:
+        raise UsageError("--stats counts one position; give a FEN or startpos, not a file")
     if args.position == "-":
         source, stream = "-", sys.stdin
     else:
@@ -180,13 +236,15 @@ def _partial(args: argparse.Namespace, pos, exc: CountInterrupted) -> int:
 
     if args.json:
         print(json.dumps({
-            "fen": pos.fen(), "depth": args.depth, "partial": True, "divide": exc.partial,
+            "fen": pos.fen(), "depth": args.depth, "partial": True,
+            "divide": {m: getattr(c, "nodes", c) for m, c in exc.partial.items()},
+            **({"stats": {m: c.to_json() for m, c in exc.partial.items()}} if getattr(args, "stats", False) else {}),
             "moves_counted": len(exc.partial), "moves_total": exc.moves_total, "seconds": exc.seconds,
             "backend": args.backend, "version": __version__,
         }))
         return 3
     for move, count in sorted(exc.partial.items()):
-        print(f"{move}: {count}")
+        print(f"{move}: {getattr(count, 'nodes', count)}")
     print()
     print(f"Partial: {len(exc.partial)} of {exc.moves_total} root moves counted, stopped by --max-seconds "
           f"after {exc.seconds:.1f} s (no total)")
@@ -216,7 +274,7 @@ def register(sub) -> None:
                     "each; EPD perft operations (D1 20; D2 400) are checked, and without DEPTH every one "
                     "of them is counted. A CSV table with a header naming fen, depth and nodes (perft "
                     "suite's FILE.csv, the bundled oracle/data/*.csv) is read the same way.",
-        examples=["perft run startpos 6 --moves e2e4", 'perft run "FEN" 5 --divide',
+        examples=["perft run startpos 6 --moves e2e4", 'perft run "FEN" 5 --divide', "perft run startpos 6 --stats",
                   "perft run oracle/data/perftsuite.csv 3 --json", "cat positions.epd | perft run -"])
     run.add_argument("position", metavar="POSITION", help="FEN / X-FEN / Shredder-FEN (quote it), startpos, - or FILE")
     run.add_argument("depth", metavar="DEPTH", type=cliargs.depth, nargs="?", default=None,
@@ -224,6 +282,10 @@ def register(sub) -> None:
     run.add_argument("--moves", nargs="+", default=[], metavar="UCI",
                      help="UCI moves played from POSITION first (e2e4 e7e5; Chess960 castling king-takes-rook)")
     run.add_argument("--divide", action="store_true", help="counts per root move (Stockfish's format)")
+    run.add_argument("--stats", action="store_true",
+                     help="perft statistics of the leaf moves: the Chess Programming Wiki's columns (captures, e.p., "
+                          "castles, promotions, checks, discovery and double checks, checkmates) and checks and "
+                          "mates by kind (cpu backend, without --tt)")
     count_options(run)
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
     run.add_argument("--json", action="store_true", help="print one JSON object (one per line for many positions)")

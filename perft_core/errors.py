@@ -29,6 +29,11 @@ class IllegalMoveError(ValueError):
     """A UCI move that is malformed or not legal in the position it is applied to."""
 
 
+class StatsUnsupported(ValueError):
+    """Statistics asked of a backend or an option that does not count them (for now: only the
+    ``cpu`` backend, without transposition tables); the message names what to use instead."""
+
+
 class HashVerificationError(RuntimeError):
     """Two transposition-table counts with different key seeds disagree (``verify_seed``)."""
 
@@ -52,7 +57,8 @@ class CountInterrupted(RuntimeError):
     """A count stopped at its time limit (``max_seconds``) before it finished: no total exists.
 
     ``partial``: ``{uci_move: nodes}`` of the root moves counted in full before the stop (each an
-    exact count; the moves missing from it were not counted); ``moves_total``: the number of legal
+    exact count; the moves missing from it were not counted; a statistics count,
+    :func:`perft_core.perft_stats`, gives ``{uci_move: Stats}``); ``moves_total``: the number of legal
     root moves; ``depth``; ``seconds``: wall time spent; ``estimate``: the Estimate or None.
     """
 

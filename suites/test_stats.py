@@ -1,0 +1,338 @@
+"""Perft statistics (issue 36): :class:`perft_core.Stats`, the CPU backend's counters against the
+python-chess reference (oracle/stats.py) and against every published Chess Programming Wiki row,
+the API's rules and ``perft run --stats``.
+
+The reference shares no code with the engine's classification (perft_core/src/stats.h): it judges
+each leaf move with python-chess's own Board methods. Every counter is compared, on random legal
+positions (standard and Chess960, depths 1-4) and on hand-made positions that hold the rare kinds
+(double-discovered checks by en passant, discovered mates, promotions that uncover a check,
+Chess960 castling that checks).
+"""
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import re
+from importlib import resources
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import perft_core
+from oracle.stats import reference_divide_stats, reference_stats
+from oracle.strategies import random_walk_fens
+from perft_cli import main
+from perft_core.stats import CPW_COLUMNS, STATS_FIELDS, Stats
+
+pytestmark = pytest.mark.core
+
+SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+REFERENCE_NODES = 60_000
+"""Leaf moves the python-chess reference classifies per example at most (about half a second)."""
+
+START = chess.STARTING_FEN
+
+# Hand-made positions, each holding a rare kind at depth 1 (the test asserts it does).
+RARE = {
+    # exd6 e.p. opens the e-file (rook e8) and the b7-e4 diagonal (bishop b7): two discovered checkers
+    "double_discovered_checks": ("4R3/1B6/8/3pP3/4k3/8/8/K7 w - d6 0 1", False),
+    # the knight leaves d8: Ne6, Nc6, Nb7 mate by the rook alone, Nf7 mate with the rook (double)
+    "single_discovered_mates": ("R2N3k/6pp/8/8/8/8/8/6K1 w - - 0 1", False),
+    "direct_discovered_mates": ("R2N3k/6pp/8/8/8/8/8/6K1 w - - 0 1", False),
+    # e7-e8 promotes on the e-file: the new queen or rook checks the e1 king through e7
+    "promotions": ("8/4P3/8/8/8/8/K7/4k3 w - - 0 1", False),
+    # d7xe8 and d8 promote and uncover the rook on the 7th rank; the new queen or bishop on e8 checks too
+    "direct_discovered_checks": ("4r3/R2P1k2/8/8/8/8/8/K7 w - - 0 1", False),
+    "single_discovered_checks": ("4r3/R2P1k2/8/8/8/8/8/K7 w - - 0 1", False),
+    # Chess960 a-side castling: the rook arrives on d1 and checks the d8 king
+    "castles": ("3k4/8/8/8/8/8/8/1RK5 w B - 0 1", True),
+}
+
+
+def stats_of(fen: str, depth: int, chess960: bool = False, **kw) -> Stats:
+    return perft_core.perft_stats(chess.Board(fen, chess960=chess960), depth, **kw)
+
+
+# ----- the value type ---------------------------------------------------------------------------
+
+def test_stats_arithmetic_and_json():
+    a = Stats(*range(1, 14))
+    b = Stats(*range(100, 113))
+    assert (a + b).as_tuple() == tuple(x + y for x, y in zip(a.as_tuple(), b.as_tuple()))
+    assert (3 * a).as_tuple() == tuple(3 * x for x in a.as_tuple()) == (a * 3).as_tuple()
+    assert sum([a, b], Stats()) == a + b
+    big = 2**70 * a  # deep runs: exact beyond 64 bits
+    assert big.nodes == 2**70 and big.double_discovered_mates == 13 * 2**70
+    assert Stats.from_json(json.loads(json.dumps(a.to_json()))) == a
+    assert list(a.to_json()) == list(STATS_FIELDS)
+    assert Stats.from_json(json.dumps(a.to_json() | {"checks": 0})) == a  # extra keys are ignored
+    assert list(a.cpw()) == list(CPW_COLUMNS)
+    with pytest.raises(ValueError, match="captures"):
+        Stats(nodes=1, captures=-1)
+    with pytest.raises(ValueError, match="nodes"):
+        Stats(nodes=1.5)
+    with pytest.raises(ValueError, match="lacks en_passant"):
+        Stats.from_json({k: 0 for k in STATS_FIELDS if k != "en_passant"})
+    with pytest.raises(ValueError, match="multiplicity"):
+        -1 * a
+    with pytest.raises(TypeError):
+        a + 1
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.nodes = 3
+
+
+def test_cpw_columns_are_the_sums_of_the_kinds():
+    s = Stats(nodes=100, direct_checks=1, single_discovered_checks=2, direct_discovered_checks=4,
+              double_discovered_checks=8, direct_mates=16, single_discovered_mates=32, direct_discovered_mates=64,
+              double_discovered_mates=128)
+    assert (s.checks, s.discovery_checks, s.double_checks, s.checkmates) == (255, 2, 12, 240)
+
+
+# ----- against python-chess ---------------------------------------------------------------------
+
+def _depth_within(fen: str, chess960: bool, depth: int) -> int:
+    """``depth`` lowered until the reference has at most REFERENCE_NODES leaf moves to classify."""
+    board = chess.Board(fen, chess960=chess960)
+    while depth > 1 and perft_core.perft(board, depth, threads=1) > REFERENCE_NODES:
+        depth -= 1
+    return depth
+
+
+@SETTINGS
+@given(fen=random_walk_fens(chess960=False), depth=st.integers(1, 4))
+def test_stats_match_python_chess(fen, depth):
+    depth = _depth_within(fen, False, depth)
+    board = chess.Board(fen)
+    assert stats_of(fen, depth, threads=1) == reference_stats(board, depth), fen
+
+
+@SETTINGS
+@given(fen=random_walk_fens(chess960=True), depth=st.integers(1, 4))
+def test_stats_match_python_chess_chess960(fen, depth):
+    depth = _depth_within(fen, True, depth)
+    board = chess.Board(fen, chess960=True)
+    assert stats_of(fen, depth, chess960=True, threads=1) == reference_stats(board, depth), fen
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fen=random_walk_fens(chess960=None), depth=st.integers(1, 3))
+def test_divide_stats_match_python_chess(fen, depth):
+    chess960 = not set(fen.split()[2]) <= set("KQkq-")
+    depth = _depth_within(fen, chess960, depth)
+    board = chess.Board(fen, chess960=chess960)
+    got = perft_core.divide_stats(board, depth, threads=2)
+    assert got == reference_divide_stats(board, depth), fen
+    assert sum(got.values(), Stats()) == stats_of(fen, depth, chess960, threads=1)
+    assert {m: s.nodes for m, s in got.items()} == perft_core.divide(board, depth, threads=1)
+
+
+@pytest.mark.parametrize("counter", sorted(RARE))
+def test_rare_kinds_match_python_chess(counter):
+    fen, chess960 = RARE[counter]
+    board = chess.Board(fen, chess960=chess960)
+    for depth in (1, 2, 3):
+        ref = reference_stats(board, depth)
+        assert stats_of(fen, depth, chess960, threads=1) == ref, (fen, depth)
+        if depth == 1:
+            assert getattr(ref, counter) > 0, f"{fen} no longer holds a {counter} leaf move"
+            assert perft_core.divide_stats(board, 1) == reference_divide_stats(board, 1)
+
+
+def test_threads_give_the_same_statistics():
+    kiwipete = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+    one = stats_of(kiwipete, 4, threads=1)
+    assert stats_of(kiwipete, 4, threads=2) == one == stats_of(kiwipete, 4, threads=7)
+    assert one.nodes == perft_core.perft(kiwipete, 4, threads=1)
+
+
+# ----- every published row (Chess Programming Wiki "Perft Results") -------------------------------
+
+CI_NODES = 1_000_000_000
+"""Rows up to this many nodes run in CI (about 5 s in all on one core); the others are ``slow``."""
+CPU_NODES = 100_000_000_000
+"""Rows beyond this (startpos 9: 2.4e12) are left to the GPU statistics leaf: hours on a CPU."""
+
+
+def _cpw_rows():
+    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["captures"] != ""]
+    params = []
+    for r in rows:
+        marks = []
+        if int(r["nodes"]) > CI_NODES:
+            marks.append(pytest.mark.slow)
+        if int(r["nodes"]) > CPU_NODES:
+            marks.append(pytest.mark.skip(reason=f"{int(r['nodes']):.1e} nodes: hours of CPU, left to a GPU run"))
+        params.append(pytest.param(r, id=f"{r['id']}-{r['depth']}", marks=marks))
+    return params
+
+
+_CSV_COLUMN = {"en_passant": "ep"}
+
+
+@pytest.mark.parametrize("row", _cpw_rows())
+def test_cpw_detail_row(row):
+    got = stats_of(row["fen"], int(row["depth"]), threads=None).cpw()
+    published = {name: int(row[_CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
+                 if row[_CSV_COLUMN.get(name, name)] != ""}
+    assert {name: got[name] for name in published} == published
+
+
+def test_every_published_statistics_row_is_checked():
+    """The table's rows with statistics are exactly those of test_cpw_detail_row (none forgotten)."""
+    rows = [p.values[0] for p in _cpw_rows()]
+    assert len(rows) == 36 and {r["id"] for r in rows} == {"pos1_initial", "pos2_kiwipete", "pos3", "pos4",
+                                                           "pos4_mirrored"}
+
+
+# ----- the API's rules --------------------------------------------------------------------------
+
+def test_depth_zero_and_one():
+    assert perft_core.perft_stats(START, 0) == Stats(nodes=1)
+    assert perft_core.divide_stats(START, 0) == {}
+    one = perft_core.divide_stats(START, 1)
+    assert len(one) == 20 and all(s == Stats(nodes=1) for s in one.values())
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"backend": "gpu"}, "CPU only for now.*'gpu'"),
+    ({"backend": "gpu-emulated"}, "CPU only for now.*'gpu-emulated'"),
+    ({"tt": True}, "without transposition tables"),
+    ({"depth": -1}, "depth"),
+    ({"depth": 65}, "depth"),
+    ({"threads": 0}, "threads"),
+    ({"max_seconds": 0}, "max_seconds"),
+])
+def test_bad_arguments_are_refused(kw, match):
+    args = {"depth": 2} | kw
+    depth = args.pop("depth")
+    with pytest.raises(ValueError, match=match):
+        perft_core.perft_stats(START, depth, **args)
+    with pytest.raises(ValueError, match=match):
+        perft_core.divide_stats(START, depth, **args)
+
+
+def test_bad_fen_names_the_field():
+    with pytest.raises(perft_core.FenError, match="^castling"):
+        perft_core.perft_stats("4k3/8/8/8/8/8/8/4K3 w KQ - 0 1", 2)
+
+
+def test_refused_over_the_estimate_limit():
+    with pytest.raises(perft_core.CountRefused, match="with statistics: over the limit"):
+        perft_core.perft_stats(START, 10, max_estimate_seconds=60)
+
+
+def test_max_seconds_keeps_the_root_moves_counted_in_full():
+    with pytest.raises(perft_core.CountInterrupted) as info:
+        perft_core.perft_stats(START, 7, threads=1, max_seconds=1.0)
+    partial = info.value.partial
+    assert info.value.moves_total == 20 and len(partial) < 20
+    for move, s in partial.items():  # each one exact: the statistics of its subtree
+        board = chess.Board(START)
+        board.push_uci(move)
+        assert s == perft_core.perft_stats(board, 6, threads=1)
+
+
+# ----- perft run --stats ------------------------------------------------------------------------
+
+def _published(fen: str, depth: int) -> dict:
+    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["fen"] == fen and int(r["depth"]) == depth:
+                return r
+    raise LookupError((fen, depth))
+
+
+def test_cli_prints_the_cpw_row_of_startpos_6(capsys):
+    assert main(["run", "startpos", "6", "--stats"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    header, row = out[0].split("  "), out[1].split()
+    assert [h.strip() for h in header if h.strip()] == ["Depth", "Nodes", "Captures", "E.p.", "Castles", "Promotions",
+                                                        "Checks", "Discovery Checks", "Double Checks", "Checkmates"]
+    published = _published(START, 6)
+    columns = ["depth", "nodes", "captures", "ep", "castles", "promotions", "checks", "discovery_checks",
+               "double_checks", "checkmates"]
+    assert [int(v.replace(",", "")) for v in row] == [int(published[c]) for c in columns]
+    kinds = {line.rsplit(None, 2)[0]: line.split()[-2:] for line in out[4:8]}
+    assert set(kinds) == {"direct", "single discovered", "direct discovered", "double discovered"}
+
+
+def test_cli_json_and_divide(capsys):
+    kiwipete = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq -"
+    assert main(["run", kiwipete, "3", "--stats", "--divide", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    total = Stats.from_json(data["stats"])
+    assert total == perft_core.perft_stats(kiwipete, 3)
+    assert data["cpw"] == total.cpw()
+    assert sum((Stats.from_json(s) for s in data["divide"].values()), Stats()) == total
+    assert main(["run", kiwipete, "2", "--stats", "--divide"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Move") and len([ln for ln in lines if re.match(r"[a-h][1-8][a-h][1-8] ", ln)]) == 48
+    assert lines[49].split()[0] == "2"  # the total row
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--tt"], "--stats counts without --tt"),
+    (["--backend", "gpu-emulated"], "CPU only for now"),
+])
+def test_cli_refuses_what_it_cannot_count(capsys, extra, message):
+    assert main(["run", "startpos", "3", "--stats", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+# ----- the conformance report's statistics rows -------------------------------------------------
+
+def test_report_checks_every_published_column():
+    from oracle.stats import REFERENCE_NODES, check_cpw_rows
+
+    results, over = check_cpw_rows(max_nodes=500_000)
+    assert over == 36 - len(results) and len(results) == 20
+    assert all(r["status"] == "pass" and not r["mismatch"] for r in results)
+    assert {len(r["columns"]) for r in results} == {7, 9}  # position 4 publishes no discovery/double checks
+    assert all(r["reference"] == ("agree" if r["nodes"] <= REFERENCE_NODES else None) for r in results)
+
+
+def test_report_names_a_wrong_column():
+    from oracle.stats import check_cpw_rows
+
+    def castles_off_by_one(fen, depth):
+        s = perft_core.perft_stats(fen, depth)
+        return dataclasses.replace(s, castles=s.castles + 1) if s.castles else s
+
+    results, _ = check_cpw_rows(max_nodes=100_000, count=castles_off_by_one)
+    failed = [r for r in results if r["status"] == "fail"]
+    assert failed and all(r["mismatch"] == ["castles"] and r["reference"] == "differs" for r in failed)
+    assert {(r["id"], r["depth"]) for r in failed} == {("pos2_kiwipete", 1), ("pos2_kiwipete", 2),
+                                                       ("pos2_kiwipete", 3), ("pos4", 2), ("pos4_mirrored", 2)}
+
+
+def test_report_renders_and_judges_the_statistics(tmp_path):
+    from oracle.report import render_markdown
+    from oracle.runner import RunResult
+
+    run = RunResult(engine="cpu", reference=None, suites=["cpw"], max_nodes=10, max_seconds=None)
+    assert "Perft statistics" not in render_markdown(run)
+    ok = {"id": "pos3", "fen": "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -", "depth": 1, "nodes": 14, "status": "pass",
+          "columns": {"captures": [1, 1]}, "mismatch": [], "reference": "agree", "seconds": 0.001}
+    run.statistics = [ok]
+    assert run.ok and run.exit_status == 0  # a statistics row is judged too
+    bad = ok | {"status": "fail", "mismatch": ["captures"], "columns": {"captures": [1, 2]}}
+    run.statistics = [ok, bad]
+    assert not run.ok and run.exit_status == 1
+    text = render_markdown(run)
+    assert "perft statistics: 1 of 2 CPW detail rows agree in every column" in text
+    assert "| pos3 | 1 | 14 | 1 | agree | fail | captures 1 / 2 |" in text
+    assert RunResult.from_dict(json.loads(json.dumps(run.to_dict()))).statistics == run.statistics
+
+
+def test_perft_report_runs_the_statistics_rows(tmp_path, capsys):
+    from perft_cli import main as perft
+
+    assert perft(["report", "--out", str(tmp_path), "--suites", "cpw", "--max-nodes", "50000", "--json"]) == 0
+    data = json.loads((tmp_path / "conformance.json").read_text())
+    assert len(data["statistics"]) == 16 and data["statistics_over_budget"] == 20  # rows of <= 50,000 nodes
+    assert "## Perft statistics" in (tmp_path / "conformance.md").read_text()
