@@ -187,12 +187,30 @@ def test_a_stopped_count_keeps_the_subtrees_it_finished(stepping_clock, capsys):
     assert info.value.args[1] == []
 
 
-def _interrupt(args: list[str], sig: int, after: float, group: bool = False) -> tuple[subprocess.Popen, str, float]:
-    """Start ``perft ARGS`` with its output piped, send ``sig`` after ``after`` s; (process, stderr, seconds to exit)."""
+def _counting(p: subprocess.Popen) -> bool:
+    """Is ``perft`` past its start-up and counting? Its SIGTERM handler is set (``perft_cli.main``
+    sets it once every module is imported: a signal before that meets Python's defaults) and the
+    extension's count threads run (Linux /proc: SigCgt and Threads)."""
+    try:
+        with open(f"/proc/{p.pid}/status") as f:
+            fields = dict(line.split(":", 1) for line in f if ":" in line)
+    except OSError:
+        return False
+    sigterm_caught = int(fields.get("SigCgt", "0").strip(), 16) & (1 << (signal.SIGTERM - 1))
+    return bool(sigterm_caught) and int(fields.get("Threads", "0").strip()) >= 3
+
+
+def _interrupt(args: list[str], sig: int, ready, group: bool = False) -> tuple[subprocess.Popen, str, float]:
+    """Start ``perft ARGS`` with its output piped, send ``sig`` once ``ready(process)`` is true (a state
+    of the count, never a clock: a loaded machine may take seconds just to start Python; at most
+    120 s); (process, stderr, seconds from the signal to its exit)."""
     p = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        time.sleep(after)
+        deadline = time.monotonic() + 120
+        while not ready(p) and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.poll() is None, "the count ended before it was interrupted"
         t = time.monotonic()
         if group:
             os.killpg(p.pid, sig)
@@ -208,7 +226,7 @@ def _interrupt(args: list[str], sig: int, after: float, group: bool = False) -> 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_f7_a_signal_stops_a_piped_cpu_count_at_once(sig):
-    p, err, seconds = _interrupt(["run", START, "9", "--force", "--threads", "2"], sig, after=3)
+    p, err, seconds = _interrupt(["run", START, "9", "--force", "--threads", "2"], sig, _counting)
     assert p.returncode == 130, err
     assert err.strip() == "perft: interrupted"
     assert seconds < 3
@@ -217,7 +235,7 @@ def test_f7_a_signal_stops_a_piped_cpu_count_at_once(sig):
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_f7_a_signal_stops_a_piped_count_through_tables_at_once(sig):
     # depth 10: each root move alone (the unit the watched count checks between) takes minutes
-    p, err, seconds = _interrupt(["run", START, "10", "--force", "--threads", "2", "--tt"], sig, after=3)
+    p, err, seconds = _interrupt(["run", START, "10", "--force", "--threads", "2", "--tt"], sig, _counting)
     assert p.returncode == 130, err
     assert err.strip() == "perft: interrupted"
     assert seconds < 3
@@ -225,10 +243,22 @@ def test_f7_a_signal_stops_a_piped_count_through_tables_at_once(sig):
 
 # ----- F8: Ctrl-C on a deep run --------------------------------------------------------------------
 
+def _units_sent(store) -> bool:
+    """Has the deep run of ``store`` sent a unit to a worker yet (read-only, never blocking it)?"""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
+            return bool(conn.execute("SELECT COUNT(*) FROM units WHERE attempts > 0").fetchone()[0])
+    except sqlite3.Error:
+        return False
+
+
 def test_f8_ctrl_c_on_a_deep_run_is_one_line_and_leaves_nothing(tmp_path):
     pytest.importorskip("distributed", reason="Dask is not installed")
-    p, err, seconds = _interrupt(["deep", START, "8", "--workers", "2", "--store", str(tmp_path / "s.sqlite")],
-                                 signal.SIGINT, after=12, group=True)  # a terminal's Ctrl-C: the whole group
+    store = tmp_path / "s.sqlite"
+    p, err, seconds = _interrupt(["deep", START, "8", "--workers", "2", "--store", str(store)], signal.SIGINT,
+                                 lambda p: _units_sent(store), group=True)  # a terminal's Ctrl-C: the whole group
     assert p.returncode == 130, err
     # progress lines ("perft deep: ...") may come first; the stop itself is one line, no Dask noise
     assert [x for x in err.strip().splitlines() if not x.startswith("perft deep: ")] == ["perft: interrupted"], err[-3000:]
