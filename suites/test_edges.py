@@ -25,6 +25,9 @@ START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 STARTPOS = {r.depth: r.nodes for r in tables.load("startpos")}
 ROOT = Path(__file__).resolve().parent.parent
+# The folder of the perft_core the tests import: the checkout in a developer's build, site-packages
+# in CI (whose checkout has no built extension): a subprocess run from elsewhere imports the same.
+IMPORT_ROOT = Path(__import__("perft_core").__file__).resolve().parent.parent
 
 
 def perft_cmd(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
@@ -265,7 +268,7 @@ def test_a_deep_run_without_store_writes_to_the_user_data_folder_and_says_where(
     pytest.importorskip("distributed", reason="Dask is not installed")
     here, data = tmp_path / "here", tmp_path / "data"
     here.mkdir()
-    env = {**os.environ, "XDG_DATA_HOME": str(data), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "XDG_DATA_HOME": str(data), "PYTHONPATH": str(IMPORT_ROOT)}
     p = perft_cmd("deep", START, "3", "--workers", "1", "--json", cwd=here, env=env)
     assert p.returncode == 0, p.stderr
     assert list(here.iterdir()) == []
@@ -286,7 +289,7 @@ def memory_limit(nbytes: int = 6 << 30):
 
 def test_n6_a_deep_run_estimated_over_the_limit_is_refused_at_once(tmp_path):
     pytest.importorskip("distributed", reason="Dask is not installed")
-    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": str(IMPORT_ROOT)}
     try:
         p = perft_cmd("deep", START, "64", "--workers", "1", cwd=tmp_path, env=env, timeout=60,
                       preexec_fn=memory_limit())
@@ -491,7 +494,7 @@ def test_n5_uci_input_without_line_ends_is_one_line_not_a_memory_error():
 def test_n5_a_suite_file_with_a_huge_line_names_file_and_line(tmp_path):
     table = tmp_path / "t.csv"
     table.write_text(f"fen,depth,nodes\n{START},1,20\n{'x' * 70_000},1,20\n")
-    p = perft_cmd("report", "--suites", str(table), "--out", str(tmp_path / "out"))
+    p = perft_cmd("report", "--suites", str(table), "--out", str(tmp_path))  # a folder that exists: nothing made
     one_error_line(p, f"{table}:3: line longer than 65,536 characters")
 
 
@@ -632,7 +635,7 @@ def test_n5_an_engine_that_prints_without_end_fills_no_memory():
         "    print('engine error:', str(exc).splitlines()[0][:200])\n"
     )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                       preexec_fn=memory_limit(1 << 30), env={**os.environ, "PYTHONPATH": str(ROOT)})
+                       preexec_fn=memory_limit(1 << 30), env={**os.environ, "PYTHONPATH": str(IMPORT_ROOT)})
     assert p.returncode == 0 and "MemoryError" not in p.stderr, p.stderr[-2000:]
     assert p.stdout.startswith("engine error:"), p.stdout + p.stderr[-2000:]
 
