@@ -204,8 +204,11 @@ def _interrupt(args: list[str], sig: int, ready, group: bool = False) -> tuple[s
     """Start ``perft ARGS`` with its output piped, send ``sig`` once ``ready(process)`` is true (a state
     of the count, never a clock: a loaded machine may take seconds just to start Python; at most
     120 s); (process, stderr, seconds from the signal to its exit)."""
+    # A terminal's foreground job: SIGINT at its default. A process that starts with SIGINT ignored
+    # keeps it ignored (Python, as a shell's background job must): pytest-xdist's workers ignore it.
     p = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+                         stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not ready(p) and p.poll() is None and time.monotonic() < deadline:
