@@ -149,14 +149,14 @@ def test_max_seconds_cli_exit_3_marks_partial(capsys, slow_clock):
     assert "partial divide, not a total" in captured.err
 
 
-def test_max_seconds_gpu_emulated_stops_and_counts_again_exactly():
+def test_max_seconds_gpu_emulated_stops_and_counts_again_exactly(slow_clock):
+    """The watch's clock, not the machine's, decides when the count stops (slow_clock: the first
+    root move is counted, the second never is): a loaded machine once let no root move finish within
+    every wall-clock limit tried (issue 34 N8)."""
     kiwipete, counts = _table("cpw", "pos2_kiwipete")
-    for limit in (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2):  # a limit that stops after a few root moves
-        with pytest.raises(CountInterrupted) as info:
-            perft_core.divide(kiwipete, 4, backend="gpu-emulated", max_seconds=limit)
-        if info.value.partial:
-            break
-    assert info.value.moves_total == 48
+    with pytest.raises(CountInterrupted) as info:
+        perft_core.divide(kiwipete, 4, backend="gpu-emulated", max_seconds=1e-4)
+    assert info.value.partial and info.value.moves_total == 48
     _check_partial(kiwipete, 4, info.value.partial)
     assert perft_core.perft(kiwipete, 4, backend="gpu-emulated") == counts[4]
 
