@@ -41,7 +41,7 @@ def occupancy_pass(backend: str, depth: int) -> tuple[int, float, float]:
     process's driver with tables planned for startpos ``depth``."""
     from perft_core import Position
     from perft_core.gpu.registry import get_driver
-    from perft_core.gpu.ttdriver import ENTRY_BYTES
+    from perft_core.gpu.tables import ENTRY_BYTES
 
     drv = get_driver(backend)
     pos = Position.from_fen(STARTPOS)

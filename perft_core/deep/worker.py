@@ -15,7 +15,7 @@ import time
 
 from .. import _core
 from ..gpu.registry import get_driver, table_statistics
-from ..gpu.ttdriver import DEPTH_COUNTERS
+from ..gpu.tables import DEPTH_COUNTERS
 from ..position import Position
 
 
@@ -138,7 +138,7 @@ _occupancy = {"cost": 0.0, "since": 0.0}  # this process's last pass (seconds), 
 def batch_tables(backend: str, before: dict, seconds: float) -> dict[int, dict]:
     """The table statistics of one batch that took ``seconds``, from ``before`` (a copy of
     ``TTBfsDriver.depth_stats`` before it): per remaining depth r (int), the batch's ``probes``,
-    ``hits``, ``host_probes``, ``host_hits`` and ``stores`` (``ttdriver.DEPTH_COUNTERS``, each the change over
+    ``hits``, ``host_probes``, ``host_hits`` and ``stores`` (``gpu.tables.DEPTH_COUNTERS``, each the change over
     the batch), and the driver's table of r as it stands after the batch: ``slots`` (None where no
     table of r exists), ``occupied`` and ``evictions`` (None where no table exists or occupancy was
     not read after this batch, see OCCUPANCY_SHARE). Depths the batch never touched and that

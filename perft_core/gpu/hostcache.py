@@ -103,9 +103,6 @@ class HostCache:
         self.counts.clear()
         self.records.clear()
 
-    def items(self):
-        return self.counts.items()
-
     def entries(self):
         """Every entry as (remaining, key (int), board words, side, count, castle info bytes);
         needs audit mode."""

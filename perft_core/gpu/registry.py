@@ -17,7 +17,7 @@ def get_driver(backend: str, tt_mb: float | None = None):
 
     One driver per device and process (each holds its arena): a ``TTBfsDriver`` that counts with
     or without transposition tables (its ``tt_enabled``). ``tt_mb`` sizes its TTs (MiB; default
-    60 % of its memory, ttdriver.TT_SHARE), fixed when the driver is made: asking later for another size raises
+    60 % of its memory, tables.TT_SHARE), fixed when the driver is made: asking later for another size raises
     ValueError. The emulated memory comes from ``PERFT_EMULATED_MB`` (default 256 MiB), the real
     device's from ``PERFT_GPU_MB`` (default 85 % of the free memory: set it to leave room for
     another GPU program, e.g. an engine under test); a fault plan from ``PERFT_FAULT_PLAN``.
@@ -61,13 +61,13 @@ def _make_driver(backend: str, tt_mb: float | None):
 
 def table_statistics(backend: str, since: dict | None = None, occupancy: bool = True) -> dict | None:
     """The process's ``backend`` driver's table statistics (``TTBfsDriver.tt_statistics``), with
-    the cumulative counters (``ttdriver.DEPTH_COUNTERS``: probes, hits, host probes and hits,
+    the cumulative counters (``tables.DEPTH_COUNTERS``: probes, hits, host probes and hits,
     stores) and the leaf merge's moves and positions less those of ``since`` (an earlier result of
     this function, or ``{"by_depth": driver.depth_stats}`` copied), so that the difference is one
     count's; ``occupancy``: read the
     tables' occupied slots (one pass over them). None when the backend is not a GPU one or its
     driver was never made (nothing was counted through it)."""
-    from .ttdriver import DEPTH_COUNTERS
+    from .tables import DEPTH_COUNTERS
 
     drv = _DRIVERS.get(backend)
     if drv is None:

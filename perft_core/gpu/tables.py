@@ -62,7 +62,7 @@ def held_gain(s: float) -> float:
 def _slots_per_position(gain: float) -> float:
     """The inverse of :func:`held_gain` on (0, 1): the s at which one more slot keeps ``gain``."""
     lo, hi = -30.0, 30.0  # log s
-    for _ in range(100):
+    for _ in range(50):  # 60 / 2^50 in log s: far below a slot
         mid = (lo + hi) / 2
         if held_gain(math.exp(mid)) > gain:
             lo = mid
@@ -110,7 +110,7 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
 
     def fill(floor: float) -> dict[int, float]:
         lo, hi = -700.0, max(logw.values())  # log of the worth of the last slot given
-        for _ in range(200):
+        for _ in range(60):  # 700 / 2^60 in log worth: far below a slot
             mid = (lo + hi) / 2
             if sum(slots_at(mid, floor).values()) > budget_slots:
                 lo = mid

@@ -28,13 +28,12 @@ import numpy as np
 from .. import _core
 from ..distinct import FIRST_TRANSPOSITION_PLY, distinct_per_ply
 from .arena import DeviceOutOfMemory
-from .chunks import TT_BYTES_PER_BOARD, roots_per_call  # noqa: F401 - re-exported
+from .chunks import roots_per_call
 from .driver import BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
 from .hostcache import HostCache
 from .kernels import PART_DEPTH, key_part
 from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level
-from .tables import (DEPTH_COUNTERS, ENTRY_BYTES, HITS_SLOTS, LEVEL_VALUE, TT_SHARE,  # noqa: F401 - re-exported
-                     DeviceTables, DeviceTT)
+from .tables import HITS_SLOTS, LEVEL_VALUE, TT_SHARE, DeviceTables, DeviceTT
 
 OWN_SLOT = 0
 """The word of a call's hit counters (one per remaining depth, HITS_SLOTS; no table has remaining
