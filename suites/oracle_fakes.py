@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from pathlib import Path
 
 from oracle.engines import EngineError, PythonChessEngine, TotalOnlyEngine
@@ -71,3 +72,22 @@ def live_processes(ppid: int | None = None, sid: int | None = None) -> list[int]
         if state != "Z" and ppid in (None, int(parent)) and sid in (None, int(session)):
             pids.append(int(entry))
     return pids
+
+
+def alive(pid: int) -> bool:
+    """Is ``pid`` a live process (not a zombie)?"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(pids, seconds: float = 10.0) -> list[int]:
+    """Wait up to ``seconds`` for ``pids`` (a list, or a function giving one) to end; those left."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = [p for p in (pids() if callable(pids) else pids) if alive(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)

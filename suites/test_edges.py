@@ -597,9 +597,8 @@ time.sleep(300)                            # the engine itself hangs
 
 
 def test_residual_a_grandchild_that_runs_setsid_env_i_ends_with_the_engine(tmp_path):
-    import time
-
     from oracle.engines import CliEngine, EngineError
+    from oracle_fakes import wait_gone
 
     script, pids = tmp_path / "escape.py", tmp_path / "pids"
     script.write_text(ESCAPING_WITHOUT_TOKEN)
@@ -607,18 +606,9 @@ def test_residual_a_grandchild_that_runs_setsid_env_i_ends_with_the_engine(tmp_p
     with pytest.raises(EngineError, match="timed out"):
         engine.perft(START, 1)
     escaped = int(pids.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and Path(f"/proc/{escaped}").exists():
-        try:
-            if Path(f"/proc/{escaped}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
-                break
-        except OSError:
-            break
-        time.sleep(0.1)
-    else:
-        if Path(f"/proc/{escaped}").exists():
-            os.kill(escaped, 9)
-            pytest.fail(f"the grandchild {escaped} (setsid env -i sleep) outlived the engine")
+    if wait_gone([escaped], 5):
+        os.kill(escaped, 9)
+        pytest.fail(f"the grandchild {escaped} (setsid env -i sleep) outlived the engine")
 
 
 def test_n5_an_engine_that_prints_without_end_fills_no_memory():

@@ -28,7 +28,7 @@ from oracle.engines import CliEngine, EngineError, UciEngine
 from perft_core.atomic import write_texts
 from perft_core.limits import LimitError
 
-from oracle_fakes import FAKES, live_processes
+from oracle_fakes import FAKES, live_processes, wait_gone
 
 pytestmark = pytest.mark.core
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
@@ -61,25 +61,6 @@ def file_size_limit(nbytes: int):
 def memory_limit():
     """A preexec_fn: 6 GiB of address space, so a run that would grow without bound fails fast."""
     return lambda: resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
-
-
-def alive(pid: int) -> bool:
-    """Is ``pid`` a live process (not a zombie)?"""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def wait_gone(pids, seconds: float = 10.0) -> list[int]:
-    """Wait up to ``seconds`` for ``pids`` (a list, or a function giving one) to end; those left."""
-    deadline = time.monotonic() + seconds
-    while True:
-        left = [p for p in (pids() if callable(pids) else pids) if alive(p)]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.1)
 
 
 # ----- F1, F2, F5, F6: bounds ---------------------------------------------------------------------
