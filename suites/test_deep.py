@@ -295,6 +295,26 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     assert "perft deep:" not in got.err  # --json: quiet
 
 
+def test_max_seconds_stops_before_work_that_cannot_end_in_time_and_the_run_resumes_exact(cluster, tmp_path, capsys):
+    """--max-seconds: a limit the cluster's start already spends leaves every unit pending, exit
+    status 3, one line that says how far the run is and how to resume (with --json an object with
+    "finished": false); the resumed run without a limit is exact and counts each unit once."""
+    path = tmp_path / "limited.sqlite"
+    argv = ["deep", STARTPOS, "4", "--split-ply", "2", "--scheduler", cluster.scheduler_address, "--store", str(path)]
+    assert main(argv + ["--max-seconds", "0.001", "--json"]) == 3
+    got = capsys.readouterr()
+    out = json.loads(got.out)
+    assert out["finished"] is False and (out["rows"], out["counted"], out["counted_now"]) == (400, 0, 0)
+    assert out["phase"] == "count" and out["store"] == str(path) and out["done"] == 0
+    assert got.err.strip().endswith(f"resume with --resume {path}") and got.err.count("\n") == 1
+    assert counted(path) == 0
+    assert main(argv[:-2] + ["--max-seconds", "0"]) == 2  # not a positive number of seconds: a usage error
+    assert "--max-seconds: expected a positive number of seconds" in capsys.readouterr().err
+    assert main(["deep", "--resume", str(path), "--scheduler", cluster.scheduler_address, "--max-seconds", "600"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"perft 4: {expected(4)} nodes in ")
+    assert_counted_once(path, 400)
+
+
 def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
     from perft_core.deep import run as run_mod
 

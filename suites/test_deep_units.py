@@ -301,3 +301,122 @@ def test_parts_only_where_tables_split_by_key_pay():
     assert choose_parts("gpu", False, 9, 2) == 1  # no tables: whole units balance as well
     assert choose_parts("cpu", True, 9, 2) == 1
     assert choose_parts("gpu", True, 2, 2) == 1  # no position 3 plies from the end to split by
+
+
+def test_a_time_budget_takes_only_the_rows_that_fit_each_part_on_its_own_clock():
+    """batches(budget=...): a part's rows are taken in order while their seconds (times
+    BUDGET_MARGIN) fit its workers' time left; a row longer than the budget is passed over for
+    smaller ones after it; a part with no time gets no task; no task is longer than the budget."""
+    from perft_core.deep.run import BUDGET_MARGIN, batches
+
+    pace = 1.0  # seconds per estimated node
+    rows = [{"idx": i * 2 + p, "unit": i, "part": p, "estimate": e} for i, e in enumerate([50.0, 30, 30, 10, 5])
+            for p in range(2)]
+    tasks = batches(rows, 2, pace, merged=True, budget={0: 100.0, 1: 0.0})
+    taken = [r for t in tasks for r in t]
+    assert {r["part"] for r in taken} == {0}
+    # 50 and 30 (x1.25 = 62.5 + 37.5 = 100) fit, the second 30 does not, 10 and 5 would exceed 100 too
+    assert [r["unit"] for r in taken] == [0, 1]
+    tasks = batches(rows, 2, pace, merged=True, budget={0: 40.0, 1: 40.0})
+    # 50 (62.5 s) never fits 40 s; a 30 (37.5 s) does, and then nothing else (2.5 s left)
+    assert sorted(r["unit"] for t in tasks for r in t if r["part"] == 0) == [1]
+    assert all(sum(r["estimate"] for r in t) * pace * BUDGET_MARGIN <= 40.0 for t in tasks)
+    pool = [dict(r, part=0) for r in rows if r["part"] == 0]  # whole units on 4 workers: 4 x 40 s of time
+    assert sorted(r["unit"] for t in batches(pool, 4, pace, budget={0: 40.0}) for r in t) == [1, 2, 3, 4]
+
+
+class _FakeFuture:
+    def __init__(self, key, result):
+        self.key, self._result = key, result
+
+    def result(self):
+        return self._result
+
+    def release(self):
+        pass
+
+
+def _fake_phase(monkeypatch, rows, true_pace, **kw):
+    """_run_phase on a fake one-worker cluster whose clock advances by each task's true seconds
+    (its rows' estimates x ``true_pace``) when its result is taken: (tasks submitted, rows counted,
+    rows left, the clock at the end)."""
+    distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
+    from perft_core.deep import run as run_mod
+
+    clock = [0.0]
+    submitted, counted = [], []
+
+    class Client:
+        def submit(self, fn, fens, *args, key, **kw):
+            submitted.append(fens)
+            return _FakeFuture(key, {"seconds": len(fens) * 0.0 + 0.0, "fens": fens})
+
+        def cancel(self, *a, **k):
+            pass
+
+    class AsCompleted:
+        def __init__(self):
+            self.queue = []
+
+        def add(self, fut):
+            self.queue.append(fut)
+
+        @property
+        def futures(self):
+            return self.queue
+
+        def __iter__(self):
+            while self.queue:
+                fut = self.queue.pop(0)
+                batch = [r for r in rows if r["fen"] in fut._result["fens"]]
+                seconds = sum(r["estimate"] for r in batch) * true_pace
+                clock[0] += seconds
+                fut._result["seconds"] = seconds
+                yield fut
+
+    monkeypatch.setattr(distributed, "as_completed", AsCompleted)
+    monkeypatch.setattr(run_mod, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    st = types.SimpleNamespace(submitted=lambda idxs: list(idxs))
+    progress = types.SimpleNamespace(phase=lambda *a: None, advance=lambda *a: None)
+
+    def on_result(batch, result, key):
+        counted.extend(batch)
+        return 0
+
+    failures, left = run_mod._run_phase(Client(), st, rows, lambda b: ([r["fen"] for r in b],), on_result, ["w0"],
+                                        progress, "count", **kw)
+    assert not failures
+    return submitted, counted, left, clock[0]
+
+
+def _rows(n, estimate=1e12):
+    return [{"idx": i, "unit": i, "part": 0, "fen": f"unit {i}", "estimate": estimate} for i in range(n)]
+
+
+def test_a_deadline_starts_only_tasks_estimated_to_end_before_it(monkeypatch):
+    """20 rows of 10 s each, 95 s left: tasks are started while their 1.25 x 10 s fit what is left
+    (7, then one and one more as the time left shrinks to 25 and 15 s), never past the deadline;
+    the 11 rows left stay pending. Without a deadline every row is counted."""
+    rows = _rows(20)
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, deadline=95.0)
+    assert (len(counted), left) == (9, 11) and end <= 95.0
+    assert sorted(r["idx"] for r in counted) == list(range(9))  # in order, none twice
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11)
+    assert (len(counted), left) == (20, 0)
+
+
+def test_tasks_cut_by_a_calibrated_pace_are_cut_again_by_the_first_measured_one(monkeypatch):
+    """A calibration 1e4 x slower than the run's real pace (a small count without deep tables; startpos
+    perft 13 on four H200s got 400 one-unit tasks a part) cuts every unit into a task of its own;
+    after the first result the rest are cut by the measured pace: TASKS_PER_WORKER tasks, not 384
+    more. With measured=True (a pace from the store's rows) the plan is kept."""
+    from perft_core.deep.run import MAX_TASK_SECONDS, TASKS_PER_WORKER
+
+    rows = _rows(400)
+    slow = 2 * MAX_TASK_SECONDS / 1e12  # one unit takes two task lengths by the calibration
+    submitted, counted, left, _ = _fake_phase(monkeypatch, rows, slow / 1e4, pace=slow, measured=False)
+    assert (len(counted), left) == (400, 0)
+    assert len(submitted) <= 16 + TASKS_PER_WORKER
+    assert all(len(t) == 1 for t in submitted[:16])  # those in flight before the first result
+    submitted, counted, left, _ = _fake_phase(monkeypatch, rows, slow / 1e4, pace=slow, measured=True)
+    assert len(submitted) == 400 and left == 0

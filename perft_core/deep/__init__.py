@@ -12,11 +12,11 @@ from __future__ import annotations
 from .store import StoreError
 from .units import KeyCollisionError, Unit, split
 
-__all__ = ["deep_perft", "DeepResult", "StoreError", "KeyCollisionError", "Unit", "split"]
+__all__ = ["deep_perft", "DeepResult", "DeepError", "DeepStopped", "StoreError", "KeyCollisionError", "Unit", "split"]
 
 
 def __getattr__(name: str):
-    if name in ("deep_perft", "DeepResult"):
+    if name in ("deep_perft", "DeepResult", "DeepError", "DeepStopped"):
         from . import run
 
         return getattr(run, name)

@@ -12,8 +12,9 @@ without ``--store`` the store goes to the user's data folder, said on stderr at 
 Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
 a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
 missing, a Zobrist key shared by two positions at the split, or units that failed on every try,
-printed as one line ``perft: error: <message>``; 130 interrupted (the futures cancelled, a local
-cluster closed, one line).
+printed as one line ``perft: error: <message>``; 3 stopped at ``--max-seconds`` with units left
+(nothing lost: one line saying how far the run is and how to resume it; with ``--json`` an object
+with ``"finished": false``); 130 interrupted (the futures cancelled, a local cluster closed, one line).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _fraction(text: str) -> float:
 
 def _cmd_deep(args: argparse.Namespace) -> int:
     from ..errors import CountRefused
-    from .run import DeepError, deep_perft
+    from .run import DeepError, DeepStopped, deep_perft
     from .units import KeyCollisionError
 
     if args.check is not None and args.stats is not None:
@@ -60,9 +61,15 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             verify_seed=args.verify_seed, verify_sample=args.verify_sample,
                             progress=False if args.json else "bar" if sys.stderr.isatty() else "lines",
                             force=args.force,
-                            on_new_store=_announce if args.store is None else None)
+                            on_new_store=_announce if args.store is None else None,
+                            max_seconds=args.max_seconds)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
+    except DeepStopped as exc:
+        if args.json:
+            print(json.dumps(exc.as_dict()))
+        print(f"perft deep: {exc}", file=sys.stderr)
+        return 3
     except (DeepError, KeyCollisionError) as exc:
         print(f"perft: error: {exc}", file=sys.stderr)
         return 2
@@ -174,6 +181,9 @@ def register(sub) -> None:
                    "remaining depth, without counting (reads a store a run is writing)")
     p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
                    help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
+    p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
+                   help="end this command within S seconds: start only the tasks estimated to finish by then (the "
+                        "run's own measured speed), then stop, exit status 3; resume the store later")
     p.add_argument("--force", action="store_true", help="start a run estimated to take longer than a day "
                    "(refused without it)")
     p.add_argument("--json", action="store_true", help="print one JSON object, no progress (a bar on a terminal, "

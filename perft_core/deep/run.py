@@ -32,6 +32,28 @@ class DeepError(RuntimeError):
     (finished units stay in the store; resume the run)."""
 
 
+class DeepStopped(DeepError):
+    """A deep run stopped at its time limit (``deep_perft(max_seconds=...)``) before every unit was
+    counted: nothing is lost, resume it. Attributes: ``store`` (path, str), ``phase`` (the phase it
+    stopped in: "count", "verify" or "recount"), ``rows`` / ``counted`` (unit rows of the run / with
+    a first count), ``counted_now`` (rows counted by this call), ``done`` (the counted rows' share of
+    the run's estimated nodes, 0..1), ``seconds`` (this call's wall time), ``timings`` (as
+    ``DeepResult.timings``)."""
+
+    def __init__(self, store: str, phase: str, rows: int, counted: int, counted_now: int, done: float,
+                 seconds: float, timings: dict):
+        self.store, self.phase, self.rows, self.counted, self.counted_now = store, phase, rows, counted, counted_now
+        self.done, self.seconds, self.timings = done, seconds, timings
+        super().__init__(f"stopped at the time limit in the {phase} phase after {seconds:.0f} s: {counted} of {rows} "
+                         f"unit rows counted ({done:.1%} of the run's estimated nodes), {counted_now} by this command; "
+                         f"resume with --resume {store}")
+
+    def as_dict(self) -> dict:
+        return {"finished": False, "store": self.store, "phase": self.phase, "rows": self.rows,
+                "counted": self.counted, "counted_now": self.counted_now, "done": self.done,
+                "seconds": self.seconds, "timings": self.timings}
+
+
 @dataclass
 class DeepResult:
     """The outcome of :func:`deep_perft`.
@@ -318,6 +340,11 @@ TASKS_PER_WORKER = 16
 what a lost worker or client costs and to spread the work, large enough that one GPU call merges
 many units' positions and Dask's few milliseconds a task vanish."""
 MAX_UNITS_PER_TASK = 256
+BUDGET_MARGIN = 1.25
+"""Under a time limit (``deep_perft(max_seconds=...)``) a task is started only if its estimated
+seconds times this margin fit in the time left: the measured pace (seconds per estimated node) of a
+run's tasks varies from task to task (the first five of perft 13 on four H200s: within 6 % of their
+mean; tables warm up, the estimates err)."""
 MAX_TASK_SECONDS = 300.0
 """Once the run's speed is known, a task holds at most about this many seconds of work: a killed
 client or worker loses the tasks it was counting, so a run of many hours loses minutes, not a
@@ -325,28 +352,46 @@ sixteenth of a worker's share (startpos perft 13 on one H200 would otherwise run
 
 
 def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None,
-            merged: bool = False) -> list[list[dict]]:
+            merged: bool = False, budget: dict[int, float] | None = None, share: float = 1.0) -> list[list[dict]]:
     """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
     that part's tables), in row order (largest units first), each part in
-    ``max(balance, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds / MAX_TASK_SECONDS))`` batches of
+    ``max(balance, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds / cap))`` batches of
     about equal estimated nodes (never more batches than rows), where seconds = the part's
     estimated nodes x ``seconds_per_estimate`` (seconds per estimated node,
-    :func:`seconds_per_estimate`; None: no time bound) and balance = TASKS_PER_WORKER x workers /
-    parts, so that the workers sharing a part's tasks finish together. ``merged``: a task's units
+    :func:`seconds_per_estimate`; None: no time bound), cap = MAX_TASK_SECONDS (or the part's
+    budget, if less) and balance = TASKS_PER_WORKER x workers / parts, so that the workers sharing
+    a part's tasks finish together. ``merged``: a task's units
     are counted as one count whose equal positions merge (GPU backends with tables,
     ``TTBfsDriver.count_roots``), so a task split in two costs work: balance is then 1 where no two
-    workers share a part (a part's worker counts its part of every unit, balanced by key). Tasks
-    are returned part by part interleaved (batch 0 of every part, then batch 1, ...), so every
-    worker starts at once."""
+    workers share a part (a part's worker counts its part of every unit, balanced by key).
+    ``budget``: part -> seconds each of its workers has left (a time limit; needs
+    ``seconds_per_estimate``): only rows that fit are taken, in order, each row's seconds counted
+    BUDGET_MARGIN times, a part's workers sharing its budget (the rest of the rows are left out of
+    the tasks). ``share``: the share of the phase's estimated nodes that ``rows`` are (a phase's rest,
+    cut again): balance is scaled by it. Tasks are returned part by part interleaved (batch 0 of every part, then batch 1,
+    ...), so every worker starts at once."""
     by_part: dict[int, list[dict]] = {}
     for r in rows:
         by_part.setdefault(r["part"], []).append(r)
     parts = max(len(by_part), 1)
+    per_worker = max(1, workers // parts)  # workers counting one part (a pool of them when parts = 1)
     per_part = []
-    for part_rows in by_part.values():
+    for part, part_rows in by_part.items():
+        cap = MAX_TASK_SECONDS
+        if budget is not None and seconds_per_estimate:
+            left, cap = budget.get(part, 0.0) * per_worker, min(cap, budget.get(part, 0.0))
+            fitting = []
+            for r in part_rows:
+                s = max(r["estimate"], 1.0) * seconds_per_estimate * BUDGET_MARGIN
+                if s <= min(left, cap):
+                    fitting.append(r)
+                    left -= s
+            part_rows = fitting
+            if not part_rows:
+                continue
         total = sum(max(r["estimate"], 1.0) for r in part_rows)
-        by_time = math.ceil(total * seconds_per_estimate / MAX_TASK_SECONDS) if seconds_per_estimate else 1
-        balance = -(-TASKS_PER_WORKER * workers // parts) if workers > parts or not merged else 1
+        by_time = math.ceil(total * seconds_per_estimate / cap) if seconds_per_estimate else 1
+        balance = math.ceil(share * -(-TASKS_PER_WORKER * workers // parts)) if workers > parts or not merged else 1
         n = min(len(part_rows), max(balance, -(-len(part_rows) // MAX_UNITS_PER_TASK), by_time))
         out, cur, acc = [], [], 0.0
         for r in part_rows:
@@ -391,26 +436,61 @@ def _share(total, rows: list[dict]) -> list:
 
 
 def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: _Progress,
-               name: str, parts: int = 1, pace: float | None = None, merged: bool = False) -> list[str]:
+               name: str, parts: int = 1, pace: float | None = None, merged: bool = False,
+               measured: bool = True, deadline: float | None = None) -> tuple[list[str], int]:
     """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
     worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
     -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
     for each result as it completes; ``pace``: seconds per estimated node and ``merged``: a task's
-    units merge inside one count (both shape the tasks, see :func:`batches`). Returns the failures as lines (a task that raised on every try)."""
+    units merge inside one count (both shape the tasks, see :func:`batches`).
+
+    ``measured`` False: ``pace`` came from a calibration count, not from this run's tasks (a small
+    count without deep tables; it was at least 15x slower than perft 13's units on four H200s,
+    whose tasks it cut to one unit each): the tasks not yet submitted are cut again with the pace
+    of the first result.
+    ``deadline`` (``time.perf_counter()`` seconds): a task is submitted only if it is estimated to
+    end before it (``batches``' budget, counting the work already in flight for its part); rows
+    that fit no more are left pending in the store.
+
+    Returns (failures as lines: tasks that raised on every try, rows left unsubmitted by the
+    deadline)."""
+    from collections import deque
+
     from distributed import as_completed
 
     if not rows:
-        return []
+        return [], 0
     bar = progress.phase(name, rows)
-    tasks = iter(batches(rows, max(len(workers), 1), pace, merged))
+    per_worker = max(1, len(workers) // max(parts, 1))
+    unsubmitted = {r["idx"]: r for r in rows}
+    inflight: dict[str, float] = {}  # key -> the task's estimated seconds
+    ends: dict[int, float] = {}  # part -> when its workers are estimated to finish what they were sent
+    tally = [0.0, 0.0]  # this phase's results: seconds, estimates
+    phase_estimate = sum(max(r["estimate"], 1.0) for r in rows)
+
+    def est_seconds(batch) -> float:
+        return sum(max(r["estimate"], 1.0) for r in batch) * (pace or 0.0)
+
+    def plan() -> deque:
+        budget = None
+        if deadline is not None and pace:
+            now = time.perf_counter()
+            budget = {p: max(0.0, deadline - max(now, ends.get(p, now))) for p in {r["part"] for r in unsubmitted.values()}}
+        rest = list(unsubmitted.values())
+        share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
+        return deque(batches(rest, max(len(workers), 1), pace, merged, budget, share))
+
+    tasks = plan()
     futures: dict = {}
     ac = as_completed()
     run_tag = uuid.uuid4().hex[:8]
 
     def submit_next() -> None:
-        batch = next(tasks, None)
-        if batch is None:
+        if not tasks:
             return
+        batch = tasks.popleft()
+        for r in batch:
+            unsubmitted.pop(r["idx"])
         st.submitted(r["idx"] for r in batch)
         # A part's tasks prefer its workers (their tables hold that part's entries); whole units go anywhere.
         where = [w for i, w in enumerate(workers) if i % parts == batch[0]["part"] % parts] if parts > 1 else None
@@ -419,6 +499,9 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
                             retries=_RETRIES, pure=False, priority=-batch[0]["idx"], workers=where,
                             allow_other_workers=where is not None)
         futures[fut.key] = batch
+        inflight[fut.key] = est = est_seconds(batch)
+        now, p = time.perf_counter(), batch[0]["part"]
+        ends[p] = max(now, ends.get(p, now)) + est / per_worker
         ac.add(fut)
 
     failures = []
@@ -427,6 +510,7 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
             submit_next()
         for fut in ac:
             batch = futures.pop(fut.key)
+            est = inflight.pop(fut.key, 0.0)
             try:
                 result = fut.result()
             except Exception as exc:  # the task raised on every try, or its workers kept dying
@@ -435,12 +519,21 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
             else:
                 nodes = on_result(batch, result, fut.key)
                 progress.advance(bar, batch, nodes)
+                tally[0] += result["seconds"]
+                tally[1] += sum(max(r["estimate"], 1.0) for r in batch)
+                p = batch[0]["part"]  # its workers' queue ends as much sooner (later) as it took less (more)
+                ends[p] = ends.get(p, 0.0) - (est - result["seconds"]) / per_worker
+                if not measured and unsubmitted:  # the first measured pace: cut the rest again
+                    pace, measured = tally[0] / tally[1], True
+                    tasks = plan()
             fut.release()
+            if deadline is not None and not tasks and unsubmitted:
+                tasks = plan()  # rows passed over for time: smaller ones may fit what is left
             submit_next()
     finally:  # stopped (Ctrl-C, a full disk): nothing left running or queued on the cluster
         if futures:
             client.cancel(list(ac.futures), force=True)
-    return failures
+    return failures, len(unsubmitted)
 
 
 READ_TABLES_SECONDS = 60.0
@@ -503,7 +596,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                scheduler: str | None = None, split_ply: int | None = None, store: str | os.PathLike | None = None,
                resume: str | os.PathLike | None = None, verify_seed: int | None = None,
                verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
-               max_estimate_seconds: float | None = None, on_new_store=None) -> DeepResult:
+               max_estimate_seconds: float | None = None, on_new_store=None,
+               max_seconds: float | None = None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -528,6 +622,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             ``scheduler`` the workers are not known yet: the estimate counts one).
         on_new_store: called with the new store's path (a Path) once the options are checked, before
             the cluster starts (the CLI says where a default store goes).
+        max_seconds: a time limit for this call (seconds from its start): tasks are cut and
+            started only where they are estimated (the run's measured seconds per estimated node,
+            times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
+            for minutes loses no work; a task that runs past it is waited for. Default: none.
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -537,10 +635,14 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         the limit; LimitError: a split that cannot fit the memory; StoreError (a ValueError): the store is
         missing, corrupt, of another run or in use; KeyCollisionError: two positions share a key
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
-        in the store: resume).
+        in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
+        (nothing lost: resume).
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
+    if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
+                                    or not math.isfinite(max_seconds) or max_seconds <= 0):
+        raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
     if resume is not None:
         st = Store.open(resume)
         try:
@@ -610,7 +712,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     print(f"perft deep: {len(units)} units at split ply {split_ply}"
                           + (f", each in {st.run['parts']} parts" if st.run["parts"] > 1 else "")
                           + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
-            return _work(client, st, cluster_desc, progress, t0, speed, timings)
+            return _work(client, st, cluster_desc, progress, t0, speed, timings,
+                         None if max_seconds is None else t0 + max_seconds)
     finally:
         if st is not None:
             try:
@@ -621,17 +724,33 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
 
 
 def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
-          speed: float | None = None, timings: dict[str, float] | None = None) -> DeepResult:
+          speed: float | None = None, timings: dict[str, float] | None = None,
+          deadline: float | None = None) -> DeepResult:
     """Phases 1-3 on ``client``; the result from the store. ``speed``: nodes per second measured on a
     worker (``worker.calibrate``), if any; the tasks' length is bounded by the store's measured
-    speed, else by this one, else by one measured now (:func:`batches`). ``timings``: the seconds
-    of the steps before (DeepResult.timings), completed here."""
+    speed, else by this one, else by one measured now (:func:`batches`), and cut again by the
+    first measured task's where the store had none. ``timings``: the seconds
+    of the steps before (DeepResult.timings), completed here. ``deadline``
+    (``time.perf_counter()`` seconds): no task is started that is estimated to end after it;
+    raises DeepStopped when rows are left for it."""
     timings = {} if timings is None else timings
     run = st.run
     st.begin_session(cluster_desc)
     run_key = f"{st.path.resolve()}:{run['started']}"
     backend, tt, seed, parts = run["backend"], run["tt"], run["seed"], run["parts"]
     counted_now = 0
+
+    def stopped(phase: str, left: int) -> None:
+        """Raise DeepStopped when the deadline left rows of ``phase`` unsubmitted."""
+        if not left:
+            return
+        timings["count"] = timings.get("count", count_seconds)
+        units = st.units()
+        est = sum(max(r["estimate"], 1.0) for r in units) or 1.0
+        done = [r for r in units if r["count"] is not None]
+        raise DeepStopped(str(st.path), phase, len(units), len(done), counted_now,
+                          sum(max(r["estimate"], 1.0) for r in done) / est, time.perf_counter() - t0,
+                          {k: round(v, 6) for k, v in timings.items()})
 
     def args(batch, tt_, seed_, tables=True):
         return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
@@ -677,15 +796,20 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         # A part's row takes about 1/parts of its unit's time (its share of the leaf, which is most
         # of the work), so the calibrated speed of one worker is scaled by the parts.
         pace = seconds_per_estimate(st.units(), speed and speed * parts)
+        measured = any(r.get("seconds") and r["count"] is not None for r in st.units())
         if rows and pace is None:
             t = time.perf_counter()
             speed = client.submit(worker.calibrate, run["fen"], run["depth"], backend, tt, seed, pure=False).result()
             pace = seconds_per_estimate([], speed * parts)
             timings["calibrate"] = timings.get("calibrate", 0.0) + time.perf_counter() - t
         t_count = time.perf_counter()
-        failures += _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count", parts,
-                               pace, merged)
+        count_seconds = 0.0
+        failed, left = _run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count",
+                                  parts, pace, merged, measured, deadline)
+        failures += failed
         count_seconds = time.perf_counter() - t_count if rows else 0.0
+        if not failures:
+            stopped("count", left)
         t = time.perf_counter()
         if rows and tt:
             _read_tables(client, st, "count", backend, run_key, seed)
@@ -695,15 +819,21 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         if run["verify_seed"] is not None and not failures:
             rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
                     and sampled(r["key"], run["verify_sample"])]
-            failures += _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified, workers,
-                                   bar, "verify", parts, pace, merged)
+            failed, left = _run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified,
+                                      workers, bar, "verify", parts, pace, merged, deadline=deadline)
+            failures += failed
+            if not failures:
+                stopped("verify", left)
             if rows:
                 _read_tables(client, st, "verify", backend, run_key, run["verify_seed"])
         timings["verify"] = time.perf_counter() - t
         t = time.perf_counter()
         rows = [r for r in st.units() if r["status"] == "mismatch"]
-        failures += _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted, workers,
-                               bar, "recount", parts, pace)
+        failed, left = _run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted,
+                                  workers, bar, "recount", parts, pace, deadline=deadline)
+        failures += failed
+        if not failures:
+            stopped("recount", left)
         timings["recount"] = time.perf_counter() - t
     timings["count"] = count_seconds
     # The count phase's time when its busiest worker was not counting: Dask's submission and
