@@ -43,11 +43,9 @@ def kernels(request):
 
 
 def make_driver(kernels, plan=None, tt_bytes=4 << 20, **kw):
-    """A small TT driver: many small chunks, so later chunks hit what earlier ones stored; no host
-    level (its own test below), so a fault plan's ordinals count the same allocations on both devices."""
+    """A small TT driver: many small chunks, so later chunks hit what earlier ones stored."""
     kw.setdefault("min_roots", 20)
     kw.setdefault("chunk_leaf_moves", 1 << 8)
-    kw.setdefault("host_tt_bytes", 0)
     return TTBfsDriver(kernels, memory_bytes=16 << 20, fault_plan=plan, tt_bytes=tt_bytes, audit=True, **kw)
 
 
@@ -63,28 +61,6 @@ def test_tt_counts_exact_with_hits_and_clean_audit(kernels, fen, depth, expected
     assert drv.perft(perft_core.Position.from_fen(fen), depth) == expected
     assert drv.stats.gpu_calls > 1
     assert assert_clean(drv) > 0
-
-
-@pytest.mark.parametrize("fen,depth,expected", [(STARTPOS, 6, 119060324), (POS3, 7, 178633661), (CHESS960, 6, None)])
-def test_the_host_level_takes_the_upper_tables_and_the_lowest_gets_the_device(kernels, fen, depth, expected):
-    """Device tables too small for every table at its bound: with a host level the tables above the
-    lowest are planned in it (on the GPU: page-locked host memory the kernels reach over the bus),
-    the lowest takes the whole device budget, the count is exact (the CPW table, or the CPU
-    backend for the Chess960 position) and every entry of both levels audits clean; without one,
-    every table stays on the device, smaller."""
-    pos = perft_core.Position.from_fen(fen)
-    expected = expected if expected is not None else perft_core.perft(fen, depth, backend="cpu")
-    plain = make_driver(kernels, tt_bytes=256 << 10)
-    assert plain.perft(pos, depth) == expected
-    drv = make_driver(kernels, tt_bytes=256 << 10, host_tt_bytes=8 << 20)
-    assert drv.perft(pos, depth) == expected
-    where = {r: tt.where for r, tt in drv.tts.items()}
-    low = min(where)
-    assert where[low] == "device" and len(where) > 1 and all(w == "host" for r, w in where.items() if r != low)
-    assert all(tt.where == "device" for tt in plain.tts.values())
-    assert drv.tts[low].slots > plain.tts[low].slots  # the lowest table got the whole device budget
-    assert drv.tt_statistics()["host_level"]["bytes"] > 0
-    assert assert_clean(drv) > 0 and any(r != low for r, *_ in drv.audit_entries())
 
 
 def test_tt_hits_happen_and_save_work(kernels):

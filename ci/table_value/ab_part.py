@@ -67,11 +67,6 @@ def main() -> int:
         print(json.dumps({"units": [r[0] for r in group], "seconds": round(res["seconds"], 2),
                           "equal": res["counts"] == want}), flush=True)
     out["seconds"] = sum(t["seconds"] for t in out["tasks"])
-    from perft_core.gpu.registry import table_statistics
-
-    end = table_statistics(args.backend, occupancy=False) or {}
-    out["host_level"] = end.get("host_level")
-    out["where"] = {r: row.get("where") for r, row in end.get("by_depth", {}).items() if row.get("where")}
     out["all_equal"] = ok
     args.json.write_text(json.dumps(out, indent=1, default=str))
     print(f"arm {out['arm']}: {out['seconds']:.2f} s, counts {'equal' if ok else 'DIFFER'}")

@@ -23,9 +23,7 @@ class Arena:
     """Bump allocator over one buffer of ``capacity`` bytes of array module ``xp``.
 
     ``alloc`` returns a typed, contiguous view; nothing is freed individually: ``reset`` starts the
-    next BFS call from the bottom. ``peak`` is the most bytes ever in use (bytes). ``buffer``: a
-    uint8 array of ``xp`` of at least ``capacity`` bytes to hand out (default: one allocated here),
-    e.g. page-locked host memory the kernels reach over the bus (``CupyKernels.host_mapped``).
+    next BFS call from the bottom. ``peak`` is the most bytes ever in use (bytes).
     """
 
     xp: object
@@ -37,10 +35,9 @@ class Arena:
     peak: int = 0
     ordinal: int = 0
     _buf: object = field(default=None, repr=False)
-    buffer: object = field(default=None, repr=False)
 
     def __post_init__(self):
-        self._buf = self.buffer if self.buffer is not None else self.xp.empty(self.capacity, dtype=self.xp.uint8)
+        self._buf = self.xp.empty(self.capacity, dtype=self.xp.uint8)
         # CuPy: views made straight from the buffer's device pointer (a slice and a view cost two
         # array set-ups in CuPy's indexing, a few microseconds each, at every allocation of a call)
         data = self._buf.data

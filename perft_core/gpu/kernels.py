@@ -52,14 +52,6 @@ class EmulatedKernels:
     def free_bytes(self) -> int:
         return 1 << 30
 
-    def host_mapped(self, nbytes: int):
-        """Host memory for tables the kernels reach over the bus: on the emulated device, plain
-        NumPy memory (uint8 array of ``nbytes``), or None where it cannot be had."""
-        try:
-            return np.empty(int(nbytes), dtype=np.uint8)
-        except MemoryError:
-            return None
-
     def to_device(self, host: np.ndarray):
         return np.ascontiguousarray(host)
 
@@ -211,21 +203,6 @@ def _module(options: tuple[str, ...] = (), build: str = "auto"):
     return mod, lowered, kind, why
 
 
-class _HostBlock:
-    """Owns one cudaHostAlloc block: freed when the last array over it goes."""
-
-    def __init__(self, ptr: int):
-        self.ptr = ptr
-
-    def __del__(self):
-        try:
-            import cupy
-
-            cupy.cuda.runtime.freeHost(self.ptr)
-        except Exception:  # noqa: BLE001 - interpreter shutdown: the process's memory goes anyway
-            pass
-
-
 class CupyKernels:
     """The real GPU: CuPy arrays and the RawModule kernels (loaded once per process, cached).
 
@@ -275,20 +252,6 @@ class CupyKernels:
     def free_bytes(self) -> int:
         free, _total = self.xp.cuda.runtime.memGetInfo()
         return int(free)
-
-    def host_mapped(self, nbytes: int):
-        """``nbytes`` of page-locked host memory as a CuPy uint8 array the kernels read and write
-        over the bus (cudaHostAlloc, portable and mapped: with unified addressing its device
-        pointer is its host pointer, CUDA Programming Guide "Mapped Memory"), freed with the
-        array; None where the driver cannot lock that much."""
-        cp = self.xp
-        try:
-            ptr = cp.cuda.runtime.hostAlloc(int(nbytes), 1 | 2)  # cudaHostAllocPortable | cudaHostAllocMapped
-        except cp.cuda.runtime.CUDARuntimeError:
-            return None
-        owner = _HostBlock(ptr)
-        mem = cp.cuda.UnownedMemory(ptr, int(nbytes), owner, device_id=cp.cuda.Device().id)
-        return cp.ndarray((int(nbytes),), dtype=cp.uint8, memptr=cp.cuda.MemoryPointer(mem, 0))
 
     def to_device(self, host: np.ndarray):
         return self.xp.asarray(host)

@@ -6,23 +6,15 @@ How the budget is shared between remaining depths is this module's one decision
 table (a model of a table that keeps the last store) and the work a hit at its remaining depth
 saves (LEVEL_VALUE a ply); every table is bounded by SLOTS_PER_POSITION slots for each distinct
 position of the ply it serves.
-
-The host level: where the device budget cannot hold every table at its bound (startpos perft 12
-and deeper on an H200), the tables above the lowest move to page-locked host memory that the
-kernels reach over the bus (``host_table_bytes``: HOST_TT_SHARE of this process's memory limit),
-and the lowest table, the one probed most, takes the whole device budget. The entries, their
-XOR check and the kernels are the same: only where the memory is changes.
 """
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from .arena import Arena, DeviceOutOfMemory
-from .hostcache import memory_limit_bytes
 
 ENTRY_BYTES = 16
 AUDIT_BYTES = 64
@@ -56,41 +48,6 @@ distinct positions (the rule of sessions 2-13). Measured on an H200 (NOTES.md "S
 startpos perft 12 262 s with 1 (session 12), 214 s with 10; perft 11 with 3 GB of tables 28.6 s
 with 1, 18.4 s with 10 and with 1e9 (top-down); perft 11 with the default 71 GB, where every
 table fits, 14.7 s either way."""
-
-
-HOST_TT_SHARE = 0.4
-"""The share of this process's memory limit (``process_memory_limit``) the host level of the
-tables may lock (page-locked memory cannot be swapped or spilled: the host cache takes
-hostcache.HOST_CACHE_SHARE beside it, and the BFS's host levels and Python the rest)."""
-MIN_HOST_TT_BYTES = 1 << 30
-"""A host level smaller than this is not worth its locking time: none is made."""
-
-
-def process_memory_limit() -> int:
-    """This process's share of the host's memory, bytes: a Dask worker's ``memory_limit`` (a
-    LocalCUDACluster gives each GPU's worker the machine's memory over the workers) where this is
-    one and it has a limit, else ``hostcache.memory_limit_bytes`` (the cgroup's or the machine's)."""
-    limit = memory_limit_bytes()
-    try:
-        from distributed import get_worker
-
-        worker_limit = get_worker().memory_manager.memory_limit
-    except (ImportError, ValueError, AttributeError):
-        worker_limit = None
-    return min(limit, int(worker_limit)) if worker_limit else limit
-
-
-def host_table_bytes(default_share: float = HOST_TT_SHARE) -> int:
-    """Bytes of host memory for the host level: ``PERFT_HOST_TT_MB`` (MiB, an integer; 0: no host
-    level) where set, else ``default_share`` x :func:`process_memory_limit` (0 when that is under
-    MIN_HOST_TT_BYTES)."""
-    forced = os.environ.get("PERFT_HOST_TT_MB", "").strip()
-    if forced:
-        if not forced.isdigit():
-            raise ValueError(f"PERFT_HOST_TT_MB must be a whole number of MiB, got {forced!r}")
-        return int(forced) << 20
-    nbytes = int(default_share * process_memory_limit())
-    return nbytes if nbytes >= MIN_HOST_TT_BYTES else 0
 
 
 def held_gain(s: float) -> float:
@@ -176,33 +133,25 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
 class DeviceTT:
     """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data);
     ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, tag (store launch number
-    << 1 | side to move: one board per slot and launch writes entry and record, see bfs_store).
-    ``where``: "device", or "host" (the host level: page-locked host memory the kernels reach over
-    the bus)."""
+    << 1 | side to move: one board per slot and launch writes entry and record, see bfs_store)."""
 
     remaining: int
     slots: int
     entries: object
     audit: object | None
-    where: str = "device"
 
 
 class DeviceTables:
     """The tables of one driver: ``tts`` {remaining depth: DeviceTT} in an arena of ``nbytes``.
 
-    ``kernels``: the kernel set (its ``xp``, ``zero`` and ``host_mapped``); ``fault_plan``: as for
-    Arena; ``audit``: keep a record of each stored slot (tests); ``host_bytes``: the host level's
-    bytes (0: none; locked on first use, when a plan needs it, and kept). ``depth_stats`` {r:
-    DEPTH_COUNTERS} are cumulative over the driver's counts and outlive a reset of the tables.
+    ``kernels``: the kernel set (its ``xp`` and ``zero``); ``fault_plan``: as for Arena; ``audit``:
+    keep a record of each stored slot (tests). ``depth_stats`` {r: DEPTH_COUNTERS} are cumulative
+    over the driver's counts and outlive a reset of the tables.
     """
 
-    def __init__(self, kernels, nbytes: int, fault_plan=None, audit: bool = False, host_bytes: int = 0):
+    def __init__(self, kernels, nbytes: int, fault_plan=None, audit: bool = False):
         self.k = kernels
         self.arena = Arena(kernels.xp, nbytes, fault_plan, name="tt")
-        self.host_bytes = int(host_bytes)
-        self.host_arena = None  # made by the first plan that needs the host level
-        self.host_lock_seconds = 0.0  # what locking the host level cost (once a process)
-        self._fault_plan = fault_plan
         self.audit_mode = audit
         self.tts: dict[int, DeviceTT] = {}
         self.depth_stats: dict[int, dict[str, int]] = {}
@@ -211,32 +160,9 @@ class DeviceTables:
         self.disabled = 0  # tables that did not fit (a table is an optimisation: the count goes on without)
 
     def reset(self) -> None:
-        """Forget every table (the memory goes back to the arenas)."""
+        """Forget every table (the memory goes back to the arena)."""
         self.tts = {}
         self.arena.reset()
-        if self.host_arena is not None:
-            self.host_arena.reset()
-
-    def _host(self, need: int):
-        """The host level's arena, with room for ``need`` bytes where the allowance (``host_bytes``)
-        has it, else the allowance: locked on first use and again, larger, when a later plan needs
-        more (the tables are planned afresh then anyway); None without a host level or where the
-        memory cannot be locked (the count goes on with the device tables alone)."""
-        want = min(self.host_bytes, -(-int(need) // (1 << 20)) << 20)
-        if not want:
-            return None
-        if self.host_arena is None or self.host_arena.capacity < want:
-            import time
-
-            self.host_arena = None  # the old block goes before a larger one is locked
-            t = time.perf_counter()
-            buf = self.k.host_mapped(want)
-            self.host_lock_seconds += time.perf_counter() - t
-            if buf is None:
-                self.host_bytes = 0  # asked once: from now on the device tables alone
-                return None
-            self.host_arena = Arena(self.k.xp, want, self._fault_plan, name="tt", buffer=buf)
-        return self.host_arena
 
     def stat(self, r: int) -> dict[str, int]:
         """The cumulative counters of remaining depth ``r`` (made on first use)."""
@@ -248,40 +174,25 @@ class DeviceTables:
     def plan(self, distinct: dict[int, float], cap_lowest: bool = True, value: float = LEVEL_VALUE,
              above_lowest: float = 1.0) -> list[str]:
         """Allocate and zero a table for each remaining depth of ``distinct`` ({r: distinct positions
-        it serves}), sized by :func:`plan_slots` from 95 % of the arena. Where that budget cannot
-        hold every table at its bound and there is a host level, the tables above the lowest are
-        planned in 95 % of the host level instead (:func:`plan_slots` among themselves) and the
-        lowest gets the device budget (up to its bound when ``cap_lowest``). Returns the arena sites
-        that did not fit (those depths get no table)."""
+        it serves}), sized by :func:`plan_slots` from 95 % of the arena. Returns the arena sites that
+        did not fit (those depths get no table)."""
         per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
-        budget = self.arena.capacity * 0.95 / per_slot
-        sizes = plan_slots(distinct, budget, cap_lowest, value, above_lowest)
-        where = dict.fromkeys(sizes, "device")
-        low = min(distinct) if distinct else None
-        upper = {r: d for r, d in distinct.items() if r != low}
-        needed = sum(SLOTS_PER_POSITION * max(float(d), 1.0) for r, d in distinct.items() if r != low or cap_lowest)
-        upper_bytes = sum(SLOTS_PER_POSITION * max(float(d), 1.0) for d in upper.values()) * per_slot / 0.95
-        if upper and (needed > budget or not cap_lowest) and self._host(upper_bytes) is not None:
-            sizes = plan_slots(upper, self.host_arena.capacity * 0.95 / per_slot, True, value)
-            where = dict.fromkeys(sizes, "host")
-            lowest = budget if not cap_lowest else min(budget, SLOTS_PER_POSITION * max(float(distinct[low]), 1.0))
-            sizes[low], where[low] = max(int(lowest), MIN_SLOTS), "device"
+        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value, above_lowest)
         failed = []
         for r in sorted(sizes, key=sizes.get):  # smallest first: a shortfall hits the largest table only
             slots = sizes[r]
-            arena = self.host_arena if where[r] == "host" else self.arena
             try:
-                entries = arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
+                entries = self.arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
                 self.k.zero(entries)
                 audit = None
                 if self.audit_mode:
-                    audit = arena.alloc(f"tt_audit[{r}]", 8 * slots, np.uint64)
+                    audit = self.arena.alloc(f"tt_audit[{r}]", 8 * slots, np.uint64)
                     self.k.zero(audit)
             except DeviceOutOfMemory as exc:
                 failed.append(exc.site)
                 self.disabled += 1
                 continue
-            self.tts[r] = DeviceTT(r, slots, entries, audit, where[r])
+            self.tts[r] = DeviceTT(r, slots, entries, audit)
             self._stores_at_plan[r] = self.stat(r)["stores"]
         return failed
 
@@ -294,7 +205,6 @@ class DeviceTables:
         for r, tt in self.tts.items():
             row = out.setdefault(r, dict.fromkeys(DEPTH_COUNTERS, 0))
             row["slots"] = int(tt.slots)
-            row["where"] = tt.where
             if occupancy:
                 occupied = (int(xp.count_nonzero(tt.entries)) + 1) // 2
                 since_plan = row["stores"] - self._stores_at_plan.get(r, 0)

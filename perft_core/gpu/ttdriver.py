@@ -33,7 +33,7 @@ from .driver import BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
 from .hostcache import HostCache
 from .kernels import PART_DEPTH, key_part
 from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level
-from .tables import HITS_SLOTS, HOST_TT_SHARE, LEVEL_VALUE, TT_SHARE, DeviceTables, DeviceTT, host_table_bytes
+from .tables import HITS_SLOTS, LEVEL_VALUE, TT_SHARE, DeviceTables, DeviceTT
 
 OWN_SLOT = 0
 """The word of a call's hit counters (one per remaining depth, HITS_SLOTS; no table has remaining
@@ -49,9 +49,6 @@ class TTBfsDriver(BfsDriver):
     ``min_roots`` the fewest host roots to split into GPU chunks (sets the launch depth),
     ``host_cache_entries`` bound of the lossless host cache (it stops storing when full; None: from
     the host's memory, ``hostcache.default_entries``),
-    ``host_tt_bytes`` the tables' host level (bytes of page-locked host memory for the tables above
-    the lowest where the device cannot hold them all; None: ``tables.host_table_bytes``, on the
-    emulated device only where ``PERFT_HOST_TT_MB`` asks; 0: none),
     ``chunk_leaf_moves`` the most leaf moves one GPU call should hold (None: memory alone decides), ``merge`` merge equal
     positions (equal keys) within each BFS level before expanding it, and the fused leaf's children
     (attribute ``leaf_merge``, see ``merge.leaf_merged``).
@@ -59,8 +56,7 @@ class TTBfsDriver(BfsDriver):
 
     def __init__(self, kernels, memory_bytes: int | None = None, fault_plan=None, max_gpu_depth: int | None = None,
                  tt_bytes: int | None = None, seed: int | None = None, audit: bool = False, min_roots: int = 1,
-                 host_cache_entries: int | None = None, chunk_leaf_moves: int | None = None, merge: bool = True,
-                 host_tt_bytes: int | None = None):
+                 host_cache_entries: int | None = None, chunk_leaf_moves: int | None = None, merge: bool = True):
         # Split the device memory between the BFS arena and the TTs before allocating either.
         total = int(memory_bytes if memory_bytes is not None else kernels.free_bytes() * 0.85)
         if tt_bytes is None:
@@ -69,9 +65,7 @@ class TTBfsDriver(BfsDriver):
         elif memory_bytes is None:
             total -= tt_bytes
         super().__init__(kernels, total, fault_plan, max_gpu_depth)
-        if host_tt_bytes is None:  # the real GPU's host level from this process's memory; none emulated
-            host_tt_bytes = host_table_bytes(HOST_TT_SHARE if kernels.name == "gpu" else 0.0)
-        self.device_tables = DeviceTables(kernels, tt_bytes, fault_plan, audit, host_tt_bytes)
+        self.device_tables = DeviceTables(kernels, tt_bytes, fault_plan, audit)
         # Memory left beside the arenas for the merge's temporaries (with a margin for the rest).
         self.temp_bytes = int(kernels.free_bytes() * 0.8)
         self.tt_enabled = True
@@ -388,16 +382,13 @@ class TTBfsDriver(BfsDriver):
         """The tables' statistics per remaining depth, for people (``perft run --json``, deep stores).
 
         Returns ``{"by_depth": {r: {...}}, "host_cache_entries": int, "leaf_merge": {"moves": int,
-        "positions": int}, "host_level": {"bytes": int, "lock_seconds": float}}`` (leaf_merge,
-        cumulative: the fused leaf's moves and the distinct children it counted, see
-        ``merge.leaf_merged``; host_level: the page-locked host memory of the tables above the
-        lowest, 0 bytes when none was made, see ``tables``); each remaining depth ``r``
+        "positions": int}}`` (leaf_merge, cumulative: the fused leaf's moves and the distinct children
+        it counted, see ``merge.leaf_merged``); each remaining depth ``r``
         (int) has DEPTH_COUNTERS, cumulative over this driver's counts (subtract two snapshots for
         one count): ``probes`` and ``hits`` (device table lookups and finds), ``host_probes`` and
         ``host_hits`` (the lossless host cache, above the launch depth), ``stores`` (device
         entries written: probed boards not found, zero counts included though never stored, so an
-        upper bound); and, where a table of depth r exists now: ``slots``, ``where`` ("device" or
-        "host"), and with
+        upper bound); and, where a device table of depth r exists now: ``slots``, and with
         ``occupancy``: ``occupied`` (slots holding an entry: one pass over the table) and
         ``evictions`` (stores since the table was planned that replaced another position's entry
         or were lost to a same-slot store: those stores less ``occupied``, at least 0). Reading
@@ -408,11 +399,8 @@ class TTBfsDriver(BfsDriver):
         words alone took 3.1 s, 180x longer).
         """
         out = self.device_tables.statistics(occupancy)
-        host = self.device_tables.host_arena
         return {"by_depth": out, "host_cache_entries": len(self.host_cache),
-                "leaf_merge": {"moves": self.tt_stats["leaf_moves"], "positions": self.tt_stats["leaf_positions"]},
-                "host_level": {"bytes": host.capacity if host is not None else 0,
-                               "lock_seconds": round(self.device_tables.host_lock_seconds, 3)}}
+                "leaf_merge": {"moves": self.tt_stats["leaf_moves"], "positions": self.tt_stats["leaf_positions"]}}
 
     def _host_keys(self, boards: np.ndarray, us: int) -> np.ndarray:
         return host_keys(boards, us, self._ci_bytes, self.z_host)
