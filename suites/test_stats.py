@@ -2,7 +2,7 @@
 python-chess reference (oracle/stats.py) and against every published Chess Programming Wiki row,
 the API's rules and ``perft run --stats``.
 
-The reference shares no code with the engine's classification (perft_core/src/stats.h): it judges
+The reference shares no code with the engine's classification (kernels/pc_stats.h): it judges
 each leaf move with python-chess's own Board methods. Every counter is compared, on random legal
 positions (standard and Chess960, depths 1-4) and on hand-made positions that hold the rare kinds
 (double-discovered checks by en passant, discovered mates, promotions that uncover a check,

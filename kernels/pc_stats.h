@@ -1,9 +1,10 @@
 // Perft statistics: the leaf moves classified by bitboard set operations (perft_core.Stats gives
 // the definitions; the python-chess reference, oracle/stats.py, counts the same by other means).
 //
-// Host-only for now (the CPU extension's src/stats.cpp includes it; no GPU kernel does, so the
-// cubins are untouched), written in the shared core's dialect (PC_HD, no standard library) so that
-// it can move into kernels/ for a GPU statistics leaf.
+// Shared by the CPU extension (perft_core/src/stats.cpp: its recursion) and the GPU kernels
+// (pc_kernels.cu: the statistics leaf, one thread per leaf parent), in the core's dialect (PC_HD,
+// no standard library). The plain count's kernels include it but call nothing of it: their code is
+// unchanged.
 //
 // At the leaf parent (Us to move, the last ply's moves are Us's), once per position:
 //   - the check squares of each piece type: the squares from which a piece of that type attacks
@@ -22,13 +23,14 @@
 #pragma once
 #include "chess.h"
 
-// Out of line in host builds: the sink's rare paths (checks, promotions, castling, en passant) and
-// the leaf below each of the leaf parent's moves. Inlined at every call site of the generator, they
-// made the code several times larger and the count 15-20 % slower (NOTES.md, session 14).
+// Out of line: the sink's rare paths (checks, promotions, castling, en passant) and the leaf below
+// each of the leaf parent's moves. Inlined at every call site of the generator, they made the host
+// code several times larger and the count 15-20 % slower (NOTES.md, session 14); on the GPU each
+// inlined copy of the mate test would be another copy of the whole generator in the kernel.
 #if PC_HOST_CODE
 #define PC_STATS_COLD __attribute__((noinline))
 #else
-#define PC_STATS_COLD PC_HD
+#define PC_STATS_COLD PC_HD_NOINLINE
 #endif
 
 // Counters of the leaf moves below a position (perft_core.Stats, same order as STATS_FIELDS in
