@@ -301,3 +301,35 @@ PC_HD void leaf_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
     generate_legal<Us>(b, ci, sink);
     stats_add(s, sink.s);
 }
+
+// ----- the BFS statistics leaf ------------------------------------------------------------------------
+// Element work of the GPU's statistics leaf (pc_kernels.cu: stats_leaf_kernel and stats_sum_kernel,
+// one thread per element) and of the emulated device's (perft_core/src/batch.cpp: batch_stats_leaf
+// and batch_stats_sum, a loop). A statistics count expands BFS levels down to the leaf parents (one
+// ply above the leaves) and classifies their moves: over the moves of the level above them, each
+// thread makes its move and classifies the child's moves (bfs_stats_leaf); over a level of boards
+// (a count of depth 1 below the BFS roots), each thread classifies its board's moves (leaf_stats).
+
+enum { STATS_WORDS = 13 };  // the counters of StatCounts: perft_core.stats.STATS_FIELDS
+
+// The counters of s as STATS_WORDS words, in perft_core.stats.STATS_FIELDS order.
+PC_HD void stats_words(const StatCounts& s, u64* w) {
+    w[0] = s.nodes;
+    w[1] = s.captures;
+    w[2] = s.en_passant;
+    w[3] = s.castles;
+    w[4] = s.promotions;
+    for (int k = 0; k < 4; ++k) {
+        w[5 + k] = s.checks[k];
+        w[9 + k] = s.mates[k];
+    }
+}
+
+// The child that move m (Us to move) makes from `parent` is a leaf parent: its legal moves, the leaf
+// moves, are classified into s.
+template <int Us>
+PC_HD void bfs_stats_leaf(const Board& parent, Move m, const CastleInfo& ci, StatCounts& s) {
+    Board c = parent;
+    make_move<Us>(c, m, ci);
+    leaf_stats<Us ^ 1>(c, ci, s);
+}
