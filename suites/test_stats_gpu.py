@@ -299,3 +299,23 @@ def test_gpu_stats_small_arena_chunks_and_fallback_exact():
     plan = FaultPlan(site="moves[*]", times=2)
     d = BfsDriver(CupyKernels(), memory_bytes=1 << 24, fault_plan=plan)
     assert d.perft_stats(pos, 5) == want and plan.fired == 2
+
+
+def test_device_script_dry_run_on_the_emulated_device(tmp_path):
+    """ci/stats_gpu_check.py (the device script's checks) runs end to end on the emulated device at
+    small depths, agrees everywhere and writes its JSON."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "ci" / "stats_gpu_check.py"
+    spec = importlib.util.spec_from_file_location("stats_gpu_check", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rc = script.main(["--backend", "gpu-emulated", "--out", str(tmp_path), "--startpos-depth", "5",
+                      "--positions", "kiwipete:3,pos3:4,pos4:3,pos5:3,pos6:3", "--random", "6", "--random-nodes", "1e5",
+                      "--divides", "2", "--timing", "startpos:5,kiwipete:3", "--budget-seconds", "60"])
+    result = json.loads((tmp_path / "stats_gpu_check.json").read_text())
+    assert rc == 0 and result["ok"]
+    assert [r["depth"] for r in result["cpw_startpos"] if r.get("agree")] == [1, 2, 3, 4, 5]
+    assert all(r["agree_cpu"] for r in result["cpw_positions"] + result["random"]["rows"])
+    assert all(r["nodes_agree"] for r in result["timing"])
