@@ -192,6 +192,11 @@ class Backend:
         return first
 
 
+class _StatsDeadline(Exception):
+    """A time-limited GPU statistics count passed its limit (GpuBackend.divide_stats turns it into
+    CountInterrupted; watch.Deadline is not imported here: watch imports estimate, which imports this)."""
+
+
 class CpuBackend(Backend):
     """The C++ extension; with ``tt``, through CPU tables (:mod:`perft_core.zobrist`, ``tt_mb``
     default ``zobrist.DEFAULT_TT_MB``, fitted to the tree)."""
@@ -347,7 +352,6 @@ class GpuBackend(Backend):
         BFS chunk and between root moves; past it, CountInterrupted with the root moves counted in
         full (a root move stopped inside is discarded). Raises StatsUnsupported with ``tt``."""
         from .errors import CountInterrupted
-        from .watch import Deadline
         with self._stats_driver() as drv:
             if max_seconds is None or depth <= 1:
                 return drv.divide_stats(pos, depth)
@@ -357,14 +361,14 @@ class GpuBackend(Backend):
 
             def check(_nodes: int = 0) -> None:
                 if time.perf_counter() - t0 > max_seconds:
-                    raise Deadline()
+                    raise _StatsDeadline()
 
             drv.progress = check
             try:
                 for move in _smallest_first(pos, depth, moves):
                     check()
                     counted[move] = drv.perft_stats(pos.push(move), depth - 1)
-            except Deadline:
+            except _StatsDeadline:
                 raise CountInterrupted(counted, len(moves), depth, time.perf_counter() - t0) from None
             finally:
                 drv.progress = None
