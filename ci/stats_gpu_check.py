@@ -19,6 +19,11 @@ Sections, each into the JSON (``DIR/stats_gpu_check.json``) and the log:
    warm-up: startpos 8 and 9, Kiwipete 6 and 7 (``--timing``); the best of ``--plain-repeats``
    plain counts (they are short), one statistics count (startpos's reused from section 1); device
    seconds per kernel of the statistics count.
+5. ``variants`` (``--backend gpu`` only, when the budget allows): the statistics kernels built by
+   NVRTC with ``-DPC_STATS_MIN_BLOCKS=B`` for each B of ``--variants`` (register caps: 6 blocks a
+   multiprocessor = 80 registers, 8 = 64; the default build has no cap, 120-122 registers): startpos
+   ``--variant-depth`` statistics in a driver of ``--variant-mb`` MiB, each against the default
+   build in a driver of the same size (exact counts, time, registers and local bytes).
 
 A count predicted (from the last measured statistics speed) to overrun ``--budget-seconds`` is not
 started and is recorded as skipped, so the script ends in time on a slower GPU. Exit 0 when every
@@ -275,6 +280,45 @@ def timing(c: Check, startpos_rows: list[dict]) -> list[dict]:
     return out
 
 
+def variants(c: Check) -> list[dict]:
+    import cupy
+
+    from perft_core.gpu.driver import BfsDriver
+    from perft_core.gpu.kernels import CupyKernels
+
+    pos = perft_core.Position.from_fen(START)
+    out = []
+    want = None
+    for blocks in [0] + [int(b) for b in c.args.variants.split(",") if b.strip()]:
+        if c.left() < 45:
+            out.append({"min_blocks": blocks, "skipped": f"over the budget ({c.left():.0f} s left)"})
+            continue
+        t = time.perf_counter()
+        k = CupyKernels(options=(f"-DPC_STATS_MIN_BLOCKS={blocks}",) if blocks else ())
+        build_seconds = time.perf_counter() - t
+        drv = BfsDriver(k, memory_bytes=c.args.variant_mb << 20)
+        drv.perft_stats(pos, 4)  # warm-up
+        t = time.perf_counter()
+        s = drv.perft_stats(pos, c.args.variant_depth)
+        dt = time.perf_counter() - t
+        attrs = {n: a for n, a in k.attributes().items() if n.startswith("stats_")}
+        want = s if want is None else want
+        row = {"min_blocks": blocks, "build": k.build, "build_seconds": build_seconds, "depth": c.args.variant_depth,
+               "seconds": dt, "nodes_per_second": s.nodes / dt if dt > 0 else None, "agree": s == want,
+               "attributes": attrs, "gpu_calls": drv.stats.gpu_calls}
+        if not row["agree"]:
+            c.fail(f"variant PC_STATS_MIN_BLOCKS={blocks}: {s.to_json()} against the default build's {want.to_json()}")
+        leaf = attrs.get("stats_leaf_kernel<0>", {})
+        print(f"variant PC_STATS_MIN_BLOCKS={blocks} ({k.build}, {build_seconds:.1f} s to load): startpos "
+              f"{c.args.variant_depth} statistics {dt:.3f} s ({s.nodes / dt / 1e9:.1f} G/s), registers "
+              f"{leaf.get('registers')}, local {leaf.get('local_bytes')} B, {'agrees' if row['agree'] else 'DIFFERS'}",
+              flush=True)
+        out.append(row)
+        del drv, k
+        cupy.get_default_memory_pool().free_all_blocks()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "stats-gpu"), help="output folder")
@@ -290,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--timing", default="startpos:8,startpos:9,kiwipete:6,kiwipete:7", help="NAME:DEPTH,...")
     ap.add_argument("--plain-repeats", type=int, default=2)
+    ap.add_argument("--variants", default="6,8", help="PC_STATS_MIN_BLOCKS values to build and time ('': none)")
+    ap.add_argument("--variant-depth", type=int, default=8)
+    ap.add_argument("--variant-mb", type=int, default=4096, help="arena of each variant's driver, MiB")
     args = ap.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -312,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         c.result["cpw_positions"].append(row)
     c.result["random"] = random_positions(c)
     c.result["timing"] = timing(c, c.result["cpw_startpos"])
+    c.result["variants"] = variants(c) if args.backend == "gpu" and args.variants.strip() else []
     c.result["ok"] = c.ok
     c.result["seconds"] = time.perf_counter() - c.t0
     (out / "stats_gpu_check.json").write_text(json.dumps(c.result, indent=1) + "\n")

@@ -254,6 +254,17 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* 
 #include "pc_stats.h"
 
 #define PC_STATS_THREADS 128  // threads per block of the statistics kernels (stats_block_add's layout)
+// Statistics blocks per multiprocessor that __launch_bounds__ asks registers for (0: no cap; 8 caps
+// them at 64 as the plain leaf's): an experiment's option (ci/stats_gpu_check.py --variants), not
+// yet measured.
+#ifndef PC_STATS_MIN_BLOCKS
+#define PC_STATS_MIN_BLOCKS 0
+#endif
+#if PC_STATS_MIN_BLOCKS > 0
+#define PC_STATS_BOUNDS __launch_bounds__(PC_STATS_THREADS, PC_STATS_MIN_BLOCKS)
+#else
+#define PC_STATS_BOUNDS __launch_bounds__(PC_STATS_THREADS)
+#endif
 
 // Adds each thread's counters to totals[0 .. STATS_WORDS - 1] (uint64, perft_core.stats.STATS_FIELDS
 // order): each warp sums its lanes' counters by shuffles, one thread per counter sums the warps' and
@@ -280,11 +291,9 @@ __device__ __forceinline__ void stats_block_add(const StatCounts& s, unsigned lo
 // The statistics leaf: move j (of n) makes a leaf parent from boards[parents[j]] (Us to move), whose
 // moves are classified (bfs_stats_leaf); the block's counters are added to totals.
 template <int Us>
-__global__ void __launch_bounds__(PC_STATS_THREADS) stats_leaf_kernel(const Board* __restrict__ boards,
-                                                                      const u32* __restrict__ parents,
-                                                                      const Move* __restrict__ moves, u64 n,
-                                                                      const CastleInfo* ci_g,
-                                                                      unsigned long long* totals) {
+__global__ void PC_STATS_BOUNDS stats_leaf_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                                  const Move* __restrict__ moves, u64 n, const CastleInfo* ci_g,
+                                                  unsigned long long* totals) {
     PC_SLOW();
     PC_LOAD_CI(ci_g);
     StatCounts s;
@@ -296,9 +305,8 @@ __global__ void __launch_bounds__(PC_STATS_THREADS) stats_leaf_kernel(const Boar
 
 // The statistics of depth 1 below each of n boards (Us to move): their own moves classified.
 template <int Us>
-__global__ void __launch_bounds__(PC_STATS_THREADS) stats_sum_kernel(const Board* __restrict__ boards, u32 n,
-                                                                     const CastleInfo* ci_g,
-                                                                     unsigned long long* totals) {
+__global__ void PC_STATS_BOUNDS stats_sum_kernel(const Board* __restrict__ boards, u32 n, const CastleInfo* ci_g,
+                                                 unsigned long long* totals) {
     PC_SLOW();
     PC_LOAD_CI(ci_g);
     StatCounts s;
