@@ -11,7 +11,9 @@
 #   check.log,   ci/stats_gpu_check.py: startpos perft 1..9 statistics against every CPW column,
 #   stats_gpu_check.json   CPW positions 2-6 and 50 random positions GPU == CPU, and statistics
 #                against the plain count (same depth, same process): startpos 8/9, Kiwipete 6/7
-# Usage: OUT=/some/folder bash ci/stats_gpu_check.sh   (exit 0: every comparison agrees)
+# Usage: OUT=/some/folder bash ci/stats_gpu_check.sh [ARGS]   (exit 0: every comparison agrees; ARGS go
+#        to ci/stats_gpu_check.py, e.g. `--backend gpu-emulated --startpos-depth 5 --positions kiwipete:3
+#        --random 4 --timing startpos:5` for a dry run on a CPU machine)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . ci/gpu-env.sh
@@ -34,7 +36,7 @@ timeout 100 python3 -m pytest -o "addopts=-ra --strict-markers" -m gpu -q -p no:
 tests_rc=${PIPESTATUS[0]}
 left=$(( 195 - ($(date +%s) - t0) ))
 echo "== statistics check (budget ${left} s)"
-timeout $(( left + 30 )) python3 ci/stats_gpu_check.py --out "$out" --budget-seconds "$left" 2>&1 | tee "$out/check.log"
+timeout $(( left + 30 )) python3 ci/stats_gpu_check.py --out "$out" --budget-seconds "$left" "$@" 2>&1 | tee "$out/check.log"
 check_rc=${PIPESTATUS[0]}
 echo "tests exit $tests_rc, check exit $check_rc, $(( $(date +%s) - t0 )) s in all" | tee -a "$out/check.log"
 [ "$tests_rc" = 0 ] && [ "$check_rc" = 0 ]
