@@ -247,6 +247,75 @@ __global__ void __launch_bounds__(PC_GEN_THREADS) count_sum_kernel(const Board* 
 }
 
 
+// ----- statistics (pc_stats.h): the statistics leaf beside the bulk-counting leaf --------------------
+// A statistics count (perft_core.perft_stats on the GPU) expands BFS levels down to the leaf parents
+// and classifies their moves into the 13 counters of StatCounts. Separate kernels: the plain
+// count's kernels above call nothing of pc_stats.h and compile to the same code as without it.
+#include "pc_stats.h"
+
+#define PC_STATS_THREADS 128  // threads per block of the statistics kernels (stats_block_add's layout)
+// Statistics blocks per multiprocessor that __launch_bounds__ asks registers for (0: no cap; 8 caps
+// them at 64 as the plain leaf's): an experiment's option (ci/stats_gpu_check.py --variants), not
+// yet measured.
+#ifndef PC_STATS_MIN_BLOCKS
+#define PC_STATS_MIN_BLOCKS 0
+#endif
+#if PC_STATS_MIN_BLOCKS > 0
+#define PC_STATS_BOUNDS __launch_bounds__(PC_STATS_THREADS, PC_STATS_MIN_BLOCKS)
+#else
+#define PC_STATS_BOUNDS __launch_bounds__(PC_STATS_THREADS)
+#endif
+
+// Adds each thread's counters to totals[0 .. STATS_WORDS - 1] (uint64, perft_core.stats.STATS_FIELDS
+// order): each warp sums its lanes' counters by shuffles, one thread per counter sums the warps' and
+// makes one atomic add per non-zero counter and block. Every thread of the block must call it.
+__device__ __forceinline__ void stats_block_add(const StatCounts& s, unsigned long long* totals) {
+    __shared__ u64 warp_sums[PC_STATS_THREADS / 32][STATS_WORDS];
+    u64 w[STATS_WORDS];
+    stats_words(s, w);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int k = 0; k < STATS_WORDS; ++k) {
+        u64 v = w[k];
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (lane == 0) warp_sums[warp][k] = v;
+    }
+    __syncthreads();
+    if (threadIdx.x < STATS_WORDS) {
+        u64 v = 0;
+        for (int i = 0; i < PC_STATS_THREADS / 32; ++i) v += warp_sums[i][threadIdx.x];
+        if (v) atomicAdd(totals + threadIdx.x, (unsigned long long)v);
+    }
+}
+
+// The statistics leaf: move j (of n) makes a leaf parent from boards[parents[j]] (Us to move), whose
+// moves are classified (bfs_stats_leaf); the block's counters are added to totals.
+template <int Us>
+__global__ void PC_STATS_BOUNDS stats_leaf_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                                  const Move* __restrict__ moves, u64 n, const CastleInfo* ci_g,
+                                                  unsigned long long* totals) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    StatCounts s;
+    stats_zero(s);
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) bfs_stats_leaf<Us>(boards[parents[j]], moves[j], ci, s);
+    stats_block_add(s, totals);
+}
+
+// The statistics of depth 1 below each of n boards (Us to move): their own moves classified.
+template <int Us>
+__global__ void PC_STATS_BOUNDS stats_sum_kernel(const Board* __restrict__ boards, u32 n, const CastleInfo* ci_g,
+                                                 unsigned long long* totals) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    StatCounts s;
+    stats_zero(s);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) leaf_stats<Us>(boards[i], ci, s);
+    stats_block_add(s, totals);
+}
+
 // ----- transposition-table mode ---------------------------------------------------------------------
 template <int Us>
 __global__ void __launch_bounds__(PC_GEN_THREADS) keys_kernel(const Board* __restrict__ boards, u32 n,
@@ -591,7 +660,7 @@ __global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u3
     template __global__ void count_probe_kernel<S>(const Board*, const Key128*, u32, const CastleInfo*,     \
                                                    const TTEntry16*, u64, u32*, u64*);                     \
     template __global__ void make_key_kernel<S>(const Board*, const Key128*, const u32*, const Move*, u64,  \
-                                                const CastleInfo*, const ZobristKeys*, Board*, Key128*);   \
+                                                const CastleInfo*, const ZobristKeys*, Board*, Key128*);     \
     template __global__ void leaf_values_kernel<S, 2>(const Board*, const u32*, const Move*, u64,          \
                                                       const CastleInfo*, unsigned long long*);             \
     template __global__ void leaf_values_kernel<S, 3>(const Board*, const u32*, const Move*, u64,          \
@@ -599,6 +668,9 @@ __global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u3
     template __global__ void leaf_heads_kernel<S>(const Board*, const u32*, const Move*, const u32*, u64,    \
                                                   const CastleInfo*, u64*);                                \
     template __global__ void child_keys_kernel<S>(const Board*, const Key128*, const u32*, const Move*, u64, \
-                                                  const CastleInfo*, const ZobristKeys*, Key128*);
+                                                  const CastleInfo*, const ZobristKeys*, Key128*);           \
+    template __global__ void stats_leaf_kernel<S>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
+                                                  unsigned long long*);                                      \
+    template __global__ void stats_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);
 PC_BOTH_SIDES(PC_INST)
 #endif

@@ -1,6 +1,6 @@
 """The python-chess reference of perft statistics (:class:`perft_core.Stats`), for small depths.
 
-Independent of the engine's classification (perft_core/src/stats.h): every leaf move is judged by
+Independent of the engine's classification (kernels/pc_stats.h): every leaf move is judged by
 python-chess's own ``Board`` methods, one move at a time: ``is_capture``, ``is_en_passant``,
 ``is_castling``, ``Move.promotion``, ``gives_check``; a checking move is pushed, and the squares of
 ``Board.checkers()`` say its kind (a checker on the moved piece's square of arrival is the moved

@@ -183,8 +183,10 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
     Arguments as for :func:`perft`, with the same checks, limits and estimate rule: a count whose
     estimate (the plain count's, times the backend's ``stats_cost``, the measured cost of
     statistics) exceeds ``max_estimate_seconds`` is refused unless ``force``; ``max_seconds``
-    stops it. Statistics are counted by the ``cpu`` backend (every core by default, ``threads``),
-    without transposition tables for now; ``progress`` is accepted and draws nothing.
+    stops it. Statistics are counted without transposition tables for now, by every backend:
+    ``cpu`` (every core by default, ``threads``), ``gpu`` and ``gpu-emulated`` (the BFS driver's
+    levels down to the leaf parents, then the statistics leaf: perft_core.gpu.driver); ``progress``
+    is accepted and draws nothing.
 
     Returns:
         A :class:`perft_core.Stats` (its docstring defines every counter and the Chess Programming
@@ -192,7 +194,8 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
 
     Raises:
         FenError, ValueError, CountRefused: as for :func:`perft`.
-        StatsUnsupported (a ValueError): a backend other than ``cpu``, or ``tt=True``.
+        StatsUnsupported (a ValueError): ``tt=True``.
+        ValueError: ``backend="gpu"`` where CuPy or a CUDA device is missing.
         CountInterrupted: ``max_seconds`` passed; ``partial`` is ``{uci: Stats}`` of the root moves
             counted in full.
     """

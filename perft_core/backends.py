@@ -157,20 +157,20 @@ class Backend:
         ``max_seconds``: stop after that many wall seconds.
 
         Raises:
-            StatsUnsupported: this backend counts no statistics (only the CPU does, for now).
+            StatsUnsupported: this backend counts no statistics, or not with its options (tables).
             CountInterrupted: ``max_seconds`` passed; ``partial``: ``{uci: Stats}`` of the root
                 moves counted in full.
         """
-        raise StatsUnsupported(f"statistics are counted on the CPU only for now (backend='cpu'), not by "
-                               f"backend {self.name!r}")
+        raise StatsUnsupported(f"backend {self.name!r} counts no statistics: use backend 'cpu', 'gpu' or "
+                               f"'gpu-emulated'")
 
     def count_stats(self, pos: Position, depth: int) -> "Stats":
         """The Stats of the leaf moves ``depth`` plies below ``pos`` (nodes 1, nothing else, at depth 0).
 
         Raises StatsUnsupported: as :meth:`divide_stats`.
         """
-        raise StatsUnsupported(f"statistics are counted on the CPU only for now (backend='cpu'), not by "
-                               f"backend {self.name!r}")
+        raise StatsUnsupported(f"backend {self.name!r} counts no statistics: use backend 'cpu', 'gpu' or "
+                               f"'gpu-emulated'")
 
     # ----- what each backend provides -------------------------------------------------------------
     def _count(self, pos: Position, depth: int, seed: int | None) -> int:
@@ -190,6 +190,11 @@ class Backend:
         if self.verify_seed is not None:
             zobrist.check_same(first, count(self.verify_seed), depth, self.seed, self.verify_seed)
         return first
+
+
+class _StatsDeadline(Exception):
+    """A time-limited GPU statistics count passed its limit (GpuBackend.divide_stats turns it into
+    CountInterrupted; watch.Deadline is not imported here: watch imports estimate, which imports this)."""
 
 
 class CpuBackend(Backend):
@@ -320,6 +325,55 @@ class GpuBackend(Backend):
                 drv.progress = None
                 drv.keep_tables(None)
 
+    # ----- statistics: the plain BFS down to the leaf parents, then the statistics leaf (issue 36) -----
+    # Not yet measured on a GPU (ci/stats_gpu_check.sh measures it: statistics against the plain
+    # count, same depth, same process): the statistics leaf classifies every leaf move where the
+    # plain count's fused leaf counts the last two plies by bulk counting.
+    stats_cost = 8.0
+
+    def _stats_driver(self):
+        """The process's driver for a statistics count: the plain BFS, tables off.
+
+        Raises StatsUnsupported: ``tt`` (statistics are not carried through the tables yet)."""
+        if self.tt:
+            raise StatsUnsupported(f"backend {self.name!r} counts statistics without transposition tables for now: "
+                                   "leave out tt (the CLI's --tt)")
+        return self._driver(None, False)
+
+    def count_stats(self, pos, depth):
+        """The Stats of the leaf moves ``depth`` plies below ``pos``, through the driver's plain BFS
+        (``BfsDriver.perft_stats``). Raises StatsUnsupported with ``tt``."""
+        with self._stats_driver() as drv:
+            return drv.perft_stats(pos, depth)
+
+    def divide_stats(self, pos, depth, max_seconds=None):
+        """``{uci: Stats}`` of each root move (``BfsDriver.divide_stats``, sorted by UCI). With
+        ``max_seconds``: the root moves with the smallest subtrees first, the time checked after each
+        BFS chunk and between root moves; past it, CountInterrupted with the root moves counted in
+        full (a root move stopped inside is discarded). Raises StatsUnsupported with ``tt``."""
+        from .errors import CountInterrupted
+        with self._stats_driver() as drv:
+            if max_seconds is None or depth <= 1:
+                return drv.divide_stats(pos, depth)
+            t0 = time.perf_counter()
+            moves = sorted(pos.legal_moves())
+            counted: dict[str, Stats] = {}
+
+            def check(_nodes: int = 0) -> None:
+                if time.perf_counter() - t0 > max_seconds:
+                    raise _StatsDeadline()
+
+            drv.progress = check
+            try:
+                for move in _smallest_first(pos, depth, moves):
+                    check()
+                    counted[move] = drv.perft_stats(pos.push(move), depth - 1)
+            except _StatsDeadline:
+                raise CountInterrupted(counted, len(moves), depth, time.perf_counter() - t0) from None
+            finally:
+                drv.progress = None
+            return dict(sorted(counted.items()))
+
     def speed(self, pos, depth, nodes, probe_speed):
         """Nodes/s of the driver on ``perft(pos, depth) == nodes`` without tables, after a warm-up
         count at depth 1 (kernel compile, first-use costs): a small count is dominated by launch
@@ -337,6 +391,9 @@ class EmulatedGpuBackend(GpuBackend):
 
     name = "gpu-emulated"
     speed_floor = 5e7  # nodes/s: the host kernels count about as fast as the CPU extension on one thread
+    # 4.8x and 3.3x: startpos 6 and Kiwipete 5, statistics against the plain count of the same driver
+    # (the host kernels' fused leaf counts quiet moves without a make) on the 2-core VM.
+    stats_cost = 5.0
 
 
 BACKENDS: dict[str, type[Backend]] = {b.name: b for b in (CpuBackend, GpuBackend, EmulatedGpuBackend)}

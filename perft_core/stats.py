@@ -64,7 +64,7 @@ STATS_FIELDS: tuple[str, ...] = (
     *(f"{kind}_checks" for kind in CHECK_KINDS), *(f"{kind}_mates" for kind in CHECK_KINDS),
 )
 """The counters of :class:`Stats`, in the order of its fields, of its JSON form and of the CPU
-extension's 13-tuples (perft_core/src/stats.h ``StatCounts``)."""
+extension's 13-tuples (kernels/pc_stats.h ``StatCounts``)."""
 
 CPW_COLUMNS: tuple[str, ...] = ("nodes", "captures", "en_passant", "castles", "promotions", "checks",
                                 "discovery_checks", "double_checks", "checkmates")

@@ -11,6 +11,12 @@ memory (a real shortage or an injected fault), its partial work is thrown away: 
 roots is split in two and retried; a single root falls back to CPU expansion one ply down, whose
 children are retried on the GPU one ply shallower, and the GPU depth stays lowered for the rest of
 the count. Nothing partial is ever returned or added.
+
+Statistics (``perft_stats``, ``divide_stats``: a :class:`perft_core.Stats` instead of nodes) take
+the same path down to the leaf parents, one ply above the leaves, whose moves the statistics leaf
+classifies (kernels/pc_stats.h): a BFS call of depth d stores one level more than a plain one
+(whose fused leaf counts the last three plies without boards), so it is sized as a plain call of
+depth d + 1.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ import numpy as np
 
 from .. import _core
 from ..hostbatch import WORDS, expand_host, host_keys  # noqa: F401 - this module's names too
+from ..stats import Stats
 from .arena import Arena, DeviceOutOfMemory
 
 # Bytes a BFS level needs per board it holds and per move it expands (see BfsDriver._bfs):
@@ -108,18 +115,39 @@ class BfsDriver:
             return {}
         return {m: self.perft(pos.push(m), depth - 1) for m in sorted(pos.legal_moves())}
 
+    def perft_stats(self, pos, depth: int) -> Stats:
+        """Perft statistics of ``pos`` (a Position) at ``depth`` >= 0 plies: the leaf moves counted
+        by kind (:class:`perft_core.Stats`; ``Stats(nodes=1)`` at depth 0), without tables."""
+        return self._measured(lambda: self._bfs_perft(pos, depth, stats=True))
+
+    def divide_stats(self, pos, depth: int) -> dict[str, Stats]:
+        """``{uci: Stats}`` for each legal move of ``pos``, sorted by UCI (``{}`` at depth 0): the
+        statistics of the child at ``depth - 1``. At depth 1 each root move is itself the leaf move:
+        the root moves are classified on the host by the same shared header (kernels/pc_stats.h
+        ``move_stats``, through the CPU extension), as the CPU backend does."""
+        if depth == 0:
+            return {}
+        if depth == 1:
+            return {m: Stats.from_tuple(t) for m, t in sorted(_core.divide_stats(pos.core_args(), 1, 1, 0.0))}
+        return {m: self.perft_stats(pos.push(m), depth - 1) for m in sorted(pos.legal_moves())}
+
     # ----- the count ----------------------------------------------------------------------------
     def _perft(self, pos, depth: int) -> int:
+        return self._bfs_perft(pos, depth)
+
+    def _bfs_perft(self, pos, depth: int, stats: bool = False):
+        """Perft (an int) or, with ``stats``, its statistics (a Stats) of ``pos`` at ``depth``
+        through the plain BFS (a subclass's ``_perft`` may count otherwise, e.g. through tables)."""
         if depth == 0:
-            return 1
+            return Stats(nodes=1) if stats else 1
         root, us = self._set_root(pos)
         growth = self._growth(pos, depth)
-        g = self._gpu_depth(growth, depth)
+        g = self._gpu_depth(growth, depth, stats)
         self.stats.gpu_depth = g
         self.stats.launch_depth = depth - g
         boards = np.array([root], dtype=np.uint64)
         self._growth_per_ply = growth
-        return self._count(boards, us, depth, g)
+        return self._count(boards, us, depth, g, stats)
 
     def _set_root(self, pos) -> tuple[tuple[int, ...], int]:
         """The root board (its 5 uint64 words) and side to move of ``pos``; uploads its castling geometry."""
@@ -128,23 +156,24 @@ class BfsDriver:
         self._ci_bytes = ci
         return root, us
 
-    def _count(self, boards: np.ndarray, us: int, depth: int, g: int) -> int:
-        """Perft summed over host ``boards`` (shape (n, 5)) at ``depth``, GPU calls of depth <= g."""
+    def _count(self, boards: np.ndarray, us: int, depth: int, g: int, stats: bool = False):
+        """Perft summed over host ``boards`` (shape (n, 5)) at ``depth``, GPU calls of depth <= g:
+        nodes (an int), or with ``stats`` the statistics (a Stats)."""
+        total = Stats() if stats else 0
         if len(boards) == 0:
-            return 0
+            return total
         if depth > g:
             children = self._expand_host(boards, us)
-            return self._count(children, us ^ 1, depth - 1, g)
-        total = 0
-        chunk = max(1, int(self.arena.capacity * 0.9 // max(self._bytes_estimate(depth), 1)))
-        for part, done in self._chunks(np.arange(len(boards)), chunk, lambda p: self._bfs(boards[p], us, depth),
-                                       depth):
+            return self._count(children, us ^ 1, depth - 1, g, stats)
+        chunk = max(1, int(self.arena.capacity * 0.9 // max(self._bytes_estimate(depth + stats), 1)))
+        for part, done in self._chunks(np.arange(len(boards)), chunk,
+                                       lambda p: self._bfs(boards[p], us, depth, stats), depth):
             if done is not None:
                 total += done
                 if self.progress is not None:
-                    self.progress(done)
+                    self.progress(done.nodes if stats else done)
             else:  # the rest of this level goes one ply down on the CPU, GPU one ply shallower
-                total += self._count(self._expand_host(boards[part], us), us ^ 1, depth - 1, depth - 1)
+                total += self._count(self._expand_host(boards[part], us), us ^ 1, depth - 1, depth - 1, stats)
         return total
 
     def _chunks(self, indices: np.ndarray, chunk: int, run, depth: int, adapt=None):
@@ -202,8 +231,10 @@ class BfsDriver:
         self.k.upload(boards, roots)
         return boards, levels
 
-    def _bfs(self, roots: np.ndarray, us: int, depth: int) -> int:
-        """One BFS call: perft summed over ``roots`` (host array (n, 5)) at ``depth`` >= 1."""
+    def _bfs(self, roots: np.ndarray, us: int, depth: int, stats: bool = False):
+        """One BFS call: perft summed over ``roots`` (host array (n, 5)) at ``depth`` >= 1; with
+        ``stats`` its statistics (a Stats): levels made down to the leaf parents, whose moves the
+        statistics leaf classifies (left 2: over the moves that make them; left 1: over the roots)."""
         a, k = self.arena, self.k
         boards, levels = self._start_call(roots)
         n = len(roots)
@@ -211,19 +242,22 @@ class BfsDriver:
         while True:
             left = depth - ply
             if left == 1:
-                result = k.count_sum(boards, n, side)
+                result = k.stats_sum(boards, n, side) if stats else k.count_sum(boards, n, side)
                 break
             counts = a.alloc(f"counts[{ply}]", n, np.uint32)
             k.count(boards, n, side, counts)
             offsets = a.alloc(f"offsets[{ply}]", n + 1, np.uint64)
             total = k.scan(counts, n, offsets)
             if total == 0:  # an empty level: no leaves below it, and nothing counted so far
-                result = 0
+                result = Stats() if stats else 0
                 break
             moves = a.alloc(f"moves[{ply}]", total, np.uint16)
             parents = a.alloc(f"parents[{ply}]", total, np.uint32)
             k.gen(boards, n, side, offsets, moves, parents)
-            if left <= 3:
+            if stats and left == 2:
+                result = k.stats_leaf(boards, parents, moves, total, side)
+                break
+            if not stats and left <= 3:
                 result = k.leaf(boards, parents, moves, total, side, left)
                 break
             if total >= 1 << 32:  # parents index boards with 32 bits
@@ -234,7 +268,7 @@ class BfsDriver:
             levels.append(n)
         k.synchronize()
         self.stats.allocations.append(a.ordinal)
-        return int(result)
+        return result if stats else int(result)
 
     # ----- sizing ---------------------------------------------------------------------------------
     def _growth(self, pos, depth: int) -> list[float]:
@@ -261,10 +295,12 @@ class BfsDriver:
             boards *= growth[min(ply, len(growth) - 1)]
         return int(total + boards * BYTES_PER_MOVE + 4096)
 
-    def _gpu_depth(self, growth: list[float], depth: int) -> int:
+    def _gpu_depth(self, growth: list[float], depth: int, stats: bool = False) -> int:
+        """The subtree depth of the count's BFS calls (launch depth = depth - it): the deepest whose
+        estimated bytes fit the arena; a statistics call holds one level more (``stats``)."""
         self._growth_per_ply = growth
         g = 1
-        while g < depth and self._bytes_estimate(g + 1) <= self.arena.capacity * 0.9:
+        while g < depth and self._bytes_estimate(g + 1 + stats) <= self.arena.capacity * 0.9:
             g += 1
         if self.max_gpu_depth is not None:
             g = min(g, self.max_gpu_depth)

@@ -3,7 +3,10 @@
 Both expose the same methods over arrays of their own module ``xp``:
 ``count`` (legal-move counts), ``scan`` (exclusive prefix sum into n + 1 offsets, returns the total),
 ``gen`` (moves + parent indices), ``make`` (child boards), ``leaf`` (sum of perft(levels - 1) below
-each move: levels 2 = make + bulk count, 3 = the fused two-level leaf) and ``count_sum``.
+each move: levels 2 = make + bulk count, 3 = the fused two-level leaf) and ``count_sum``; with
+statistics (kernels/pc_stats.h), ``stats_leaf`` (the moves of the leaf parent each move makes,
+classified) and ``stats_sum`` (each board's moves classified), each returning a
+:class:`perft_core.Stats`.
 Boards are five uint64 words each (pbq, nbk, rqk, black, state), ``_core.BOARD_BYTES`` bytes.
 """
 from __future__ import annotations
@@ -16,11 +19,14 @@ from pathlib import Path
 import numpy as np
 
 from .. import _core
+from ..stats import Stats
 from . import prebuilt
 
 BOARD_WORDS = _core.BOARD_BYTES // 8
 SIDES = prebuilt.SIDES
 SCAN_TILE = 256 * 8  # elements per block of the scan kernels (PC_SCAN_TILE)
+STATS_THREADS = 128  # threads per block of the statistics kernels (PC_STATS_THREADS)
+STATS_WORDS = 13  # uint64 counters of a statistics total (perft_core.stats.STATS_FIELDS)
 
 
 PART_DEPTH = 3
@@ -89,6 +95,12 @@ class EmulatedKernels:
         counts = np.empty(n, dtype=np.uint32)
         self.count(boards, n, us, counts)
         return int(counts.sum(dtype=np.uint64))
+
+    def stats_leaf(self, boards, parents, moves, n, us) -> Stats:
+        return Stats.from_tuple(self._timed(_core.batch_stats_leaf, boards, parents, moves, n, us, self.ci))
+
+    def stats_sum(self, boards, n, us) -> Stats:
+        return Stats.from_tuple(self._timed(_core.batch_stats_sum, boards, n, us, self.ci))
 
     # ----- transposition-table mode -----
     def zobrist(self, seed: int):
@@ -228,6 +240,7 @@ class CupyKernels:
         self.leaf3_variant = 3 if leaf3 == "list" else 4
         self.ci = None
         self.total = cp.empty(1, dtype=cp.uint64)
+        self.stats_totals = cp.empty(STATS_WORDS, dtype=cp.uint64)  # the statistics kernels' counters
         self.gen_error = cp.zeros(1, dtype=cp.uint64)  # gen_kernel's report of a miscounting board, read with every read
         self.kernel_seconds = 0.0
         self.kernel_seconds_by_name: dict[str, float] = {}  # device time per kernel, seconds
@@ -385,6 +398,20 @@ class CupyKernels:
         self.zero(self.total)
         self._launch(f"count_sum_kernel<{us}>", n, self.gen_threads, (boards, np.uint32(n), self.ci, self.total))
         return self._read_word(self.total)
+
+    def stats_leaf(self, boards, parents, moves, n, us) -> Stats:
+        """Statistics of the leaf parents that the ``n`` ``moves`` make from ``boards[parents]``
+        (side ``us``): their own moves classified (stats_leaf_kernel), summed."""
+        self.zero(self.stats_totals)
+        self._launch(f"stats_leaf_kernel<{us}>", n, STATS_THREADS,
+                     (boards, parents, moves, np.uint64(n), self.ci, self.stats_totals))
+        return Stats.from_tuple(int(x) for x in self.read(self.stats_totals)[0])
+
+    def stats_sum(self, boards, n, us) -> Stats:
+        """Statistics of depth 1 below each of the ``n`` ``boards`` (side ``us``), summed (stats_sum_kernel)."""
+        self.zero(self.stats_totals)
+        self._launch(f"stats_sum_kernel<{us}>", n, STATS_THREADS, (boards, np.uint32(n), self.ci, self.stats_totals))
+        return Stats.from_tuple(int(x) for x in self.read(self.stats_totals)[0])
 
     # ----- transposition-table mode -----
     def zobrist(self, seed: int):

@@ -6,6 +6,7 @@
 #include "host.h"
 #include "modules.h"
 #include "pc_bfs.h"
+#include "pc_stats.h"
 
 using namespace pc_host;
 
@@ -99,6 +100,33 @@ template <int Us> struct LeafValuesF {
     }
 };
 
+// The statistics leaf (kernels/pc_stats.h): each move's leaf parent classified, or each board's moves.
+template <int Us> struct StatsLeafF {
+    static StatCounts run(const Board* b, const u32* par, const Move* mv, u64 n, const CastleInfo& ci) {
+        StatCounts s;
+        stats_zero(s);
+        for (u64 j = 0; j < n; ++j) bfs_stats_leaf<Us>(b[par[j]], mv[j], ci, s);
+        return s;
+    }
+};
+template <int Us> struct StatsSumF {
+    static StatCounts run(const Board* b, u64 n, const CastleInfo& ci) {
+        StatCounts s;
+        stats_zero(s);
+        for (u64 i = 0; i < n; ++i) leaf_stats<Us>(b[i], ci, s);
+        return s;
+    }
+};
+
+// The 13 counters as a tuple of ints, perft_core.stats.STATS_FIELDS order.
+py::tuple stats_tuple(const StatCounts& s) {
+    u64 w[STATS_WORDS];
+    stats_words(s, w);
+    py::tuple t((size_t)STATS_WORDS);
+    for (int k = 0; k < STATS_WORDS; ++k) t[k] = py::int_(w[k]);
+    return t;
+}
+
 const ZobristKeys& zkeys(py::array& z) { return *ptr<ZobristKeys>(z, 1, "zobrist keys"); }
 
 }  // namespace
@@ -157,6 +185,32 @@ void register_batch(py::module_& m) {
         py::gil_scoped_release nogil;
         return by_side<LeafF>(us, b, par, mv, n, cinfo, levels);
     }, "Sum over moves j of perft(levels - 1) below boards[parents[j]] after moves[j].");
+
+    m.def("batch_stats_leaf", [](py::array boards, py::array parents, py::array moves, u64 n, int us,
+                                 const py::bytes& ci) {
+        const Board* b = reinterpret_cast<const Board*>(boards.data());
+        const u32* par = ptr<u32>(parents, n, "parents");
+        const Move* mv = ptr<Move>(moves, n, "moves");
+        const CastleInfo& cinfo = castle(ci);
+        StatCounts s;
+        {
+            py::gil_scoped_release nogil;
+            s = by_side<StatsLeafF>(us, b, par, mv, n, cinfo);
+        }
+        return stats_tuple(s);
+    }, "Statistics (a 13-tuple, perft_core.stats.STATS_FIELDS order) of the moves of the leaf parents that "
+       "moves[j] makes from boards[parents[j]], summed over j < n.");
+
+    m.def("batch_stats_sum", [](py::array boards, u64 n, int us, const py::bytes& ci) {
+        const Board* b = ptr<Board>(boards, n, "boards");
+        const CastleInfo& cinfo = castle(ci);
+        StatCounts s;
+        {
+            py::gil_scoped_release nogil;
+            s = by_side<StatsSumF>(us, b, n, cinfo);
+        }
+        return stats_tuple(s);
+    }, "Statistics (a 13-tuple) of the legal moves of boards[i], summed over i < n: depth 1 below each.");
 
     m.def("batch_perft", [](py::array boards, u64 n, int us, const py::bytes& ci, int depth) {
         check_depth(depth);

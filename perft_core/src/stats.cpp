@@ -1,11 +1,11 @@
-// Perft statistics on the CPU: a recursion of its own over the leaf classification of src/stats.h.
+// Perft statistics on the CPU: a recursion of its own over the leaf classification of kernels/pc_stats.h.
 // The plain count (perft_rec in src/host.h) is a separate instantiation in another translation
 // unit: asking for nodes alone compiles and runs exactly as before.
 #include <mutex>
 
 #include "host.h"
 #include "modules.h"
-#include "stats.h"
+#include "pc_stats.h"
 #include "stop.h"
 
 using namespace pc_host;
@@ -19,7 +19,7 @@ void stats_rec(const Board& b, const CastleInfo& ci, int depth, StatCounts& s) {
         return;
     }
     if (depth >= STOP_PLIES && stop_requested()) return;
-    if (depth == 2) {  // stream the children into their leaf classification (src/stats.h)
+    if (depth == 2) {  // stream the children into their leaf classification (kernels/pc_stats.h)
         perft2_stats<Us>(b, ci, s);
         return;
     }

@@ -1,9 +1,10 @@
 // Perft statistics: the leaf moves classified by bitboard set operations (perft_core.Stats gives
 // the definitions; the python-chess reference, oracle/stats.py, counts the same by other means).
 //
-// Host-only for now (the CPU extension's src/stats.cpp includes it; no GPU kernel does, so the
-// cubins are untouched), written in the shared core's dialect (PC_HD, no standard library) so that
-// it can move into kernels/ for a GPU statistics leaf.
+// Shared by the CPU extension (perft_core/src/stats.cpp: its recursion) and the GPU kernels
+// (pc_kernels.cu: the statistics leaf, one thread per leaf parent), in the core's dialect (PC_HD,
+// no standard library). The plain count's kernels include it but call nothing of it: their code is
+// unchanged.
 //
 // At the leaf parent (Us to move, the last ply's moves are Us's), once per position:
 //   - the check squares of each piece type: the squares from which a piece of that type attacks
@@ -22,13 +23,14 @@
 #pragma once
 #include "chess.h"
 
-// Out of line in host builds: the sink's rare paths (checks, promotions, castling, en passant) and
-// the leaf below each of the leaf parent's moves. Inlined at every call site of the generator, they
-// made the code several times larger and the count 15-20 % slower (NOTES.md, session 14).
+// Out of line: the sink's rare paths (checks, promotions, castling, en passant) and the leaf below
+// each of the leaf parent's moves. Inlined at every call site of the generator, they made the host
+// code several times larger and the count 15-20 % slower (NOTES.md, session 14); on the GPU each
+// inlined copy of the mate test would be another copy of the whole generator in the kernel.
 #if PC_HOST_CODE
 #define PC_STATS_COLD __attribute__((noinline))
 #else
-#define PC_STATS_COLD PC_HD
+#define PC_STATS_COLD PC_HD_NOINLINE
 #endif
 
 // Counters of the leaf moves below a position (perft_core.Stats, same order as STATS_FIELDS in
@@ -298,4 +300,36 @@ PC_HD void leaf_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
     StatsSink<Us> sink(b, ci);
     generate_legal<Us>(b, ci, sink);
     stats_add(s, sink.s);
+}
+
+// ----- the BFS statistics leaf ------------------------------------------------------------------------
+// Element work of the GPU's statistics leaf (pc_kernels.cu: stats_leaf_kernel and stats_sum_kernel,
+// one thread per element) and of the emulated device's (perft_core/src/batch.cpp: batch_stats_leaf
+// and batch_stats_sum, a loop). A statistics count expands BFS levels down to the leaf parents (one
+// ply above the leaves) and classifies their moves: over the moves of the level above them, each
+// thread makes its move and classifies the child's moves (bfs_stats_leaf); over a level of boards
+// (a count of depth 1 below the BFS roots), each thread classifies its board's moves (leaf_stats).
+
+enum { STATS_WORDS = 13 };  // the counters of StatCounts: perft_core.stats.STATS_FIELDS
+
+// The counters of s as STATS_WORDS words, in perft_core.stats.STATS_FIELDS order.
+PC_HD void stats_words(const StatCounts& s, u64* w) {
+    w[0] = s.nodes;
+    w[1] = s.captures;
+    w[2] = s.en_passant;
+    w[3] = s.castles;
+    w[4] = s.promotions;
+    for (int k = 0; k < 4; ++k) {
+        w[5 + k] = s.checks[k];
+        w[9 + k] = s.mates[k];
+    }
+}
+
+// The child that move m (Us to move) makes from `parent` is a leaf parent: its legal moves, the leaf
+// moves, are classified into s.
+template <int Us>
+PC_HD void bfs_stats_leaf(const Board& parent, Move m, const CastleInfo& ci, StatCounts& s) {
+    Board c = parent;
+    make_move<Us>(c, m, ci);
+    leaf_stats<Us ^ 1>(c, ci, s);
 }

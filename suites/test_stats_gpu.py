@@ -1,0 +1,321 @@
+"""Perft statistics on the GPU backends (issue 36): the BFS driver down to the leaf parents, then the
+statistics leaf (kernels/pc_stats.h, stats_leaf_kernel / stats_sum_kernel in kernels/pc_kernels.cu).
+
+The emulated device (NumPy + the extension's host batch twins of those kernels) runs in CPU CI: its
+statistics must equal the CPU backend's (a recursion of its own, perft_core/src/stats.cpp) on
+random positions, standard and Chess960, depths 1-4, and every published CPW column of the CPW
+detail rows within a budget; the driver's launch depth, chunks of roots and out-of-memory fallback
+must keep them exact. The tests marked ``gpu`` do the same on the real device and skip with the
+reason elsewhere (suites/conftest.py). Expected values come from the CPU backend or the CPW table
+file (oracle/data/cpw_perft_results_detail.csv), never from this file.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import random
+from importlib import resources
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import perft_core
+from oracle.strategies import random_walk_fens
+from perft_cli import main
+from perft_core.backends import get_backend
+from perft_core.gpu.arena import DeviceOutOfMemory, FaultPlan
+from perft_core.gpu.driver import BfsDriver
+from perft_core.gpu.kernels import EmulatedKernels
+from perft_core.stats import CPW_COLUMNS, Stats
+
+pytestmark = pytest.mark.core
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+POS4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
+POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
+POS6 = "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10"
+
+EMU_STATS_NODES = int(os.environ.get("PERFT_EMU_STATS_NODES", "200000000"))
+"""CPW detail rows up to this many nodes are counted on the emulated device in CI (about 3 s in all
+on one core of the 2-core VM; the statistics leaf classifies about 500 M leaf moves a second)."""
+GPU_STATS_NODES = int(os.environ.get("PERFT_GPU_STATS_NODES", "20000000000"))
+"""CPW detail rows up to this many nodes are counted on the real GPU by the ``gpu`` tests."""
+WALK_NODES = 3_000_000
+"""Leaf moves per random-walk example at most (the depth is lowered until the count fits)."""
+
+
+def cpw_rows(max_nodes: int) -> list[dict]:
+    """The CPW detail rows with statistics and at most ``max_nodes`` nodes (dicts of the CSV's columns)."""
+    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
+        return [r for r in csv.DictReader(f) if r["captures"] != "" and int(r["nodes"]) <= max_nodes]
+
+
+_CSV_COLUMN = {"en_passant": "ep"}
+
+
+def published_columns(row: dict) -> dict[str, int]:
+    """The CPW columns a detail row publishes, as :meth:`Stats.cpw` names them."""
+    return {name: int(row[_CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
+            if row[_CSV_COLUMN.get(name, name)] != ""}
+
+
+def position(fen: str) -> perft_core.Position:
+    return perft_core.Position.from_fen(fen, chess960=None)
+
+
+def walk_fens(seed: int, count: int, chess960: bool) -> list[str]:
+    """``count`` FENs of seeded random legal walks (0-60 plies; Shredder-FEN for Chess960)."""
+    rng = random.Random(seed)
+    out = []
+    while len(out) < count:
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
+        for _ in range(rng.randrange(61)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        out.append(board.fen(shredder=chess960))
+    return out
+
+
+def depth_within(pos: perft_core.Position, depth: int, nodes: int = WALK_NODES) -> int:
+    """``depth`` lowered until the count has at most ``nodes`` leaf moves (at least 1)."""
+    while depth > 1 and perft_core.perft(pos, depth, threads=1) > nodes:
+        depth -= 1
+    return depth
+
+
+# ----- the emulated device ----------------------------------------------------------------------
+
+SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(fen=random_walk_fens(chess960=False, max_plies=60), depth=st.integers(1, 4))
+def test_emulated_stats_equal_cpu_on_random_walks(fen, depth):
+    pos = position(fen)
+    depth = depth_within(pos, depth)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=16 << 20)
+    assert drv.perft_stats(pos, depth) == perft_core.perft_stats(pos, depth, threads=1), (fen, depth)
+
+
+@SETTINGS
+@given(fen=random_walk_fens(chess960=True, max_plies=60), depth=st.integers(1, 4))
+def test_emulated_stats_equal_cpu_on_random_chess960_walks(fen, depth):
+    pos = position(fen)
+    depth = depth_within(pos, depth)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=16 << 20)
+    assert drv.perft_stats(pos, depth) == perft_core.perft_stats(pos, depth, threads=1), (fen, depth)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fen=random_walk_fens(chess960=None, max_plies=60), depth=st.integers(1, 3))
+def test_emulated_divide_stats_equal_cpu(fen, depth):
+    pos = position(fen)
+    depth = depth_within(pos, depth, 300_000)
+    got = perft_core.divide_stats(pos, depth, backend="gpu-emulated")
+    assert got == perft_core.divide_stats(pos, depth, threads=1), (fen, depth)
+    assert list(got) == sorted(got)
+
+
+@pytest.mark.parametrize("row", cpw_rows(EMU_STATS_NODES), ids=lambda r: f"{r['id']}-{r['depth']}")
+def test_emulated_cpw_detail_row(row):
+    got = perft_core.perft_stats(row["fen"], int(row["depth"]), backend="gpu-emulated").cpw()
+    published = published_columns(row)
+    assert {name: got[name] for name in published} == published
+
+
+def test_emulated_cpw_budget_covers_every_position():
+    """The CI budget reaches every CPW position with statistics at depth 4 or more."""
+    deepest: dict[str, int] = {}
+    for r in cpw_rows(EMU_STATS_NODES):
+        deepest[r["id"]] = max(deepest.get(r["id"], 0), int(r["depth"]))
+    assert set(deepest) == {"pos1_initial", "pos2_kiwipete", "pos3", "pos4", "pos4_mirrored"}
+    assert min(deepest.values()) >= 4, deepest
+
+
+@pytest.mark.parametrize("fen", [KIWIPETE, CHESS960, POS3, POS4, POS5, POS6])
+def test_every_depth_and_gpu_depth(fen):
+    """Depth 0-4 with every subtree depth of the BFS calls (1: every level but the last expanded on
+    the host; the statistics leaf over the moves of left 2 and the boards of left 1 both run)."""
+    pos = position(fen)
+    for depth in range(5):
+        want = perft_core.perft_stats(pos, depth, threads=1)
+        for g in (1, 2, 3, None):
+            drv = BfsDriver(EmulatedKernels(), memory_bytes=16 << 20, max_gpu_depth=g)
+            assert drv.perft_stats(pos, depth) == want, (fen, depth, g)
+        assert drv.perft(pos, depth) == want.nodes  # the plain count of the same driver agrees
+
+
+@pytest.mark.parametrize("capacity", [1 << 16, 1 << 18, 1 << 20])
+def test_small_arena_launch_depth_and_chunks_exact(capacity):
+    pos = position(KIWIPETE)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=capacity)
+    assert drv.perft_stats(pos, 4) == perft_core.perft_stats(pos, 4, threads=1)
+    assert drv.stats.launch_depth >= 1 and drv.stats.peak_bytes <= capacity
+
+
+def test_statistics_call_is_sized_one_level_deeper_than_the_plain_one():
+    """A statistics BFS call stores the leaf parents' level: its subtree depth is at most the plain
+    count's, and each call fits the arena."""
+    pos = position(KIWIPETE)
+    for capacity in (1 << 18, 1 << 21, 1 << 24):
+        drv = BfsDriver(EmulatedKernels(), memory_bytes=capacity)
+        drv.perft(pos, 5)
+        plain = drv.stats.gpu_depth
+        drv.perft_stats(pos, 5)
+        assert drv.stats.gpu_depth <= plain and drv.stats.peak_bytes <= capacity
+        assert drv.stats.oom_fallbacks == 0
+
+
+OOM_SITES = ["boards[*]", "counts[*]", "offsets[*]", "moves[*]", "parents[*]", "boards[0]", "moves[0]"]
+
+
+@pytest.mark.parametrize("fen,depth", [(KIWIPETE, 4), (CHESS960, 4), (POS3, 5)])
+@pytest.mark.parametrize("site", OOM_SITES)
+def test_oom_at_each_site_falls_back_exactly(fen, depth, site):
+    """An injected out-of-memory at any site of a statistics call: the call's partial work is
+    discarded, the chunk halved or the root sent one ply down, and the statistics stay exact."""
+    pos = position(fen)
+    plan = FaultPlan(site=site, times=1)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=32 << 20, fault_plan=plan)
+    assert drv.perft_stats(pos, depth) == perft_core.perft_stats(pos, depth, threads=1)
+    assert plan.fired == 1, "the fault plan never fired"
+    assert drv.stats.oom_fallbacks + drv.stats.chunk_splits >= 1
+
+
+def test_oom_that_never_ends_raises_instead_of_returning_partial_statistics():
+    plan = FaultPlan(site="*", times=10**9)
+    drv = BfsDriver(EmulatedKernels(), memory_bytes=1 << 20, fault_plan=plan)
+    with pytest.raises(DeviceOutOfMemory):
+        drv.perft_stats(position(KIWIPETE), 3)
+
+
+def test_backend_option_counts_statistics_and_divides():
+    assert perft_core.perft_stats(KIWIPETE, 0, backend="gpu-emulated") == Stats(nodes=1)
+    assert perft_core.divide_stats(KIWIPETE, 0, backend="gpu-emulated") == {}
+    one = perft_core.divide_stats(KIWIPETE, 1, backend="gpu-emulated")
+    assert one == perft_core.divide_stats(KIWIPETE, 1) and len(one) == 48
+    two = perft_core.divide_stats(CHESS960, 2, backend="gpu-emulated")
+    assert two == perft_core.divide_stats(CHESS960, 2)
+    assert sum(two.values(), Stats()) == perft_core.perft_stats(CHESS960, 2, backend="gpu-emulated")
+
+
+@pytest.mark.parametrize("backend", ["gpu-emulated", "gpu"], ids=["emulated", "real"])  # an id "gpu" would skip it
+def test_tables_with_statistics_are_refused(backend):
+    for count in (perft_core.perft_stats, perft_core.divide_stats):
+        with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
+            count(KIWIPETE, 3, backend=backend, tt=True)
+    with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
+        get_backend(backend, tt=True).count_stats(position(KIWIPETE), 3)
+
+
+def test_refused_over_the_estimate_limit():
+    with pytest.raises(perft_core.CountRefused, match="with statistics: over the limit"):
+        perft_core.perft_stats(chess.STARTING_FEN, 11, backend="gpu-emulated", max_estimate_seconds=60)
+
+
+def test_max_seconds_keeps_the_root_moves_counted_in_full():
+    """A time-limited count stops inside a root move's BFS chunks (the driver's progress hook) or
+    between root moves; each root move it returns is that subtree's exact statistics."""
+    with pytest.raises(perft_core.CountInterrupted) as info:
+        perft_core.perft_stats(chess.STARTING_FEN, 7, backend="gpu-emulated", max_seconds=0.5)
+    partial = info.value.partial
+    assert info.value.moves_total == 20 and len(partial) < 20
+    for move, s in partial.items():
+        board = chess.Board()
+        board.push_uci(move)
+        assert s == perft_core.perft_stats(board, 6, threads=2), move
+
+
+def test_cli_counts_statistics_on_the_emulated_device(capsys):
+    assert main(["run", KIWIPETE, "3", "--stats", "--json", "--backend", "gpu-emulated"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert Stats.from_json(data["stats"]) == perft_core.perft_stats(KIWIPETE, 3) and data["backend"] == "gpu-emulated"
+
+
+# ----- the real GPU (marker gpu: skipped with the reason where CuPy or a device is missing) ---------
+
+@pytest.fixture(scope="module")
+def gpu():
+    """The process's GPU driver (tables off for these counts, as GpuBackend sets them)."""
+    from perft_core.gpu import get_driver
+
+    drv = get_driver("gpu")
+    drv.whole_counts()
+    drv.tt_enabled = False
+    return drv
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("chess960", [False, True])
+def test_gpu_stats_equal_cpu_on_random_walks(gpu, chess960):
+    """Seeded random walks (60 a kind), depths 1-4 (lowered to at most WALK_NODES leaf moves)."""
+    bad = []
+    for i, fen in enumerate(walk_fens(36 + chess960, 60, chess960)):
+        pos = position(fen)
+        depth = depth_within(pos, 1 + i % 4)
+        got, want = gpu.perft_stats(pos, depth), perft_core.perft_stats(pos, depth)
+        if got != want:
+            bad.append((fen, depth, got, want))
+    assert not bad, bad[:3]
+
+
+@pytest.mark.gpu
+def test_gpu_stats_every_cpw_detail_row_within_budget(gpu):
+    rows = cpw_rows(GPU_STATS_NODES)
+    assert len(rows) > 20
+    bad = []
+    for row in rows:
+        got = gpu.perft_stats(position(row["fen"]), int(row["depth"])).cpw()
+        published = published_columns(row)
+        if {name: got[name] for name in published} != published:
+            bad.append((row["id"], row["depth"], got, published))
+    assert not bad, bad[:3]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fen,depth", [(KIWIPETE, 4), (CHESS960, 4), (POS3, 5), (POS4, 4), (POS5, 4), (POS6, 4)])
+def test_gpu_divide_stats_equal_cpu(fen, depth):
+    got = perft_core.divide_stats(fen, depth, backend="gpu")
+    assert got == perft_core.divide_stats(fen, depth)
+
+
+@pytest.mark.gpu
+def test_gpu_stats_small_arena_chunks_and_fallback_exact():
+    from perft_core.gpu.kernels import CupyKernels
+
+    pos = position(KIWIPETE)
+    want = perft_core.perft_stats(pos, 5)
+    for capacity in (1 << 16, 1 << 20, 1 << 24):
+        d = BfsDriver(CupyKernels(), memory_bytes=capacity)
+        assert d.perft_stats(pos, 5) == want
+        assert d.stats.peak_bytes <= capacity
+    plan = FaultPlan(site="moves[*]", times=2)
+    d = BfsDriver(CupyKernels(), memory_bytes=1 << 24, fault_plan=plan)
+    assert d.perft_stats(pos, 5) == want and plan.fired == 2
+
+
+def test_device_script_dry_run_on_the_emulated_device(tmp_path):
+    """ci/stats_gpu_check.py (the device script's checks) runs end to end on the emulated device at
+    small depths, agrees everywhere and writes its JSON."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "ci" / "stats_gpu_check.py"
+    spec = importlib.util.spec_from_file_location("stats_gpu_check", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rc = script.main(["--backend", "gpu-emulated", "--out", str(tmp_path), "--startpos-depth", "5",
+                      "--positions", "kiwipete:3,pos3:4,pos4:3,pos5:3,pos6:3", "--random", "6", "--random-nodes", "1e5",
+                      "--divides", "2", "--timing", "startpos:5,kiwipete:3", "--budget-seconds", "60"])
+    result = json.loads((tmp_path / "stats_gpu_check.json").read_text())
+    assert rc == 0 and result["ok"]
+    assert [r["depth"] for r in result["cpw_startpos"] if r.get("agree")] == [1, 2, 3, 4, 5]
+    assert all(r["agree_cpu"] for r in result["cpw_positions"] + result["random"]["rows"])
+    assert all(r["nodes_agree"] for r in result["timing"])
