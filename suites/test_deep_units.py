@@ -420,3 +420,12 @@ def test_tasks_cut_by_a_calibrated_pace_are_cut_again_by_the_first_measured_one(
     assert all(len(t) == 1 for t in submitted[:16])  # those in flight before the first result
     submitted, counted, left, _ = _fake_phase(monkeypatch, rows, slow / 1e4, pace=slow, measured=True)
     assert len(submitted) == 400 and left == 0
+
+
+def test_a_deadline_uses_the_phase_s_own_pace_once_results_come_in(monkeypatch):
+    """A store whose rows say 20 s a row while this phase's rows take 10 s (warmer tables, smaller
+    units): after the first results the deadline's cut uses the measured 10 s, so 9 rows fit in 95 s
+    (8 with the store's pace kept), and none runs past the deadline."""
+    rows = _rows(20)
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=2e-11, measured=True, deadline=95.0)
+    assert (len(counted), left) == (9, 11) and end <= 95.0

@@ -447,7 +447,8 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
     ``measured`` False: ``pace`` came from a calibration count, not from this run's tasks (a small
     count without deep tables; it was at least 15x slower than perft 13's units on four H200s,
     whose tasks it cut to one unit each): the tasks not yet submitted are cut again with the pace
-    of the first result.
+    of the first result. Once results come in, their pace (this phase's own: tables warm up, later
+    units are smaller) is the one later cuts and the deadline use.
     ``deadline`` (``time.perf_counter()`` seconds): a task is submitted only if it is estimated to
     end before it (``batches``' budget, counting the work already in flight for its part); rows
     that fit no more are left pending in the store.
@@ -523,8 +524,9 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
                 tally[1] += sum(max(r["estimate"], 1.0) for r in batch)
                 p = batch[0]["part"]  # its workers' queue ends as much sooner (later) as it took less (more)
                 ends[p] = ends.get(p, 0.0) - (est - result["seconds"]) / per_worker
+                pace = tally[0] / tally[1]  # this phase's own pace from now on (tables warm up, units shrink)
                 if not measured and unsubmitted:  # the first measured pace: cut the rest again
-                    pace, measured = tally[0] / tally[1], True
+                    measured = True
                     tasks = plan()
             fut.release()
             if deadline is not None and not tasks and unsubmitted:
