@@ -326,10 +326,11 @@ class GpuBackend(Backend):
                 drv.keep_tables(None)
 
     # ----- statistics: the plain BFS down to the leaf parents, then the statistics leaf (issue 36) -----
-    # Not yet measured on a GPU (ci/stats_gpu_check.sh measures it: statistics against the plain
-    # count, same depth, same process): the statistics leaf classifies every leaf move where the
-    # plain count's fused leaf counts the last two plies by bulk counting.
-    stats_cost = 8.0
+    # Measured on an H200 (ci/stats_gpu_check.sh, NOTES.md "Session 15": statistics against the
+    # plain count, same depth, same process): 11.16x startpos 8, 11.61x startpos 9, 8.82x Kiwipete 6,
+    # 11.37x Kiwipete 7; the statistics leaf classifies every leaf move where the plain count's
+    # fused leaf counts the last two plies by bulk counting.
+    stats_cost = 12.0
 
     def _stats_driver(self):
         """The process's driver for a statistics count: the plain BFS, tables off.

@@ -41,12 +41,32 @@ _CPW_HEADINGS = ("Depth", "Nodes", "Captures", "E.p.", "Castles", "Promotions", 
 """The Chess Programming Wiki's column headings ("Perft Results"), in its order."""
 
 
+def stats_table_lines(rows: list, first: str = "Depth") -> list[str]:
+    """Statistics for people: the Chess Programming Wiki's columns, one line per (label, Stats) of
+    ``rows`` under the heading ``first``, then the last row's checks and mates by kind."""
+    from .stats import CHECK_KINDS
+
+    table = [(first, *_CPW_HEADINGS[1:])]
+    table += [(label, *(f"{v:,}" for v in st.cpw().values())) for label, st in rows]
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    out = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+           for r in table]
+    total = rows[-1][1]
+    kinds = [("Check kind", "Checks", "Mates")] + [
+        (kind.replace("_", " "), f"{getattr(total, kind + '_checks'):,}", f"{getattr(total, kind + '_mates'):,}")
+        for kind in CHECK_KINDS]
+    widths = [max(len(r[i]) for r in kinds) for i in range(3)]
+    out.append("")
+    out += ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in kinds]
+    return out
+
+
 def _stats_one(args, pos, depth: int) -> int:
     """``perft run POSITION DEPTH --stats``: the Chess Programming Wiki's row (a row per root move
     too with --divide) and the checks and mates by kind; one JSON object with --json."""
     from . import __version__
     from .api import divide_stats, perft_stats
-    from .stats import CHECK_KINDS, Stats
+    from .stats import Stats
 
     if args.tt:
         raise UsageError("--stats counts without --tt for now (no statistics in the tables yet)")
@@ -71,18 +91,7 @@ def _stats_one(args, pos, depth: int) -> int:
         }))
         return cliargs.AGREE
     rows = [(move, s) for move, s in (parts or {}).items()] + [(str(depth), total)]
-    table = [("Move" if parts else "Depth", *_CPW_HEADINGS[1:])]
-    table += [(label, *(f"{v:,}" for v in s.cpw().values())) for label, s in rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for r in table:
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip())
-    print()
-    kinds = [("Check kind", "Checks", "Mates")] + [
-        (kind.replace("_", " "), f"{getattr(total, kind + '_checks'):,}", f"{getattr(total, kind + '_mates'):,}")
-        for kind in CHECK_KINDS]
-    widths = [max(len(r[i]) for r in kinds) for i in range(3)]
-    for r in kinds:
-        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+    print("\n".join(stats_table_lines(rows, "Move" if parts else "Depth")))
     print(f"perft {depth} with statistics: {total.nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, "
           f"{args.backend})", file=sys.stderr)
     return cliargs.AGREE

@@ -405,3 +405,127 @@ def test_parts_survive_a_killed_worker(cluster, tmp_path):
         client.wait_for_workers(2, timeout=60)
     finally:
         client.close()
+
+
+def _cpw_detail(fen_prefix: str, depth: int) -> dict:
+    """The Chess Programming Wiki's published columns of one row of the bundled detail table."""
+    import csv
+    from importlib import resources
+
+    from perft_core.stats import CPW_COLUMNS
+
+    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
+        (row,) = [r for r in csv.DictReader(f) if r["fen"].startswith(fen_prefix) and int(r["depth"]) == depth]
+    name = {"en_passant": "ep"}
+    return {c: int(row[name.get(c, c)]) for c in CPW_COLUMNS if row[name.get(c, c)] != ""}
+
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+
+
+@pytest.mark.parametrize("fen,depth,split_ply", [(STARTPOS, 5, 3), (KIWIPETE, 4, 2)])
+def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_published_row(cluster, tmp_path, fen,
+                                                                                       depth, split_ply):
+    """perft deep with stats: every unit's 13 counters kept in the store, the total their sum times
+    each unit's multiplicity (startpos split at ply 3 merges transpositions: multiplicities up to
+    several), equal to the CPW detail row in every published column and to one plain statistics
+    count; each row's counters are under its checksum (one changed by hand is found and counted
+    again on resume)."""
+    import perft_core
+
+    store = tmp_path / "stats.sqlite"
+    res = deep_perft(fen, depth, split_ply=split_ply, scheduler=cluster.scheduler_address, store=store, stats=True)
+    published = _cpw_detail(fen[:20], depth)
+    assert {k: v for k, v in res.stats.cpw().items() if k in published} == published
+    assert res.stats == perft_core.perft_stats(fen, depth) and res.nodes == res.stats.nodes
+    rs = rows(store)
+    assert all(r["stats"] and r["stats"].split(",")[0] == r["count"] for r in rs)
+    if split_ply == 3:
+        assert max(int(r["multiplicity"]) for r in rs) > 1
+    out = res.as_dict()
+    assert out["stats"]["cpw"] == res.stats.cpw() and out["stats"]["nodes"] == res.nodes
+    json.dumps(out)
+    # one unit's captures changed by hand (its count left alone): its checksum fails, it is counted again
+    conn = sqlite3.connect(store)
+    with conn:
+        first = conn.execute("SELECT idx, stats FROM units ORDER BY idx LIMIT 1").fetchone()
+        values = first[1].split(",")
+        values[1] = str(int(values[1]) + 1)
+        conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (",".join(values), first[0]))
+    conn.close()
+    again = deep_perft(resume=store, scheduler=cluster.scheduler_address)
+    assert again.stats == res.stats and again.counted_now >= 1 and [r["idx"] for r in again.tampered] == [first[0]]
+
+
+def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store, capsys):
+    """A plain store resumed with stats, or stats with tables, is refused with one line; a
+    statistics store's run row seals its flag (a store edited into a plain run fails its checksum)."""
+    from perft_core.deep.store import StoreError, StoreTampered
+    from perft_core.errors import StatsUnsupported
+
+    with pytest.raises(StoreError, match="stats=False, not True"):
+        deep_perft(resume=small_store, scheduler=cluster.scheduler_address, stats=True)
+    with pytest.raises(StatsUnsupported, match="without transposition tables"):
+        deep_perft(STARTPOS, 3, tt=True, stats=True, scheduler=cluster.scheduler_address,
+                   store=tmp_path / "x.sqlite")
+    assert main(["deep", STARTPOS, "3", "--tt", "--stats", "--scheduler", cluster.scheduler_address,
+                 "--store", str(tmp_path / "y.sqlite")]) == 2
+    assert "without transposition tables" in capsys.readouterr().err
+    store = tmp_path / "s.sqlite"
+    deep_perft(STARTPOS, 3, split_ply=1, scheduler=cluster.scheduler_address, store=store, stats=True)
+    conn = sqlite3.connect(store)
+    with conn:
+        conn.execute("UPDATE run SET stats = 0")
+    conn.close()
+    with pytest.raises(StoreTampered):
+        Store.open(store)
+
+
+def test_cli_counts_statistics_with_stats_after_the_run_and_still_reads_a_store_with_stats_file(cluster, tmp_path,
+                                                                                            capsys):
+    path = tmp_path / "cli-stats.sqlite"
+    argv = ["deep", STARTPOS, "4", "--split-ply", "2", "--scheduler", cluster.scheduler_address, "--store", str(path)]
+    assert main(argv + ["--stats", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    published = _cpw_detail("rnbqkbnr/pppppppp", 4)
+    assert {k: v for k, v in out["stats"]["cpw"].items() if k in published} == published
+    assert main(["deep", "--resume", str(path), "--scheduler", cluster.scheduler_address, "--stats"]) == 0
+    text = capsys.readouterr().out
+    assert "Captures" in text and "Checkmates" in text and f"{published['captures']:,}" in text
+    assert main(["deep", "--stats", str(path)]) == 0  # a store's table statistics, as before
+    assert f"store {path}: perft 4 of" in capsys.readouterr().out
+
+
+def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_resealed(tmp_path, small_store):
+    """The committed schema-4 store of session 14's perft 13 opens (migrated: statistics columns
+    added, its 20 counted rows proven); a schema-5 store (as this version wrote until schema 6)
+    opens with every row proven, and the same store with its depth changed by hand is refused
+    before the migration could seal the change."""
+    import shutil
+    from pathlib import Path
+
+    from perft_core.deep.store import SCHEMA, StoreTampered
+
+    src = Path(__file__).resolve().parents[1] / "ci" / "stores" / "perft13-h200x4-s14.sqlite"
+    old = tmp_path / "s14.sqlite"
+    shutil.copy(src, old)
+    with Store.open(old) as st:
+        assert st.run["schema"] == SCHEMA and not st.run["stats"] and not st.tampered
+        assert sum(r["count"] is not None for r in st.checked_rows()) == 20
+    for name, change in (("five.sqlite", None), ("changed.sqlite", "UPDATE run SET depth = 5")):
+        path = tmp_path / name
+        shutil.copy(small_store, path)
+        conn = sqlite3.connect(path)
+        with conn:  # back to schema 5: no statistics columns
+            conn.execute("ALTER TABLE run DROP COLUMN stats")
+            conn.execute("ALTER TABLE units DROP COLUMN stats")
+            conn.execute("UPDATE run SET schema = 5")
+            if change:
+                conn.execute(change)
+        conn.close()
+        if change:
+            with pytest.raises(StoreTampered):
+                Store.open(path)
+        else:
+            with Store.open(path) as st:
+                assert st.run["schema"] == SCHEMA and not st.tampered and len(st.checked_rows()) == 400

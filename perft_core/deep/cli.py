@@ -2,7 +2,10 @@
 
 ``perft deep --check FILE`` re-reads a store (the run row's and every unit row's checksum) and counts
 a sample of its units again (max(5 %, 20) by default, all with ``--check-sample 1``): exit 0 when all
-hold, 1 when a row was changed or a count differs. ``perft deep --stats FILE``
+hold, 1 when a row was changed or a count differs. ``perft deep FEN DEPTH --stats`` counts perft
+statistics (``perft_core.Stats``) of every unit, without tables, each unit's counters kept in the
+store under its row checksum, and prints the Chess Programming Wiki's columns and the checks and
+mates by kind (in ``--json``: ``stats``). ``perft deep --stats FILE``
 prints what a store says about its run's speed (units counted, the tables' statistics per remaining
 depth) without counting and without its lock, so it reads a store that a run is writing.
 
@@ -37,10 +40,13 @@ def _fraction(text: str) -> float:
 
 
 def _cmd_deep(args: argparse.Namespace) -> int:
-    from ..errors import CountRefused
+    from ..errors import CountRefused, StatsUnsupported
     from .run import DeepError, DeepStopped, deep_perft
     from .units import KeyCollisionError
 
+    count_stats = args.stats is True  # --stats after the run's options: count statistics
+    if count_stats:
+        args.stats = None
     if args.check is not None and args.stats is not None:
         raise UsageError("give --check FILE or --stats FILE, not both")
     if args.check is not None:
@@ -62,9 +68,11 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             progress=False if args.json else "bar" if sys.stderr.isatty() else "lines",
                             force=args.force,
                             on_new_store=_announce if args.store is None else None,
-                            max_seconds=args.max_seconds)
+                            max_seconds=args.max_seconds, stats=True if count_stats else None)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
+    except StatsUnsupported as exc:
+        raise UsageError(str(exc)) from None
     except DeepStopped as exc:
         if args.json:
             print(json.dumps(exc.as_dict()))
@@ -84,6 +92,10 @@ def _cmd_deep(args: argparse.Namespace) -> int:
               f"without tables {m['recount']}")
     for line in table_lines(result.tables, "first counts") + table_lines(result.verify_tables, "verify counts"):
         print(line)
+    if result.stats is not None:
+        from ..cli import stats_table_lines
+
+        print("\n".join(stats_table_lines([(str(result.depth), result.stats)])))
     for r in result.tampered:
         print(f"perft deep: unit {r['unit']} part {r['part']} of the store failed its checksum (count {r['count']}): "
               f"counted again, not summed", file=sys.stderr)
@@ -177,8 +189,11 @@ def register(sub) -> None:
                    help="verify only this fraction of the units (chosen by key)")
     p.add_argument("--check", metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
                    "again: exit 0 when all hold, 1 when not")
-    p.add_argument("--stats", metavar="FILE", help="print a store's run, units counted and table statistics per "
-                   "remaining depth, without counting (reads a store a run is writing)")
+    p.add_argument("--stats", nargs="?", const=True, metavar="FILE",
+                   help="after FEN DEPTH (or --resume FILE): count perft statistics (captures, e.p., castles, "
+                        "promotions, checks and mates by kind) of every unit, without --tt; alone with a FILE: "
+                        "print that store's run, units counted and table statistics per remaining depth, without "
+                        "counting (reads a store a run is writing)")
     p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
                    help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",

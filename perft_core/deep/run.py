@@ -75,6 +75,8 @@ class DeepResult:
     first counts / its verify counts, every session and worker (``Store.table_statistics``: probes,
     hits and hit rate, host cache probes, hits and rate, stores; slots, occupied and evictions of the
     workers' tables as last read; GPU backends with tables, else {}).
+    stats: a statistics run's perft statistics (``perft_core.Stats``: the units' counters times
+    their multiplicities, summed), else None.
     timings: wall seconds of this call's steps (floats; a step not taken is absent or 0):
     ``cluster_start`` (the Dask cluster or client until a worker is up), ``calibrate`` (speed counts
     on a worker), ``split`` (the units on the host), ``store_create``, ``warm_up`` (every worker
@@ -105,13 +107,18 @@ class DeepResult:
     tables: dict = field(default_factory=dict)
     verify_tables: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
+    stats: object = None
 
     def summary(self) -> str:
         """The final line: total, time and store."""
         return f"perft {self.depth}: {self.nodes} nodes in {self.seconds:.1f} s (store {self.store})"
 
     def as_dict(self) -> dict:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        """The result as JSON-ready values (``stats`` as ``Stats.to_json()`` plus its CPW columns)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        if self.stats is not None:
+            out["stats"] = self.stats.to_json() | {"cpw": self.stats.cpw()}
+        return out
 
 
 def _positive(name: str, value: object) -> None:
@@ -566,14 +573,33 @@ def _read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed
         client.cancel(futures, force=True)
 
 
+def _sum_stats(st: Store, rows: list[dict]):
+    """A statistics run's total: each row's counters (proven by its checksum: ``rows`` from
+    ``Store.checked_rows``) times its multiplicity. Raises DeepError for a counted row without
+    counters or whose nodes differ from its count."""
+    from ..stats import Stats
+
+    total = Stats()
+    for r in rows:
+        text = r.get("stats")
+        values = text.split(",") if text else []
+        if len(values) != 13 or not all(v.isdigit() for v in values) or values[0] != r["count"]:
+            raise DeepError(f"store {st.path}: unit {r['unit']} part {r['part']} has statistics {text!r} that do not "
+                            f"match its count {r['count']}")
+        total = total + Stats.from_tuple(int(v) for v in values) * int(r["multiplicity"])
+    return total
+
+
 def check_estimate(pos: Position, depth: int, backend: str, tt: bool, workers: int,
-                   max_seconds: float | None = None) -> None:
+                   max_seconds: float | None = None, cost: float = 1.0) -> None:
     """Refuse (CountRefused) a run of perft(pos, depth) that even a fast speed says takes longer than
     ``max_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``) on ``workers`` workers of
     ``backend``: the cheap node bound over the backend's speed floor first (about 1 ms), the sampled
     CPU estimate (``estimate.estimate``, 20-250 ms) only when that bound is over; the speed is the
     larger of the measured CPU speed and the backend's floor, times the workers (a GPU counts far
-    faster than the CPU probe). With ``tt``, only the count through perfect tables is judged."""
+    faster than the CPU probe). With ``tt``, only the count through perfect tables is judged.
+    ``cost``: the count's time as a multiple of the plain count's (a backend's ``stats_cost`` for
+    statistics)."""
     from .. import estimate
     from ..api import BACKENDS as _BACKENDS
     from ..errors import CountRefused
@@ -581,10 +607,10 @@ def check_estimate(pos: Position, depth: int, backend: str, tt: bool, workers: i
     limits.check_depth(depth)
     limit = estimate.DEFAULT_MAX_ESTIMATE_SECONDS if max_seconds is None else max_seconds
     floor = _BACKENDS[backend].speed_floor
-    if estimate.node_bound(pos, depth) / (floor * workers) <= limit:
+    if estimate.node_bound(pos, depth) / (floor * workers) * cost <= limit:
         return
     est = estimate.estimate(pos, depth, backend="cpu", threads=1, tt=tt)
-    speed = max(est.nodes_per_second, floor) * workers
+    speed = max(est.nodes_per_second, floor) * workers / cost
     seconds = est.nodes / speed * (est.tt_fraction if tt else 1.0)
     if seconds > limit:
         how = f"{workers} {backend} worker{'s' * (workers != 1)}"
@@ -599,7 +625,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                resume: str | os.PathLike | None = None, verify_seed: int | None = None,
                verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
                max_estimate_seconds: float | None = None, on_new_store=None,
-               max_seconds: float | None = None) -> DeepResult:
+               max_seconds: float | None = None, stats: bool | None = None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -628,6 +654,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             started only where they are estimated (the run's measured seconds per estimated node,
             times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
             for minutes loses no work; a task that runs past it is waited for. Default: none.
+        stats: count perft statistics (``perft_core.Stats``: the leaf moves by kind) of every unit,
+            whole, without tables; the store keeps each unit's counters under its row checksum and
+            the result's ``stats`` is their sum. A resumed run keeps its own (asking otherwise is
+            a StoreError).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -638,7 +668,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         missing, corrupt, of another run or in use; KeyCollisionError: two positions share a key
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
-        (nothing lost: resume).
+        (nothing lost: resume); StatsUnsupported (a ValueError): ``stats`` with ``tt`` (statistics
+        are counted without tables for now).
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
@@ -649,7 +680,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         st = Store.open(resume)
         try:
             asked = dict(zip(RUN_OPTIONS, (None if fen is None else Position.from_fen(fen).fen(), depth, split_ply,
-                                           backend, tt, None, verify_seed, verify_sample)))
+                                           backend, tt, None, verify_seed, verify_sample, stats)))
             st.check_options(asked)
         except BaseException:
             st.close()
@@ -660,12 +691,19 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         pos = Position.from_fen(fen)
         backend = backend or "cpu"
         tt = bool(tt)
+        stats = bool(stats)
+        if stats and tt:
+            from ..errors import StatsUnsupported
+
+            raise StatsUnsupported("a deep run counts statistics without transposition tables for now: leave out tt "
+                                   "(the CLI's --tt)")
         if verify_seed is not None and not tt:
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
         if verify_seed is not None and verify_sample is None:
             verify_sample = 1.0
         if not force:
-            check_estimate(pos, depth, backend, tt, workers or gpus or 1, max_estimate_seconds)
+            check_estimate(pos, depth, backend, tt, workers or gpus or 1, max_estimate_seconds,
+                           BACKENDS[backend].stats_cost if stats else 1.0)
         st = None
     if backend == "gpu" and workers is not None:
         if st is not None:
@@ -707,7 +745,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 t = time.perf_counter()
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
-                                          "verify_sample": verify_sample}, units,
+                                          "verify_sample": verify_sample, "stats": stats}, units,
                                   choose_parts(backend, tt, depth - split_ply, n_workers))
                 timings["store_create"] = time.perf_counter() - t
                 if progress:
@@ -756,7 +794,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
 
     def args(batch, tt_, seed_, tables=True):
         return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
-                batch[0]["part"], parts, tables)
+                batch[0]["part"], parts, tables, run["stats"])
 
     busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
 
@@ -773,7 +811,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         busy[res["worker"]] = busy.get(res["worker"], 0.0) + res["seconds"]
         counted_now += stored(lambda: st.finish(batch, res["counts"], _share(res["seconds"], batch), res["worker"],
                                                 res["device"], task, _share(res["probes"], batch),
-                                                _share(res["hits"], batch), res.get("tables")))
+                                                _share(res["hits"], batch), res.get("tables"), res.get("stats")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def verified(batch, res, task):
@@ -863,6 +901,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                   f"{run['verify_seed']:#x}: {len(mismatches)} differed"
                   + (" and were counted again without tables" if mismatches else ""))
     tables = st.table_statistics()
+    total_stats = _sum_stats(st, rows) if run["stats"] else None
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
                       depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=n_units,
                       parts=parts, counted_now=counted_now, verified=len(units_verified), verify=verify,
@@ -871,4 +910,4 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
                       tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
                       tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
-                      timings={k: round(v, 6) for k, v in timings.items()})
+                      timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats)

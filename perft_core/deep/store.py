@@ -2,7 +2,7 @@
 
 Tables:
   ``run``      one row: the options that define the run (FEN, depth, split ply, backend, TT, key
-               seed, verify seed / sample), the parts each unit is counted in (1, or one per GPU
+               seed, verify seed / sample, statistics), the parts each unit is counted in (1, or one per GPU
                worker with tables: ``TTBfsDriver.set_part``), package version and commit
                (perft_core.provenance), start time (UTC, ISO 8601), number of units, schema version.
   ``units``    one row per unit and part: idx (row; submission order, largest unit first), unit
@@ -13,7 +13,8 @@ Tables:
                attempts (submissions by any client), finishes (times a count was written: 1 at
                most, by construction), probes / hits (device TT probes and hits of the count, GPU
                backends with TTs), verify_count / verify_seconds (second key seed), recount
-               (without tables, after a verify mismatch).
+               (without tables, after a verify mismatch), stats (a statistics run: the 13 counters of
+               the count, ``perft_core.Stats.as_tuple`` as comma-separated decimals, nodes first).
   ``sessions`` one row per client that worked on the run: start, end, host, pid, units counted.
   ``tables``   the transposition tables' statistics (GPU backends with tables): one row per task
                (batch) and remaining depth r: session, worker (address), process (host:pid of the
@@ -30,7 +31,7 @@ Tables:
 Counts are decimal TEXT (Python ints of any size; ASCII digits only, checked on open). Each unit row
 carries ``checksum``: SHA-256 (first 16 bytes, hex) over the run's identity and every field the total
 depends on: idx, unit, part, key, FEN, depth, multiplicity and its three counts (:func:`row_checksum`),
-written with every count. The run row carries its own (:func:`run_checksum`, every column but
+and in a statistics run its counters too, written with every count. The run row carries its own (:func:`run_checksum`, every column but
 ``schema`` and the checksum). :meth:`Store.open` re-reads them all: a run row that fails is
 :class:`StoreTampered` (the run itself is in doubt: nothing is counted); a unit row that fails (edited
 by hand, a damaged disk) is reported in ``Store.tampered`` and made pending again with its plan
@@ -68,10 +69,11 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 5  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum
+SCHEMA = 6  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
+# 6: statistics runs (run.stats, units.stats)
 # (an older store gains what it lacks when it is opened, its rows checked by its own schema's rule first)
 # The options that define a run: a resumed run must agree on every one of them.
-RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample")
+RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "stats")
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
 
 _DDL = """
@@ -79,14 +81,14 @@ CREATE TABLE run (
     id INTEGER PRIMARY KEY CHECK (id = 1), schema INTEGER NOT NULL, fen TEXT NOT NULL, depth INTEGER NOT NULL,
     split_ply INTEGER NOT NULL, backend TEXT NOT NULL, tt INTEGER NOT NULL, seed TEXT NOT NULL,
     verify_seed TEXT, verify_sample REAL, version TEXT NOT NULL, git_commit TEXT NOT NULL, started TEXT NOT NULL,
-    units INTEGER NOT NULL, parts INTEGER NOT NULL, checksum TEXT);
+    units INTEGER NOT NULL, parts INTEGER NOT NULL, checksum TEXT, stats INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE units (
     idx INTEGER PRIMARY KEY, unit INTEGER NOT NULL, part INTEGER NOT NULL, key TEXT NOT NULL, fen TEXT NOT NULL,
     depth INTEGER NOT NULL, multiplicity TEXT NOT NULL, estimate REAL NOT NULL,
     status TEXT NOT NULL DEFAULT 'pending', count TEXT, seconds REAL, worker TEXT, device TEXT, task TEXT,
     attempts INTEGER NOT NULL DEFAULT 0, finishes INTEGER NOT NULL DEFAULT 0, verify_count TEXT,
     verify_seconds REAL, recount TEXT, recount_seconds REAL, finished TEXT, probes INTEGER, hits INTEGER,
-    checksum TEXT, UNIQUE (key, part), UNIQUE (unit, part));
+    checksum TEXT, stats TEXT, UNIQUE (key, part), UNIQUE (unit, part));
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL,
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
@@ -130,10 +132,11 @@ def _sha(values) -> str:
 
 
 def row_checksum(options: str, idx: int, unit: int, part: int, key: str, fen: str, depth: int, multiplicity: str,
-                 count: str | None, verify_count: str | None, recount: str | None) -> str:
+                 count: str | None, verify_count: str | None, recount: str | None, *stats: str | None) -> str:
     """The checksum of one unit row: SHA-256 of the run's ``options`` text (its identity) and the
-    row's fields (``_SEALED``: every field the total depends on), first 16 bytes as 32 hex digits."""
-    return _sha((options, idx, unit, part, key, fen, depth, multiplicity, count, verify_count, recount))
+    row's fields (``_SEALED``: every field the total depends on; in a statistics run also its
+    ``stats`` text, given as one more argument), first 16 bytes as 32 hex digits."""
+    return _sha((options, idx, unit, part, key, fen, depth, multiplicity, count, verify_count, recount, *stats))
 
 
 def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity: str, count: str | None,
@@ -143,8 +146,9 @@ def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity
 
 
 def run_checksum(run: dict) -> str:
-    """The checksum of the run row (``_RUN_SEALED`` as stored: seeds as hex text, tt as 0/1), 32 hex digits."""
-    return _sha(run[k] for k in _RUN_SEALED)
+    """The checksum of the run row (``_RUN_SEALED`` as stored: seeds as hex text, tt as 0/1, and
+    ``stats`` where it is 1: a plain run's checksum is the one schema 5 wrote), 32 hex digits."""
+    return _sha([*(run[k] for k in _RUN_SEALED), *(["stats"] if run.get("stats") else [])])
 
 
 def not_a_regular_file(path: str | os.PathLike) -> str:
@@ -210,8 +214,15 @@ class Store:
         self.run = self._read_run()
         self.session: int | None = None
         self.tampered: list[dict] = []  # rows whose checksum failed when the store was opened
-        options = "|".join(str(self.run[k]) for k in (*RUN_OPTIONS, "started", "units", "parts"))
-        conn.create_function("row_checksum", len(_SEALED), lambda *a: row_checksum(options, *a), deterministic=True)
+        # a plain run's identity and rows are sealed as schema 5 sealed them; a statistics run's
+        # identity says so, and its rows' checksums cover their counters too
+        identity = (*(k for k in RUN_OPTIONS if k != "stats"), "started", "units", "parts")
+        options = "|".join(str(self.run[k]) for k in identity)
+        self._sealed = _SEALED
+        if self.run["stats"]:
+            options += "|stats"
+            self._sealed = (*_SEALED, "stats")
+        conn.create_function("row_checksum", len(self._sealed), lambda *a: row_checksum(options, *a), deterministic=True)
         conn.create_function("row_checksum_v3", len(_SEALED_V3), lambda *a: _row_checksum_v3(options, *a),
                              deterministic=True)
         self._options = options
@@ -296,10 +307,11 @@ class Store:
             row = {"fen": run["fen"], "depth": run["depth"], "split_ply": run["split_ply"], "backend": run["backend"],
                    "tt": int(run["tt"]), "seed": _seed_text(run["seed"]), "verify_seed": _seed_text(run["verify_seed"]),
                    "verify_sample": run["verify_sample"], "version": provenance.package_version(),
-                   "git_commit": provenance.package_commit(), "started": _now(), "units": len(units), "parts": parts}
-            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, checksum) "
-                         f"VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?)",
-                         (SCHEMA, *(row[k] for k in _RUN_SEALED), run_checksum(row)))
+                   "git_commit": provenance.package_commit(), "started": _now(), "units": len(units), "parts": parts,
+                   "stats": int(bool(run.get("stats")))}
+            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, stats, checksum) "
+                         f"VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?, ?)",
+                         (SCHEMA, *(row[k] for k in _RUN_SEALED), row["stats"], run_checksum(row)))
             conn.executemany(
                 "INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -385,9 +397,10 @@ class Store:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
         self._run_row = dict(run)  # as stored, for its checksum
-        if run["schema"] not in (2, 3, 4, SCHEMA):
+        if run["schema"] not in (2, 3, 4, 5, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
+        run["stats"] = bool(run.get("stats") or 0)
         for k in ("seed", "verify_seed"):
             run[k] = None if run[k] is None else int(run[k], 16)
         return run
@@ -426,12 +439,18 @@ class Store:
         schema = self.run["schema"]
         if schema == SCHEMA:
             return
+        if schema >= 5:  # its run row has a checksum: proven before anything is resealed
+            self._check_run()
         with self._transaction():
+            for table, column in (("run", "stats INTEGER NOT NULL DEFAULT 0"), ("units", "stats TEXT")):
+                # before schema 6 every run is a plain one: no statistics, its checksums stay what they were
+                if "stats" not in {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}:
+                    self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
             if schema < 3:
                 self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
                 self._seal("1")
-            else:  # a row that holds by this schema's rule already (a store resealed before) stays
-                new, v3 = f"row_checksum({', '.join(_SEALED)})", f"row_checksum_v3({', '.join(_SEALED_V3)})"
+            elif schema < 5:  # a row that holds by this schema's rule already (a store resealed before) stays
+                new, v3 = f"row_checksum({', '.join(self._sealed)})", f"row_checksum_v3({', '.join(_SEALED_V3)})"
                 self.conn.execute(f"UPDATE units SET checksum = CASE WHEN checksum IS {new} THEN checksum "
                                   f"WHEN checksum IS {v3} THEN {new} ELSE NULL END")
             if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tables'").fetchone():
@@ -440,14 +459,15 @@ class Store:
                 self.conn.execute("ALTER TABLE run ADD COLUMN checksum TEXT")
             self.conn.execute("UPDATE run SET schema = ?, checksum = ?", (SCHEMA, run_checksum(self._run_row)))
         self.run["schema"] = self._run_row["schema"] = SCHEMA
+        self._run_row["stats"] = self._run_row.get("stats") or 0
         self._run_row["checksum"] = run_checksum(self._run_row)
 
     def _seal(self, where: str, params: tuple = ()) -> None:
         """Write the checksum of the rows matching the SQL condition ``where``."""
-        self.conn.execute(f"UPDATE units SET checksum = row_checksum({', '.join(_SEALED)}) WHERE {where}", params)
+        self.conn.execute(f"UPDATE units SET checksum = row_checksum({', '.join(self._sealed)}) WHERE {where}", params)
 
     def _bad_rows(self) -> list[dict]:
-        cur = self.conn.execute(f"SELECT * FROM units WHERE checksum IS NOT row_checksum({', '.join(_SEALED)}) "
+        cur = self.conn.execute(f"SELECT * FROM units WHERE checksum IS NOT row_checksum({', '.join(self._sealed)}) "
                                 "ORDER BY idx")
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
@@ -485,7 +505,7 @@ class Store:
             self.conn.executemany(f"UPDATE units SET {', '.join(f'{k} = ?' for k in _PLAN)} WHERE idx = ?",
                                   (plan[i] + (i,) for i in idxs))
             self.conn.executemany(
-                "UPDATE units SET count = NULL, verify_count = NULL, recount = NULL, status = 'pending', "
+                "UPDATE units SET count = NULL, verify_count = NULL, recount = NULL, stats = NULL, status = 'pending', "
                 "finishes = 0 WHERE unit = ?", ((u,) for u in units))
             self.conn.executemany("UPDATE units SET checksum = NULL WHERE unit = ?", ((u,) for u in units))
             for u in units:
@@ -553,21 +573,34 @@ class Store:
                                   f"free space, then continue with --resume {self.path}") from None
 
     def finish(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str, device: str, task: str,
-               probes: list | None = None, hits: list | None = None, tables: dict | None = None) -> int:
+               probes: list | None = None, hits: list | None = None, tables: dict | None = None,
+               stats: list | None = None) -> int:
         """Write the counts of the rows of one task (dicts with ``idx``), all in one transaction;
         returns how many were written (a row that already has a count keeps it: a duplicate
         result, ignored). ``tables``: the task's table statistics (``worker.run_task``'s
-        ``"tables"`` and ``"process"``), written as ``count`` rows of ``tables`` when any count was."""
+        ``"tables"`` and ``"process"``), written as ``count`` rows of ``tables`` when any count was.
+        ``stats`` (a statistics run): each row's 13 counters (ints, nodes first, equal to its count).
+
+        Raises StoreError if a row's statistics are missing or their nodes differ from its count."""
         probes = probes or [None] * len(rows)
+        texts = [None] * len(rows)
+        if self.run["stats"]:
+            if stats is None or len(stats) != len(rows):
+                raise StoreError(f"store {self.path} is a statistics run: a task's counts came without statistics")
+            for r, c, st in zip(rows, counts, stats):
+                if len(st) != 13 or int(st[0]) != int(c):
+                    raise StoreError(f"unit {r['unit']}: statistics {st!r} do not match its count {c}")
+            texts = [",".join(str(int(v)) for v in st) for st in stats]
         hits = hits or [None] * len(rows)
         written = 0
         now = _now()
         with self._transaction():
-            for r, c, sec, p, h in zip(rows, counts, seconds, probes, hits):
+            for r, c, sec, p, h, st in zip(rows, counts, seconds, probes, hits, texts):
                 cur = self.conn.execute(
                     "UPDATE units SET count = ?, seconds = ?, worker = ?, device = ?, task = ?, status = 'counted', "
-                    "finishes = finishes + 1, finished = ?, probes = ?, hits = ? WHERE idx = ? AND count IS NULL",
-                    (str(c), sec, worker, device, task, now, p, h, r["idx"]))
+                    "finishes = finishes + 1, finished = ?, probes = ?, hits = ?, stats = ? "
+                    "WHERE idx = ? AND count IS NULL",
+                    (str(c), sec, worker, device, task, now, p, h, st, r["idx"]))
                 written += cur.rowcount
                 self._seal("idx = ?", (r["idx"],))
             if written and self.session is not None:

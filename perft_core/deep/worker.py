@@ -48,6 +48,16 @@ def _where(backend: str) -> tuple[str, str]:
     return worker, device
 
 
+def count_stats(fens: list[str], depth: int, backend: str) -> list[tuple[int, ...]]:
+    """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` without
+    tables (a statistics run's units, whole): ``perft_core.Stats.as_tuple()`` per unit (13 ints,
+    nodes first). The CPU backend counts on one thread (a worker is one core)."""
+    from ..backends import BACKENDS
+
+    engine = BACKENDS[backend](threads=1)
+    return [engine.count_stats(Position.from_fen(f), depth).as_tuple() for f in fens]
+
+
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
                 run_depth: int, part: int = 0, parts: int = 1, tables: bool = True) -> list[int]:
     """perft(fen, depth) of each of ``fens`` (units of the run of ``run_fen`` at ``run_depth``) on
@@ -102,27 +112,36 @@ def _process() -> str:
 
 
 def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
-             run_depth: int, part: int = 0, parts: int = 1, tables: bool = True) -> dict:
+             run_depth: int, part: int = 0, parts: int = 1, tables: bool = True, stats: bool = False) -> dict:
     """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
     [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
     name, "probes": device TT probes of the batch, "hits": its device TT hits, "tables": {"process":
     host:pid of this process (whose tables they are), "by_depth": the batch's table statistics per
     remaining depth (:func:`batch_tables`)}}`` (probes, hits and tables None on the CPU or without
-    tables)."""
+    tables). ``stats`` (a statistics run, whole units without tables): the result also has
+    ``"stats"``, each unit's 13 counters (:func:`count_stats`), and its counts are their nodes."""
     t = time.perf_counter()
     kept = tt and tables and backend != "cpu"
     if kept:
         drv = get_driver(backend)
         before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
-    counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)
+    counted = None
+    if stats:
+        counted = count_stats(fens, depth, backend)
+        counts = [c[0] for c in counted]
+    else:
+        counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
     probes = hits = stats = None
     if kept:  # the totals from the driver's own counters, the split by remaining depth from its depth_stats
         probes, hits = drv.tt_stats["probes"] - before[1], drv.tt_stats["hits"] - before[2]
         stats = {"process": _process(), "by_depth": batch_tables(backend, before[0], seconds)}
-    return {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits,
-            "tables": stats}
+    out = {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits,
+           "tables": stats}
+    if counted is not None:
+        out["stats"] = [list(c) for c in counted]
+    return out
 
 
 OCCUPANCY_SHARE = 0.01
