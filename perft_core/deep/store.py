@@ -435,7 +435,9 @@ class Store:
         its checksums (its rows as they stand are sealed), a schema-3/4 store its rows resealed by
         this schema's rule (a row that fails its old checksum keeps a failing one, so it is found
         tampered), a store before schema 4 the ``tables`` table (empty: the statistics of its counts
-        so far were not kept), every older store the run row's checksum."""
+        so far were not kept), a store before schema 6 the statistics columns (a plain run: its
+        checksums are unchanged), every older store the run row's checksum. A schema-5 store's run
+        row is proven by its own checksum first (StoreTampered), so no change to it is sealed."""
         schema = self.run["schema"]
         if schema == SCHEMA:
             return
