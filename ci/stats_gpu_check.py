@@ -49,6 +49,7 @@ import chess
 
 import perft_core
 from perft_core import _core
+from oracle.strategies import seeded_walk
 from perft_core.stats import CPW_COLUMNS, Stats
 
 START = chess.STARTING_FEN
@@ -201,21 +202,13 @@ def against_cpu(c: Check, name: str, fen: str, depth: int, table: dict) -> dict:
     return row
 
 
-def walk(rng: random.Random, chess960: bool) -> str:
-    board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
-    for _ in range(rng.randrange(61)):
-        moves = list(board.legal_moves)
-        if not moves:
-            break
-        board.push(rng.choice(moves))
-    return board.fen(shredder=chess960)
 
 
 def random_positions(c: Check) -> dict:
     rng = random.Random(c.args.seed)
     rows, bad = [], 0
     for i in range(c.args.random):
-        fen = walk(rng, chess960=i % 2 == 1)
+        fen = seeded_walk(rng, chess960=i % 2 == 1)
         depth = 1  # the deepest depth <= 6 within --random-nodes (the probes are plain counts on the backend)
         while depth < 6 and perft_core.perft(fen, depth + 1, backend=c.args.backend,
                                              max_estimate_seconds=None) <= c.args.random_nodes:

@@ -115,3 +115,16 @@ def random_walk_fens(chess960: bool | None = False, min_plies: int = 0,
 def chess960_start_fens() -> st.SearchStrategy[str]:
     """Shredder-FENs of the 960 Chess960 start positions (Scharnagl numbers 0..959; 518 is standard)."""
     return st.integers(0, 959).map(lambda n: chess.Board.from_chess960_pos(n).fen(shredder=True))
+
+
+def seeded_walk(rng, chess960: bool, max_plies: int = 60) -> str:
+    """The FEN (Shredder-FEN for Chess960) after a random legal walk of 0..``max_plies`` plies drawn
+    from ``rng`` (a ``random.Random``) from the start position, or from a random one of the 960
+    Chess960 starts: seeded positions for scripts and tests that run outside hypothesis."""
+    board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
+    for _ in range(rng.randrange(max_plies + 1)):
+        moves = list(board.legal_moves)
+        if not moves:
+            break
+        board.push(rng.choice(moves))
+    return board.fen(shredder=chess960)

@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import perft_core
-from oracle.strategies import random_walk_fens
+from oracle.strategies import random_walk_fens, seeded_walk
 from perft_cli import main
 from perft_core.backends import get_backend
 from perft_core.gpu.arena import DeviceOutOfMemory, FaultPlan
@@ -71,16 +71,7 @@ def position(fen: str) -> perft_core.Position:
 def walk_fens(seed: int, count: int, chess960: bool) -> list[str]:
     """``count`` FENs of seeded random legal walks (0-60 plies; Shredder-FEN for Chess960)."""
     rng = random.Random(seed)
-    out = []
-    while len(out) < count:
-        board = chess.Board.from_chess960_pos(rng.randrange(960)) if chess960 else chess.Board()
-        for _ in range(rng.randrange(61)):
-            moves = list(board.legal_moves)
-            if not moves:
-                break
-            board.push(rng.choice(moves))
-        out.append(board.fen(shredder=chess960))
-    return out
+    return [seeded_walk(rng, chess960) for _ in range(count)]
 
 
 def depth_within(pos: perft_core.Position, depth: int, nodes: int = WALK_NODES) -> int:
@@ -95,18 +86,11 @@ def depth_within(pos: perft_core.Position, depth: int, nodes: int = WALK_NODES) 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.parametrize("chess960", [False, True], ids=["standard", "chess960"])
 @SETTINGS
-@given(fen=random_walk_fens(chess960=False, max_plies=60), depth=st.integers(1, 4))
-def test_emulated_stats_equal_cpu_on_random_walks(fen, depth):
-    pos = position(fen)
-    depth = depth_within(pos, depth)
-    drv = BfsDriver(EmulatedKernels(), memory_bytes=16 << 20)
-    assert drv.perft_stats(pos, depth) == perft_core.perft_stats(pos, depth, threads=1), (fen, depth)
-
-
-@SETTINGS
-@given(fen=random_walk_fens(chess960=True, max_plies=60), depth=st.integers(1, 4))
-def test_emulated_stats_equal_cpu_on_random_chess960_walks(fen, depth):
+@given(data=st.data(), depth=st.integers(1, 4))
+def test_emulated_stats_equal_cpu_on_random_walks(chess960, data, depth):
+    fen = data.draw(random_walk_fens(chess960=chess960, max_plies=60), label="fen")
     pos = position(fen)
     depth = depth_within(pos, depth)
     drv = BfsDriver(EmulatedKernels(), memory_bytes=16 << 20)
