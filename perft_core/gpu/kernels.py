@@ -124,6 +124,19 @@ class EmulatedKernels:
     def store(self, boards, keys, values, n, tt, slots, audit, tag):
         self._timed(_core.batch_store, boards, keys, values, n, tt, slots, audit, tag)
 
+    # ----- statistics with tables (kernels/pc_tt_stats.h): values as 13 slices of n -----
+    def stats_values(self, boards, n, us, values):
+        self._timed(_core.batch_stats_values, boards, n, us, self.ci, values)
+
+    def stats_leaf_values(self, boards, parents, moves, n, us, values, n_boards):
+        self._timed(_core.batch_stats_leaf_values, boards, parents, moves, n, us, self.ci, values, n_boards)
+
+    def stats_probe(self, keys, n, tt, slots, counts, values):
+        self._timed(_core.batch_stats_probe, keys, n, tt, slots, counts, values)
+
+    def stats_store(self, boards, keys, values, n, tt, slots, audit, tag):
+        self._timed(_core.batch_stats_store, boards, keys, values, n, tt, slots, audit, tag)
+
     # ----- data movement (CupyKernels does these in its own kernels) -----
     def zero(self, array) -> None:
         array.fill(0)
@@ -439,6 +452,27 @@ class CupyKernels:
     def store(self, boards, keys, values, n, tt, slots, audit, tag):
         audit_ptr = audit if audit is not None else np.uint64(0)
         self._launch("store_kernel", n, 256,
+                     (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.uint64(tag)))
+
+    # ----- statistics with tables (kernels/pc_tt_stats.h): a level's values are 13 slices of n -----
+    def stats_values(self, boards, n, us, values):
+        """values[c * n + i] = counter c of depth 1 below boards[i] (stats_values_kernel)."""
+        self._launch(f"stats_values_kernel<{us}>", n, STATS_THREADS, (boards, np.uint32(n), self.ci, values))
+
+    def stats_leaf_values(self, boards, parents, moves, n, us, values, n_boards):
+        """values[c * n_boards + parents[j]] += counter c of the leaf parent moves[j] makes
+        (stats_leaf_values_kernel)."""
+        self._launch(f"stats_leaf_values_kernel<{us}>", n, STATS_THREADS,
+                     (boards, parents, moves, np.uint64(n), self.ci, values, np.uint64(n_boards)))
+
+    def stats_probe(self, keys, n, tt, slots, counts, values):
+        """A board found in the statistics table ``tt`` takes its 13 values and count 0."""
+        self._launch("stats_probe_kernel", n, 256, (keys, np.uint32(n), tt, np.uint64(slots), counts, values))
+
+    def stats_store(self, boards, keys, values, n, tt, slots, audit, tag):
+        """Store each board's 13 finished values in the statistics table ``tt`` (stats_store_kernel)."""
+        audit_ptr = audit if audit is not None else np.uint64(0)
+        self._launch("stats_store_kernel", n, 256,
                      (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.uint64(tag)))
 
     def widen(self, counts, n, values):
