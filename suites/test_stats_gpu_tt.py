@@ -37,8 +37,13 @@ POS4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
 POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
 POS6 = "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10"
 STARTPOS = chess.STARTING_FEN
+DOUBLE_DISCOVERED = "4R3/3p3n/B7/4P3/4k3/8/7K/3Q1R2 w - - 0 1"
+"""Made for the rarest counters: after Bb7+ d5, exd6 e.p. uncovers the rook e8 and the bishop b7 on the
+king e4 at once, a double discovered check, mate where the queen d1 and the rook f1 cover the escapes;
+the black knight's tempo moves put such leaves five plies down, under the statistics tables."""
 # Deep enough that statistics tables exist (a GPU depth >= 4 below a launch depth of 1 or 2).
-CASES = [(KIWIPETE, 4), (CHESS960, 5), (POS3, 6), (STARTPOS, 5), (POS4, 4), (POS5, 4), (POS6, 4)]
+CASES = [(KIWIPETE, 4), (CHESS960, 5), (POS3, 6), (STARTPOS, 5), (POS4, 4), (POS5, 4), (POS6, 4),
+         (DOUBLE_DISCOVERED, 5)]
 OOM_CASES = [(CHESS960, 5), (POS3, 6)]
 SITES = ["boards[*]", "keys[*]", "values[*]", "counts[*]", "offsets[*]", "moves[*]", "parents[*]", "tt[*]"]
 EMU_TT_STATS_NODES = int(os.environ.get("PERFT_EMU_TT_STATS_NODES", "50000000"))
@@ -85,6 +90,8 @@ def test_tt_stats_equal_cpu_and_no_tt_with_hits_and_clean_audit(kernels, fen, de
     drv = make_driver(kernels)
     got = drv.perft_stats(pos, depth)
     assert got == cpu_stats(pos, depth)
+    if fen == DOUBLE_DISCOVERED:  # the case exists for these counters
+        assert got.double_discovered_mates > 0 and got.double_discovered_checks > 0
     assert drv.stats.gpu_calls > 1
     assert drv.device_tables.entry_words == STATS_ENTRY_WORDS
     assert assert_clean(drv) > 0
