@@ -17,8 +17,11 @@ run cut short keeps what it finished) and the log:
    with tables, same process (the tables rebuilt for each count), their times and ratio; the node
    count against OEIS A048987 (perft 10: 69,352,859,712,417; perft 11: 2,097,651,003,696,806) and
    against the plain count; the internal rules (e.p. <= captures, the CPW columns the sums of their
-   kinds, mates <= checks, no counter over nodes). A statistics count predicted (from the last
-   ratio measured) to overrun the budget is skipped and said so.
+   kinds, mates <= checks, no counter over nodes). At the first of these depths the statistics are
+   counted again with ``stats_lowest_table`` 2 (a table also at the leaf parents' parents;
+   ``--lowest-variant``), compared, and the faster setting counts the deeper ones (both times in the
+   JSON). A statistics count predicted (from the last ratio measured) to overrun the budget is skipped
+   and said so.
 
 Exit 0 when every comparison made agrees, 1 otherwise (2: bad arguments).
 """
@@ -182,6 +185,22 @@ def deep(c: Check) -> list[dict]:
         s, dt = c.stats(START, depth)
         kernels = {name: round(v - k0.get(name, 0.0), 3) for name, v in getattr(drv.k, "kernel_seconds_by_name", {}).items()
                    if v - k0.get(name, 0.0) > 0.01}
+        if c.args.lowest_variant and not out and c.left() > 3 * dt:
+            lowest = drv.stats_lowest_table
+            drv.stats_lowest_table = 2
+            try:
+                s2, dt2 = c.stats(START, depth)
+            finally:
+                drv.stats_lowest_table = lowest
+            row["lowest_table_2"] = {"seconds": dt2, "agree": s2 == s, "tt": dict(drv.tt_stats)}
+            print(f"startpos {depth}: statistics with a table at remaining depth 2 too: {dt2:.2f} s against {dt:.2f} s",
+                  flush=True)
+            if s2 != s:
+                c.fail(f"startpos {depth}: statistics with the table of remaining depth 2 {s2.to_json()} against {s.to_json()}")
+            elif dt2 < dt:
+                drv.stats_lowest_table = 2  # the deeper counts with the faster setting
+                dt = dt2
+        row["stats_lowest_table"] = drv.stats_lowest_table
         ratio = dt / plain_dt if plain_dt > 0 else None
         row.update(stats=s.to_json(), cpw=s.cpw(), stats_seconds=dt, ratio=ratio, rules=rules(s),
                    nodes_agree=s.nodes == n, kernel_seconds=kernels, gpu_calls=drv.stats.gpu_calls,
@@ -215,6 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random-nodes", type=float, default=1e8, help="leaf moves per random position at most")
     ap.add_argument("--seed", type=int, default=3636)
     ap.add_argument("--deep", default="10,11", help="startpos depths counted with statistics and tables, timed")
+    ap.add_argument("--lowest-variant", type=int, default=1, help="1: time the first --deep depth with a table "
+                    "at remaining depth 2 too (and count the deeper ones with the faster); 0: do not")
     args = ap.parse_args(argv)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     c = Check(args)

@@ -99,6 +99,18 @@ def test_tt_stats_equal_cpu_and_no_tt_with_hits_and_clean_audit(kernels, fen, de
     assert drv.perft_stats(pos, depth) == got
 
 
+@pytest.mark.parametrize("fen,depth", [(KIWIPETE, 4), (POS3, 6), (DOUBLE_DISCOVERED, 5)])
+def test_tables_of_the_leaf_parents_parents_exact(kernels, fen, depth):
+    """``stats_lowest_table`` 2: a table also where the statistics leaf classifies the moves."""
+    pos = position(fen)
+    drv = make_driver(kernels)
+    drv.stats_lowest_table = 2
+    assert drv.perft_stats(pos, depth) == cpu_stats(pos, depth)
+    assert 2 in drv.tts and drv.device_tables.stat(2)["hits"] > 0
+    assert any(e[0] == 2 for e in drv.audit_entries())
+    assert_clean(drv)
+
+
 def test_tt_stats_hit_device_tables_and_host_cache(kernels):
     """Device hits within a count; host cache hits (the launch level's counts) in the next count of
     the same position, which the host cache answers whole."""

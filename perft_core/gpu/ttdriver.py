@@ -113,6 +113,9 @@ class TTBfsDriver(BfsDriver):
         self.leaf_merge = merge
         self.leaf_merge_slice = LEAF_MERGE_SLICE
         self.table_value = LEVEL_VALUE  # tables.plan_slots: how the budget goes to the remaining depths
+        # The lowest remaining depth with a statistics table: 3 as the node counts' (2 also tables the
+        # leaf parents' parents, whose moves the statistics leaf classifies: an option to measure).
+        self.stats_lowest_table = 3
 
     @property
     def tts(self) -> dict[int, DeviceTT]:
@@ -413,12 +416,13 @@ class TTBfsDriver(BfsDriver):
         return distinct_per_ply(np.array([root], dtype=np.uint64), us, depth, self._expand_host, self._host_keys)
 
     def _plan_tts(self, depth: int, g: int, distinct: list[float], cap: bool = True) -> None:
-        """Allocate device TTs for remaining depths 3 .. g-1: the TT of remaining depth r serves ply
+        """Allocate device TTs for remaining depths 3 .. g-1 (statistics: ``stats_lowest_table`` .. g-1):
+        the TT of remaining depth r serves ply
         ``depth - r`` and its ``distinct[depth - r]`` positions (distinct positions per ply, plies
         0..depth; divided by the parts at the split level PART_DEPTH, where a part stores only its
         own positions); ``tables.plan_slots`` shares the budget (``cap``: the lowest table too is
         bounded by its positions; False: a deep run's shared tables, it takes the rest)."""
-        rs = list(range(3, g))
+        rs = list(range(self.stats_lowest_table if self._stats_mode else 3, g))
         if not rs:
             return
         positions = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
