@@ -703,6 +703,30 @@ __global__ void PC_STATS_BOUNDS stats_leaf_values_kernel(const Board* __restrict
     }
 }
 
+// The statistics leaf merge (TTBfsDriver.perft_stats): the moves of a remaining-depth-2 level are
+// grouped by the keys of the leaf parents they make (child_keys_kernel, leaf_merge_insert_kernel), and
+// only the first move of each group, heads[j] (j < n), is classified: counts[c * n_moves + heads[j]] =
+// counter c of the leaf parent it makes. upsweep_heads_kernel, once a counter, then gives every move
+// its head's counters.
+template <int Us>
+__global__ void PC_STATS_BOUNDS stats_heads_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                                   const Move* __restrict__ moves, const u32* __restrict__ heads,
+                                                   u64 n, const CastleInfo* ci_g, u64* __restrict__ counts,
+                                                   u64 n_moves) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        const u64 mj = heads[j];
+        StatCounts s;
+        stats_zero(s);
+        bfs_stats_leaf<Us>(boards[parents[mj]], moves[mj], ci, s);
+        u64 w[STATS_WORDS];
+        stats_words(s, w);
+        for (int c = 0; c < STATS_WORDS; ++c) counts[(u64)c * n_moves + mj] = w[c];
+    }
+}
+
 // Probe the statistics tables: a board found takes its entry's 13 values and count 0 (not expanded);
 // the others keep the move count count_probe_kernel (without a table) gave them.
 __global__ void stats_probe_kernel(const Key128* __restrict__ keys, u32 n, const u64* __restrict__ tt, u64 slots,
@@ -752,6 +776,8 @@ __global__ void stats_store_kernel(const Board* __restrict__ boards, const Key12
     template __global__ void stats_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);   \
     template __global__ void stats_values_kernel<S>(const Board*, u32, const CastleInfo*, u64*);               \
     template __global__ void stats_leaf_values_kernel<S>(const Board*, const u32*, const Move*, u64,           \
-                                                         const CastleInfo*, unsigned long long*, u64);
+                                                         const CastleInfo*, unsigned long long*, u64);        \
+    template __global__ void stats_heads_kernel<S>(const Board*, const u32*, const Move*, const u32*, u64,         \
+                                                   const CastleInfo*, u64*, u64);
 PC_BOTH_SIDES(PC_INST)
 #endif

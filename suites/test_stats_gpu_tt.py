@@ -111,6 +111,27 @@ def test_tables_of_the_leaf_parents_parents_exact(kernels, fen, depth):
     assert_clean(drv)
 
 
+@pytest.mark.parametrize("fen,depth", [(POS3, 6), (DOUBLE_DISCOVERED, 5), (CHESS960, 5)])
+def test_statistics_leaf_merge_classifies_each_distinct_leaf_parent_once(kernels, fen, depth):
+    """The leaf merge (on by default) classifies fewer leaf parents than it has moves, in slices too
+    (a transposition split between two slices is classified twice), and equals the unmerged leaf."""
+    pos = position(fen)
+    want = cpu_stats(pos, depth)
+    counts = {}
+    for merge, slice_moves in ((False, None), (True, None), (True, 2000)):
+        drv = make_driver(kernels)
+        drv.leaf_merge = merge
+        if slice_moves:
+            drv.leaf_merge_slice = slice_moves
+        assert drv.perft_stats(pos, depth) == want, (merge, slice_moves)
+        counts[(merge, slice_moves)] = (drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
+        assert_clean(drv)
+    assert counts[(False, None)] == (0, 0)
+    moves, groups = counts[(True, None)]
+    assert 0 < groups < moves
+    assert counts[(True, 2000)][1] >= groups
+
+
 def test_tt_stats_hit_device_tables_and_host_cache(kernels):
     """Device hits within a count; host cache hits (the launch level's counts) in the next count of
     the same position, which the host cache answers whole."""

@@ -24,8 +24,9 @@ slices of n uint64 values (perft_core.stats.STATS_FIELDS order): the levels go d
 parents (two plies left), whose moves the statistics leaf with tables classifies into their
 parents' values (``stats_leaf_values``); the upsweep runs once a slice; the device tables hold
 128-byte statistics entries (kernels/pc_tt_stats.h, ``DeviceTables.use_entries``) and the host
-cache 13-tuples (``stats_cache``, apart from the node counts). No leaf merge (a statistics leaf
-merged by key is not written yet), and no parts (``set_part``).
+cache 13-tuples (``stats_cache``, apart from the node counts). The leaf merge groups the moves of
+the remaining-depth-2 level by the leaf parents they make (``merge.stats_leaf_merged``) and
+classifies each distinct leaf parent once. No parts (``set_part``).
 """
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ from .chunks import roots_per_call
 from .driver import BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
 from .hostcache import HostCache
 from .kernels import PART_DEPTH, key_part
-from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level
+from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level, stats_leaf_merged
 from .tables import ENTRY_WORDS, HITS_SLOTS, LEVEL_VALUE, STATS_ENTRY_WORDS, TT_SHARE, DeviceTables, DeviceTT
 
 OWN_SLOT = 0
@@ -640,7 +641,13 @@ class TTBfsDriver(BfsDriver):
             k.gen(boards, n, side, offsets, moves, parents)
             level["parents"] = parents
             if stats and left == 2:  # the leaf parents' moves, classified into these boards' values
-                k.stats_leaf_values(boards, parents, moves, total, side, values, n)
+                if self.leaf_merge and (root_ply is None or root_ply + ply + 1 >= FIRST_TRANSPOSITION_PLY):
+                    merged, groups = stats_leaf_merged(k, self.z_dev, boards, keys, parents, moves, total, side, values,
+                                                       n, self.temp_bytes, self.leaf_merge_slice)
+                    self.tt_stats["leaf_moves"] += merged
+                    self.tt_stats["leaf_positions"] += groups
+                else:
+                    k.stats_leaf_values(boards, parents, moves, total, side, values, n)
                 break
             if left <= 3 and not stats:
                 if left == 3 and self.leaf_merge and (root_ply is None or root_ply + ply + 1 >= FIRST_TRANSPOSITION_PLY):
