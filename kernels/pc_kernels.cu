@@ -639,6 +639,108 @@ __global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u3
     }
 }
 
+// ----- statistics with tables (pc_tt_stats.h): TTBfsDriver.perft_stats --------------------------------
+// A level's values are 13 slices of n counters (values[c * n + i], perft_core.stats.STATS_FIELDS
+// order); the upsweep runs upsweep_kernel / upsweep_grouped_kernel once per slice. Separate kernels
+// again, so that the plain count's code stays as it was.
+#include "pc_tt_stats.h"
+
+// Depth 1 below each of n boards (Us to move): its moves classified into its 13 values.
+template <int Us>
+__global__ void PC_STATS_BOUNDS stats_values_kernel(const Board* __restrict__ boards, u32 n, const CastleInfo* ci_g,
+                                                    u64* __restrict__ values) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        StatCounts s;
+        stats_zero(s);
+        leaf_stats<Us>(boards[i], ci, s);
+        u64 w[STATS_WORDS];
+        stats_words(s, w);
+        for (int c = 0; c < STATS_WORDS; ++c) values[(u64)c * n + i] = w[c];
+    }
+}
+
+// The statistics leaf with tables: move j (of n) makes a leaf parent from boards[parents[j]] (Us to
+// move), whose moves are classified and added to the parent board's 13 values (values[c * boards +
+// parents[j]]). The moves of one board are one run of j (gen_kernel writes them at its offset), so a
+// warp's moves are runs of equal parents: a segmented inclusive scan over the warp sums each run,
+// and the run's last lane makes one atomic add per non-zero counter.
+template <int Us>
+__global__ void PC_STATS_BOUNDS stats_leaf_values_kernel(const Board* __restrict__ boards,
+                                                         const u32* __restrict__ parents,
+                                                         const Move* __restrict__ moves, u64 n,
+                                                         const CastleInfo* ci_g, unsigned long long* values,
+                                                         u64 n_boards) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    StatCounts s;
+    stats_zero(s);
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u32 p = 0xFFFFFFFFu;  // lanes past n: a run of their own at the warp's end, never added
+    if (j < n) {
+        p = parents[j];
+        bfs_stats_leaf<Us>(boards[p], moves[j], ci, s);
+    }
+    u64 w[STATS_WORDS];
+    stats_words(s, w);
+    const int lane = threadIdx.x & 31;
+    for (int o = 1; o < 32; o <<= 1) {
+        const u32 q = __shfl_up_sync(0xffffffffu, p, o);
+        const bool same = lane >= o && q == p;
+#pragma unroll
+        for (int c = 0; c < STATS_WORDS; ++c) {
+            const u64 x = __shfl_up_sync(0xffffffffu, w[c], o);
+            if (same) w[c] += x;
+        }
+    }
+    const u32 next = __shfl_down_sync(0xffffffffu, p, 1);
+    if (j < n && (lane == 31 || next != p)) {
+#pragma unroll
+        for (int c = 0; c < STATS_WORDS; ++c)
+            if (w[c]) atomicAdd(values + (u64)c * n_boards + p, (unsigned long long)w[c]);
+    }
+}
+
+// The statistics leaf merge (TTBfsDriver.perft_stats): the moves of a remaining-depth-2 level are
+// grouped by the keys of the leaf parents they make (child_keys_kernel, leaf_merge_insert_kernel), and
+// only the first move of each group, heads[j] (j < n), is classified: counts[c * n_moves + heads[j]] =
+// counter c of the leaf parent it makes. upsweep_heads_kernel, once a counter, then gives every move
+// its head's counters.
+template <int Us>
+__global__ void PC_STATS_BOUNDS stats_heads_kernel(const Board* __restrict__ boards, const u32* __restrict__ parents,
+                                                   const Move* __restrict__ moves, const u32* __restrict__ heads,
+                                                   u64 n, const CastleInfo* ci_g, u64* __restrict__ counts,
+                                                   u64 n_moves) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < n) {
+        const u64 mj = heads[j];
+        StatCounts s;
+        stats_zero(s);
+        bfs_stats_leaf<Us>(boards[parents[mj]], moves[mj], ci, s);
+        u64 w[STATS_WORDS];
+        stats_words(s, w);
+        for (int c = 0; c < STATS_WORDS; ++c) counts[(u64)c * n_moves + mj] = w[c];
+    }
+}
+
+// Probe the statistics tables: a board found takes its entry's 13 values and count 0 (not expanded);
+// the others keep the move count count_probe_kernel (without a table) gave them.
+__global__ void stats_probe_kernel(const Key128* __restrict__ keys, u32 n, const u64* __restrict__ tt, u64 slots,
+                                   u32* __restrict__ counts, u64* __restrict__ values) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && bfs_stats_probe(tt, slots, keys[i], values, n, i)) counts[i] = 0;
+}
+
+__global__ void stats_store_kernel(const Board* __restrict__ boards, const Key128* __restrict__ keys,
+                                   const u64* __restrict__ values, u32 n, u64* tt, u64 slots, u64* audit, u64 tag) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) bfs_stats_store(tt, slots, keys[i], values, n, i, audit, boards[i], tag);
+}
+
 #if !defined(__CUDACC_RTC__)
 // Offline builds (nvcc -Xptxas -v for the resource report; CPU CI's compile check) instantiate every
 // kernel the driver uses; NVRTC gets the same list as name expressions from perft_core/gpu/kernels.py.
@@ -671,6 +773,11 @@ __global__ void upsweep_grouped_kernel(const u32* __restrict__ parents, const u3
                                                   const CastleInfo*, const ZobristKeys*, Key128*);           \
     template __global__ void stats_leaf_kernel<S>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
                                                   unsigned long long*);                                      \
-    template __global__ void stats_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);
+    template __global__ void stats_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);   \
+    template __global__ void stats_values_kernel<S>(const Board*, u32, const CastleInfo*, u64*);               \
+    template __global__ void stats_leaf_values_kernel<S>(const Board*, const u32*, const Move*, u64,           \
+                                                         const CastleInfo*, unsigned long long*, u64);        \
+    template __global__ void stats_heads_kernel<S>(const Board*, const u32*, const Move*, const u32*, u64,         \
+                                                   const CastleInfo*, u64*, u64);
 PC_BOTH_SIDES(PC_INST)
 #endif

@@ -183,10 +183,10 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
     Arguments as for :func:`perft`, with the same checks, limits and estimate rule: a count whose
     estimate (the plain count's, times the backend's ``stats_cost``, the measured cost of
     statistics) exceeds ``max_estimate_seconds`` is refused unless ``force``; ``max_seconds``
-    stops it. Statistics are counted without transposition tables for now, by every backend:
-    ``cpu`` (every core by default, ``threads``), ``gpu`` and ``gpu-emulated`` (the BFS driver's
-    levels down to the leaf parents, then the statistics leaf: perft_core.gpu.driver); ``progress``
-    is accepted and draws nothing.
+    stops it. Every backend counts statistics: ``cpu`` (every core by default, ``threads``;
+    without tables), ``gpu`` and ``gpu-emulated`` (the BFS driver's levels down to the leaf parents,
+    then the statistics leaf: perft_core.gpu.driver; with ``tt``, through statistics tables:
+    perft_core.gpu.ttdriver); ``progress`` is accepted and draws nothing.
 
     Returns:
         A :class:`perft_core.Stats` (its docstring defines every counter and the Chess Programming
@@ -194,7 +194,7 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
 
     Raises:
         FenError, ValueError, CountRefused: as for :func:`perft`.
-        StatsUnsupported (a ValueError): ``tt=True``.
+        StatsUnsupported (a ValueError): ``tt=True`` on the cpu backend, or a ``verify_seed``.
         ValueError: ``backend="gpu"`` where CuPy or a CUDA device is missing.
         CountInterrupted: ``max_seconds`` passed; ``partial`` is ``{uci: Stats}`` of the root moves
             counted in full.
@@ -229,15 +229,17 @@ def divide_stats(fen_or_position: "str | Position | chess.Board", depth: int, *,
 
 def _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                    max_estimate_seconds, force, progress) -> tuple[Backend, Position]:
-    """:func:`_prepare`'s checks, then statistics' own (a backend that counts them, no tables) and
-    the estimate's refusal. Raises as :func:`perft_stats`."""
+    """:func:`_prepare`'s checks, then statistics' own (a backend that counts them, tables only where
+    it counts statistics through them) and the estimate's refusal. Raises as :func:`perft_stats`."""
     engine, pos = _prepare(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                            max_estimate_seconds, force, progress)
     if not engine.stats_cost:
         engine.count_stats(pos, depth)  # raises StatsUnsupported, naming the backend
-    if tt:
-        raise StatsUnsupported("statistics are counted without transposition tables for now: leave out tt "
-                               "(the CLI's --tt)")
+    if tt and not engine.stats_tables:
+        raise StatsUnsupported(f"backend {engine.name!r} counts statistics without transposition tables: leave "
+                               "out tt (the CLI's --tt), or count on 'gpu' / 'gpu-emulated'")
+    if verify_seed is not None:
+        raise StatsUnsupported("statistics are counted without a verify seed for now: leave out verify_seed")
     if force or max_estimate_seconds is None or depth == 0:
         return engine, pos
     if estimate.node_bound(pos, depth) / engine.speed_floor * engine.stats_cost <= max_estimate_seconds:

@@ -150,6 +150,8 @@ class Backend:
     # ----- statistics (perft_core.stats.Stats) ------------------------------------------------------
     stats_cost: float = 0.0
     """Time of a statistics count over the plain count's, on this backend (0: it counts none)."""
+    stats_tables: bool = False
+    """True when this backend counts statistics through its transposition tables (``tt``)."""
 
     def divide_stats(self, pos: Position, depth: int, max_seconds: float | None = None) -> dict[str, "Stats"]:
         """``{uci: Stats}`` below each legal root move of ``pos`` at ``depth`` >= 1, sorted by UCI.
@@ -331,19 +333,23 @@ class GpuBackend(Backend):
     # 11.37x Kiwipete 7; the statistics leaf classifies every leaf move where the plain count's
     # fused leaf counts the last two plies by bulk counting.
     stats_cost = 12.0
+    stats_tables = True
 
     def _stats_driver(self):
-        """The process's driver for a statistics count: the plain BFS, tables off.
+        """The process's driver for a statistics count: with ``tt`` through its tables (statistics
+        entries, ``TTBfsDriver.perft_stats``), else the plain BFS.
 
-        Raises StatsUnsupported: ``tt`` (statistics are not carried through the tables yet)."""
-        if self.tt:
-            raise StatsUnsupported(f"backend {self.name!r} counts statistics without transposition tables for now: "
-                                   "leave out tt (the CLI's --tt)")
-        return self._driver(None, False)
+        Raises StatsUnsupported: a ``verify_seed`` (no second pass of statistics yet)."""
+        if self.verify_seed is not None:
+            raise StatsUnsupported(f"backend {self.name!r} counts statistics without a verify seed for now: "
+                                   "leave out verify_seed")
+        return self._driver(None, self.tt)
 
     def count_stats(self, pos, depth):
-        """The Stats of the leaf moves ``depth`` plies below ``pos``, through the driver's plain BFS
-        (``BfsDriver.perft_stats``). Raises StatsUnsupported with ``tt``."""
+        """The Stats of the leaf moves ``depth`` plies below ``pos``, through the driver
+        (``perft_stats``: its tables with ``tt``, else the plain BFS).
+
+        Raises StatsUnsupported: a ``verify_seed``."""
         with self._stats_driver() as drv:
             return drv.perft_stats(pos, depth)
 
@@ -351,7 +357,8 @@ class GpuBackend(Backend):
         """``{uci: Stats}`` of each root move (``BfsDriver.divide_stats``, sorted by UCI). With
         ``max_seconds``: the root moves with the smallest subtrees first, the time checked after each
         BFS chunk and between root moves; past it, CountInterrupted with the root moves counted in
-        full (a root move stopped inside is discarded). Raises StatsUnsupported with ``tt``."""
+        full (a root move stopped inside is discarded). With ``tt`` each root move's count has tables
+        of its own. Raises StatsUnsupported with a ``verify_seed``."""
         from .errors import CountInterrupted
         with self._stats_driver() as drv:
             if max_seconds is None or depth <= 1:

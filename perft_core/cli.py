@@ -68,11 +68,14 @@ def _stats_one(args, pos, depth: int) -> int:
     from .api import divide_stats, perft_stats
     from .stats import Stats
 
-    if args.tt:
-        raise UsageError("--stats counts without --tt for now (no statistics in the tables yet)")
+    if args.tt and args.backend == "cpu":
+        raise UsageError("--stats counts without --tt on the cpu backend (gpu and gpu-emulated count statistics "
+                         "through their tables)")
     if args.verify_seed is not None:
-        raise UsageError("--stats counts without --tt, so without --verify-seed")
+        raise UsageError("--stats counts without --verify-seed for now")
     options = {"backend": args.backend, "threads": args.threads, "max_seconds": args.max_seconds, "force": args.force}
+    if args.tt:
+        options.update(tt=True, tt_mb=args.tt_mb)
     t0 = time.perf_counter()
     try:
         parts = divide_stats(pos, depth, **options) if args.divide else None

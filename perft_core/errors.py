@@ -30,8 +30,8 @@ class IllegalMoveError(ValueError):
 
 
 class StatsUnsupported(ValueError):
-    """Statistics asked of a backend or an option that does not count them (for now: only the
-    ``cpu`` backend, without transposition tables); the message names what to use instead."""
+    """Statistics asked of a backend or an option that does not count them (tables on the ``cpu``
+    backend, a verify seed on any); the message names what to use instead."""
 
 
 class HashVerificationError(RuntimeError):

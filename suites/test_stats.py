@@ -199,7 +199,7 @@ def test_depth_zero_and_one():
 
 @pytest.mark.parametrize("kw, match", [
     ({"tt": True}, "without transposition tables"),
-    ({"tt": True, "backend": "gpu-emulated"}, "without transposition tables"),
+    ({"tt": True, "backend": "gpu-emulated", "verify_seed": 7}, "without a verify seed"),
     ({"depth": -1}, "depth"),
     ({"depth": 65}, "depth"),
     ({"threads": 0}, "threads"),
@@ -274,8 +274,8 @@ def test_cli_json_and_divide(capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--tt"], "--stats counts without --tt"),
-    (["--backend", "gpu-emulated", "--tt"], "--stats counts without --tt"),
+    (["--tt"], "--stats counts without --tt on the cpu backend"),
+    (["--backend", "gpu-emulated", "--tt", "--verify-seed", "7"], "--stats counts without --verify-seed"),
 ])
 def test_cli_refuses_what_it_cannot_count(capsys, extra, message):
     assert main(["run", "startpos", "3", "--stats", *extra]) == 2

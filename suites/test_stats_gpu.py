@@ -25,7 +25,6 @@ from hypothesis import strategies as st
 import perft_core
 from oracle.strategies import random_walk_fens, seeded_walk
 from perft_cli import main
-from perft_core.backends import get_backend
 from perft_core.gpu.arena import DeviceOutOfMemory, FaultPlan
 from perft_core.gpu.driver import BfsDriver
 from perft_core.gpu.kernels import EmulatedKernels
@@ -190,13 +189,12 @@ def test_backend_option_counts_statistics_and_divides():
     assert sum(two.values(), Stats()) == perft_core.perft_stats(CHESS960, 2, backend="gpu-emulated")
 
 
-@pytest.mark.parametrize("backend", ["gpu-emulated", "gpu"], ids=["emulated", "real"])  # an id "gpu" would skip it
-def test_tables_with_statistics_are_refused(backend):
+def test_tables_with_statistics_are_refused_on_the_cpu():
+    """The CPU backend counts statistics without tables (the GPU backends with them:
+    suites/test_stats_gpu_tt.py)."""
     for count in (perft_core.perft_stats, perft_core.divide_stats):
         with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
-            count(KIWIPETE, 3, backend=backend, tt=True)
-    with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
-        get_backend(backend, tt=True).count_stats(position(KIWIPETE), 3)
+            count(KIWIPETE, 3, backend="cpu", tt=True)
 
 
 def test_refused_over_the_estimate_limit():

@@ -31,9 +31,24 @@ def part_counts(driver, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.
     return out
 
 
+def stats_counts(board: np.ndarray, side: int, ci: bytes, r: int) -> tuple[int, ...]:
+    """The 13 statistics counters (STATS_FIELDS order) of one host board (uint64 (5,)) at remaining
+    depth ``r`` >= 1, on the CPU: its subtree expanded ``r - 1`` plies by the host batch kernels, the
+    leaf parents' moves classified (kernels/pc_stats.h ``leaf_stats``) and summed."""
+    boards = np.ascontiguousarray(board, dtype=np.uint64).reshape(1, -1)
+    for _ in range(r - 1):
+        boards, _parents = expand_host(boards, side, ci)
+        side ^= 1
+    flat = np.ascontiguousarray(boards).reshape(-1)
+    return tuple(int(x) for x in _core.batch_stats_sum(flat, len(boards), side, ci))
+
+
 def audit(driver) -> tuple[int, list[tuple]]:
     """Recompute every stored entry of ``driver`` (a TTBfsDriver made with ``audit=True``), device
     TTs and host cache, on the CPU: its key from scratch and its (part's) perft.
+
+    Statistics entries (a 13-tuple for a count: the statistics tables and host cache of
+    ``perft_stats``) are recounted by :func:`stats_counts`.
 
     Returns (entries checked, wrong entries); a wrong entry is (remaining, key, stored count, CPU
     count, key matches). An empty list means no entry is poisoned.
@@ -45,7 +60,10 @@ def audit(driver) -> tuple[int, list[tuple]]:
         k = np.empty((1, 2), dtype=np.uint64)
         _core.batch_keys(flat, 1, side, ci, driver.z_host, k)
         real_key = (int(k[0, 1]) << 64) | int(k[0, 0])
-        real = int(part_counts(driver, flat.reshape(1, -1), side, ci, r)[0])
+        if isinstance(count, tuple):
+            real = stats_counts(flat, side, ci, r)
+        else:
+            real = int(part_counts(driver, flat.reshape(1, -1), side, ci, r)[0])
         checked += 1
         if real_key != key or real != count:
             wrong.append((r, key, count, real, real_key == key))

@@ -124,6 +124,35 @@ class EmulatedKernels:
     def store(self, boards, keys, values, n, tt, slots, audit, tag):
         self._timed(_core.batch_store, boards, keys, values, n, tt, slots, audit, tag)
 
+    # ----- statistics with tables (kernels/pc_tt_stats.h): values as 13 slices of n -----
+    def stats_values(self, boards, n, us, values):
+        self._timed(_core.batch_stats_values, boards, n, us, self.ci, values)
+
+    def stats_leaf_values(self, boards, parents, moves, n, us, values, n_boards):
+        self._timed(_core.batch_stats_leaf_values, boards, parents, moves, n, us, self.ci, values, n_boards)
+
+    def stats_probe(self, keys, n, tt, slots, counts, values):
+        self._timed(_core.batch_stats_probe, keys, n, tt, slots, counts, values)
+
+    def stats_leaf_merged(self, boards, keys, parents, moves, n, us, z, values, n_boards) -> int:
+        # The emulated device groups with NumPy and classifies each group's leaf parent once.
+        child_keys = np.empty((n, 2), dtype=np.uint64)
+        children = np.empty(n * BOARD_WORDS, dtype=np.uint64)
+        self._timed(_core.batch_make_key, boards, keys, parents, moves, n, us, self.ci, z, children, child_keys)
+        _, heads, group_of = np.unique(child_keys, axis=0, return_index=True, return_inverse=True)
+        group_of = group_of.reshape(-1)
+        groups = len(heads)
+        heads = np.ascontiguousarray(children.reshape(n, BOARD_WORDS)[heads]).reshape(-1)
+        counts = np.empty(STATS_WORDS * groups, dtype=np.uint64)
+        self._timed(_core.batch_stats_values, heads, groups, us ^ 1, self.ci, counts)
+        for c in range(STATS_WORDS):
+            self.upsweep(parents, np.ascontiguousarray(counts[c * groups:(c + 1) * groups][group_of]), n,
+                         values[c * n_boards:(c + 1) * n_boards])
+        return groups
+
+    def stats_store(self, boards, keys, values, n, tt, slots, audit, tag):
+        self._timed(_core.batch_stats_store, boards, keys, values, n, tt, slots, audit, tag)
+
     # ----- data movement (CupyKernels does these in its own kernels) -----
     def zero(self, array) -> None:
         array.fill(0)
@@ -439,6 +468,58 @@ class CupyKernels:
     def store(self, boards, keys, values, n, tt, slots, audit, tag):
         audit_ptr = audit if audit is not None else np.uint64(0)
         self._launch("store_kernel", n, 256,
+                     (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.uint64(tag)))
+
+    # ----- statistics with tables (kernels/pc_tt_stats.h): a level's values are 13 slices of n -----
+    def stats_values(self, boards, n, us, values):
+        """values[c * n + i] = counter c of depth 1 below boards[i] (stats_values_kernel)."""
+        self._launch(f"stats_values_kernel<{us}>", n, STATS_THREADS, (boards, np.uint32(n), self.ci, values))
+
+    def stats_leaf_values(self, boards, parents, moves, n, us, values, n_boards):
+        """values[c * n_boards + parents[j]] += counter c of the leaf parent moves[j] makes
+        (stats_leaf_values_kernel)."""
+        self._launch(f"stats_leaf_values_kernel<{us}>", n, STATS_THREADS,
+                     (boards, parents, moves, np.uint64(n), self.ci, values, np.uint64(n_boards)))
+
+    def stats_probe(self, keys, n, tt, slots, counts, values):
+        """A board found in the statistics table ``tt`` takes its 13 values and count 0."""
+        self._launch("stats_probe_kernel", n, 256, (keys, np.uint32(n), tt, np.uint64(slots), counts, values))
+
+    def stats_leaf_merged(self, boards, keys, parents, moves, n, us, z, values, n_boards) -> int:
+        """The statistics leaf of ``n`` moves (n < 2^32) of remaining-depth-2 boards (``n_boards`` of
+        them, side ``us``), each distinct leaf parent classified once: values[c * n_boards +
+        parents[i]] += counter c of the leaf parent move i makes, for every i, with the leaf parents
+        grouped by their Zobrist keys (as ``leaf_merged``). Returns the number of groups. Temporaries
+        outside the arena: at most 116 bytes a move at once (the key, hash table and heads as
+        leaf_merged's, then the heads' 13 counters, 104)."""
+        cp = self.xp
+        child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
+        self._launch(f"child_keys_kernel<{us}>", n, self.gen_threads,
+                     (boards, keys, parents, moves, np.uint64(n), self.ci, z, child_keys))
+        head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
+        head = self._temp(n, cp.uint32, "leaf_merge_head")
+        owner = self._claim("leaf_merge_insert_kernel", child_keys, n, 4, "leaf_merge_owner", head_of, head)
+        del child_keys, owner
+        tiles = (int(n) + SCAN_TILE - 1) // SCAN_TILE
+        sums = self._temp(tiles, cp.uint64, "leaf_merge_tile_sums")
+        self._launch_grid("scan_tiles_u32_kernel", tiles, 256, (head, np.uint64(n), sums))
+        tile_offsets = self._temp(tiles + 1, cp.uint64, "leaf_merge_tile_offsets")
+        groups = self.scan(sums, tiles, tile_offsets)
+        heads = self._temp(groups, cp.uint32, "leaf_merge_heads")
+        self._launch_grid("leaf_merge_heads_kernel", tiles, 256, (head, np.uint64(n), tile_offsets, heads))
+        del head, sums, tile_offsets
+        counts = self._temp(STATS_WORDS * n, cp.uint64, "leaf_merge_counts")  # written at the heads only
+        self._launch(f"stats_heads_kernel<{us}>", groups, STATS_THREADS,
+                     (boards, parents, moves, heads, np.uint64(groups), self.ci, counts, np.uint64(n)))
+        for c in range(STATS_WORDS):
+            self._launch("upsweep_heads_kernel", n, 256, (parents, head_of, counts[c * n:(c + 1) * n], np.uint64(n),
+                                                          values[c * n_boards:(c + 1) * n_boards]))
+        return groups
+
+    def stats_store(self, boards, keys, values, n, tt, slots, audit, tag):
+        """Store each board's 13 finished values in the statistics table ``tt`` (stats_store_kernel)."""
+        audit_ptr = audit if audit is not None else np.uint64(0)
+        self._launch("stats_store_kernel", n, 256,
                      (boards, keys, values, np.uint32(n), tt, np.uint64(slots), audit_ptr, np.uint64(tag)))
 
     def widen(self, counts, n, values):

@@ -17,6 +17,9 @@ LEAF_MERGE_TEMP_BYTES_PER_MOVE = 40
 """Temporaries outside the arena a move of a leaf merge's slice takes at once (``leaf_merged``, a
 slice of a power of two moves): its child's key (16), 4 hash table slots (16), its group head and
 head flag (8); after the insert the key and table make way for the heads and a count (12)."""
+STATS_LEAF_MERGE_TEMP_BYTES_PER_MOVE = 120
+"""The same for the statistics leaf merge (``stats_leaf_merged``): after the insert the heads, the
+head flags and the heads' 13 counters (116 bytes a move at once, CupyKernels.stats_leaf_merged)."""
 LEAF_MERGE_MIN_SLICE = 1 << 12
 """Fewer moves than this fitting the memory beside the arenas: the leaf is not merged (slices that
 small find few transpositions and pay a host round trip each)."""
@@ -71,5 +74,31 @@ def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int,
         n = min(size, total - start)
         groups += kernels.leaf_merged(boards, keys, parents[start:start + n], moves[start:start + n], n, side, z,
                                       values)
+        merged += n
+    return merged, groups
+
+
+def stats_leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int, values, n_boards: int,
+                      temp_bytes: int, max_slice: int = LEAF_MERGE_SLICE) -> tuple[int, int]:
+    """The statistics leaf of a remaining-depth-2 level (``n_boards`` boards, side ``side``, values as
+    13 slices of ``n_boards``) with its leaf parents merged: the ``total`` moves are grouped by the
+    Zobrist key (table ``z``) of the leaf parent each makes, each group's leaf parent is classified
+    once (kernels/pc_stats.h) and every move adds its group's 13 counters to its parent's values
+    (``kernels.stats_leaf_merged``). The same values as ``stats_leaf_values``. In slices as
+    :func:`leaf_merged` (STATS_LEAF_MERGE_TEMP_BYTES_PER_MOVE a move): a transposition whose two moves
+    fall in different slices is classified twice, exactly. Returns (moves merged, groups
+    classified): (0, 0) when too little memory is left for a slice of LEAF_MERGE_MIN_SLICE moves (the
+    plain statistics leaf then classified every move)."""
+    fits = temp_bytes * 3 // 4 // STATS_LEAF_MERGE_TEMP_BYTES_PER_MOVE
+    if fits < LEAF_MERGE_MIN_SLICE:
+        kernels.stats_leaf_values(boards, parents, moves, total, side, values, n_boards)
+        return 0, 0
+    size = max(1, min(max_slice, fits))
+    size = 1 << (size.bit_length() - 1)
+    merged = groups = 0
+    for start in range(0, total, size):
+        n = min(size, total - start)
+        groups += kernels.stats_leaf_merged(boards, keys, parents[start:start + n], moves[start:start + n], n, side,
+                                            z, values, n_boards)
         merged += n
     return merged, groups

@@ -17,6 +17,10 @@ import numpy as np
 from .arena import Arena, DeviceOutOfMemory
 
 ENTRY_BYTES = 16
+ENTRY_WORDS = ENTRY_BYTES // 8
+STATS_ENTRY_WORDS = 16
+"""uint64 words of a statistics entry (kernels/pc_tt_stats.h: check, 13 counters, 2 unused): a
+statistics count's tables (``DeviceTables.entry_words``) have 8x fewer slots for the same bytes."""
 AUDIT_BYTES = 64
 """Audit mode's record a slot: board (5 words), key (2), tag (1)."""
 TT_SHARE = 0.6
@@ -48,6 +52,24 @@ distinct positions (the rule of sessions 2-13). Measured on an H200 (NOTES.md "S
 startpos perft 12 262 s with 1 (session 12), 214 s with 10; perft 11 with 3 GB of tables 28.6 s
 with 1, 18.4 s with 10 and with 1e9 (top-down); perft 11 with the default 71 GB, where every
 table fits, 14.7 s either way."""
+
+
+_M64 = (1 << 64) - 1
+
+
+def stats_entry_mix(counters) -> int:
+    """The digest of a statistics entry's 13 counters (ints, STATS_FIELDS order) that its check word
+    holds (check = key.hi ^ digest): ``tts_mix`` of kernels/pc_tt_stats.h, written again in Python
+    for the audit (an audit that found no entry valid would show a difference)."""
+    h = 0x243F6A8885A308D3
+    for k, w in enumerate(counters):
+        h ^= (int(w) + 0x9E3779B97F4A7C15 * (k + 1)) & _M64
+        h ^= h >> 30
+        h = (h * 0xBF58476D1CE4E5B9) & _M64
+        h ^= h >> 27
+        h = (h * 0x94D049BB133111EB) & _M64
+        h ^= h >> 31
+    return h
 
 
 def held_gain(s: float) -> float:
@@ -131,7 +153,8 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
 
 @dataclass
 class DeviceTT:
-    """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data);
+    """The device table of one remaining depth: ``slots`` entries of two uint64 words (check, data),
+    or of STATS_ENTRY_WORDS words in a statistics count's tables (kernels/pc_tt_stats.h);
     ``audit`` (audit mode) holds 8 words a slot: board (5), key lo, key hi, tag (store launch number
     << 1 | side to move: one board per slot and launch writes entry and record, see bfs_store)."""
 
@@ -146,7 +169,9 @@ class DeviceTables:
 
     ``kernels``: the kernel set (its ``xp`` and ``zero``); ``fault_plan``: as for Arena; ``audit``:
     keep a record of each stored slot (tests). ``depth_stats`` {r: DEPTH_COUNTERS} are cumulative
-    over the driver's counts and outlive a reset of the tables.
+    over the driver's counts and outlive a reset of the tables. ``entry_words``: ENTRY_WORDS (node
+    counts, kernels/pc_tt.h) or STATS_ENTRY_WORDS (statistics, kernels/pc_tt_stats.h), set by
+    :meth:`use_entries`.
     """
 
     def __init__(self, kernels, nbytes: int, fault_plan=None, audit: bool = False):
@@ -158,6 +183,20 @@ class DeviceTables:
         self._stores_at_plan: dict[int, int] = {}
         self.store_launches = 0  # numbers each store launch (audit records: one writer a slot and launch)
         self.disabled = 0  # tables that did not fit (a table is an optimisation: the count goes on without)
+        self.entry_words = ENTRY_WORDS
+
+    def use_entries(self, words: int) -> bool:
+        """Hold entries of ``words`` uint64 words (ENTRY_WORDS or STATS_ENTRY_WORDS) from now on;
+        a change forgets every table (:meth:`reset`). Returns True when it changed.
+
+        Raises ValueError for another number of words."""
+        if words not in (ENTRY_WORDS, STATS_ENTRY_WORDS):
+            raise ValueError(f"entries are {ENTRY_WORDS} or {STATS_ENTRY_WORDS} words, got {words!r}")
+        if words == self.entry_words:
+            return False
+        self.reset()
+        self.entry_words = words
+        return True
 
     def reset(self) -> None:
         """Forget every table (the memory goes back to the arena)."""
@@ -176,13 +215,13 @@ class DeviceTables:
         """Allocate and zero a table for each remaining depth of ``distinct`` ({r: distinct positions
         it serves}), sized by :func:`plan_slots` from 95 % of the arena. Returns the arena sites that
         did not fit (those depths get no table)."""
-        per_slot = ENTRY_BYTES + (AUDIT_BYTES if self.audit_mode else 0)
+        per_slot = 8 * self.entry_words + (AUDIT_BYTES if self.audit_mode else 0)
         sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value, above_lowest)
         failed = []
         for r in sorted(sizes, key=sizes.get):  # smallest first: a shortfall hits the largest table only
             slots = sizes[r]
             try:
-                entries = self.arena.alloc(f"tt[{r}]", 2 * slots, np.uint64)
+                entries = self.arena.alloc(f"tt[{r}]", self.entry_words * slots, np.uint64)
                 self.k.zero(entries)
                 audit = None
                 if self.audit_mode:
@@ -205,15 +244,23 @@ class DeviceTables:
         for r, tt in self.tts.items():
             row = out.setdefault(r, dict.fromkeys(DEPTH_COUNTERS, 0))
             row["slots"] = int(tt.slots)
-            if occupancy:
+            if occupancy and self.entry_words != ENTRY_WORDS:  # a statistics entry is held where its nodes are
+                occupied = int(xp.count_nonzero(tt.entries.reshape(-1, self.entry_words)[:, 1]))
+            elif occupancy:
                 occupied = (int(xp.count_nonzero(tt.entries)) + 1) // 2
+            if occupancy:
                 since_plan = row["stores"] - self._stores_at_plan.get(r, 0)
                 row.update(occupied=occupied, evictions=max(0, since_plan - occupied))
         return dict(sorted(out.items()))
 
     def entries(self, ci_bytes: bytes):
         """Every valid entry (audit mode) as (remaining, key, board words (5,), side, count, castle
-        info bytes ``ci_bytes``); an entry overwritten by a later store in the same slot is skipped."""
+        info bytes ``ci_bytes``); an entry overwritten by a later store in the same slot is skipped.
+        In statistics tables the count is the entry's 13 counters (a tuple of ints, STATS_FIELDS
+        order)."""
+        if self.entry_words != ENTRY_WORDS:
+            yield from self._stats_entries(ci_bytes)
+            return
         for r, tt in sorted(self.tts.items()):
             e = np.asarray(tt.entries.get() if hasattr(tt.entries, "get") else tt.entries).reshape(-1, 2)
             a = np.asarray(tt.audit.get() if hasattr(tt.audit, "get") else tt.audit).reshape(-1, 8)
@@ -223,3 +270,17 @@ class DeviceTables:
                 if check ^ data != hi:  # overwritten by a later store in the same slot: audit that one
                     continue
                 yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]) & 1, data, ci_bytes
+
+    def _stats_entries(self, ci_bytes: bytes):
+        """``entries`` of statistics tables: a slot whose check word fails (overwritten by a later
+        store in the same slot, or torn) is skipped, as a probe skips it."""
+        w = self.entry_words
+        for r, tt in sorted(self.tts.items()):
+            e = np.asarray(tt.entries.get() if hasattr(tt.entries, "get") else tt.entries).reshape(-1, w)
+            a = np.asarray(tt.audit.get() if hasattr(tt.audit, "get") else tt.audit).reshape(-1, 8)
+            for s in np.nonzero(e[:, 1])[0]:
+                counters = tuple(int(x) for x in e[s, 1:14])
+                lo, hi = int(a[s, 5]), int(a[s, 6])
+                if int(e[s, 0]) ^ stats_entry_mix(counters) != hi:
+                    continue
+                yield r, (hi << 64) | lo, a[s, :5].copy(), int(a[s, 7]) & 1, counters, ci_bytes

@@ -18,22 +18,33 @@ which undersized CPW position 6's tables 23x at ply 5). The host cache is ``host
 merges ``merge.py``, the chunk sizing ``chunks.py``, the audit ``audit.py``. Out of memory: no
 count of an interrupted call is ever stored — stores happen only in the upsweep of a finished
 call — and the fallback is BfsDriver's.
+
+Statistics with tables (``perft_stats``): the same BFS with 13 counters a board instead of one, as 13
+slices of n uint64 values (perft_core.stats.STATS_FIELDS order): the levels go down to the leaf
+parents (two plies left), whose moves the statistics leaf with tables classifies into their
+parents' values (``stats_leaf_values``); the upsweep runs once a slice; the device tables hold
+128-byte statistics entries (kernels/pc_tt_stats.h, ``DeviceTables.use_entries``) and the host
+cache 13-tuples (``stats_cache``, apart from the node counts). The leaf merge groups the moves of
+the remaining-depth-2 level by the leaf parents they make (``merge.stats_leaf_merged``) and
+classifies each distinct leaf parent once. No parts (``set_part``).
 """
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
 
 from .. import _core
 from ..distinct import FIRST_TRANSPOSITION_PLY, distinct_per_ply
+from ..stats import STATS_FIELDS, Stats
 from .arena import DeviceOutOfMemory
 from .chunks import roots_per_call
 from .driver import BYTES_PER_MOVE, WORDS, BfsDriver, expand_host, host_keys
 from .hostcache import HostCache
 from .kernels import PART_DEPTH, key_part
-from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level
-from .tables import HITS_SLOTS, LEVEL_VALUE, TT_SHARE, DeviceTables, DeviceTT
+from .merge import LEAF_MERGE_SLICE, MERGE_TEMP_BYTES_PER_BOARD, leaf_merged, merge_level, stats_leaf_merged
+from .tables import ENTRY_WORDS, HITS_SLOTS, LEVEL_VALUE, STATS_ENTRY_WORDS, TT_SHARE, DeviceTables, DeviceTT
 
 OWN_SLOT = 0
 """The word of a call's hit counters (one per remaining depth, HITS_SLOTS; no table has remaining
@@ -71,6 +82,8 @@ class TTBfsDriver(BfsDriver):
         self.tt_enabled = True
         self.audit_mode = audit
         self.host_cache = HostCache(host_cache_entries, audit)
+        self.stats_cache = HostCache(host_cache_entries, audit)  # statistics counts: {key: 13-tuple}
+        self._stats_mode = False  # a statistics count is under way (perft_stats)
         self.min_roots = min_roots
         self.chunk_leaf_moves = chunk_leaf_moves
         self.merge = merge
@@ -101,6 +114,9 @@ class TTBfsDriver(BfsDriver):
         self.leaf_merge = merge
         self.leaf_merge_slice = LEAF_MERGE_SLICE
         self.table_value = LEVEL_VALUE  # tables.plan_slots: how the budget goes to the remaining depths
+        # The lowest remaining depth with a statistics table: 3 as the node counts' (2 also tables the
+        # leaf parents' parents, whose moves the statistics leaf classifies: an option to measure).
+        self.stats_lowest_table = 3
 
     @property
     def tts(self) -> dict[int, DeviceTT]:
@@ -127,6 +143,7 @@ class TTBfsDriver(BfsDriver):
         self.z_dev = self.k.zobrist(seed)
         self.z_host = np.frombuffer(_core.zobrist_keys_blob(seed), dtype=np.uint64).copy()
         self.host_cache.clear()
+        self.stats_cache.clear()
 
     # ----- the count ----------------------------------------------------------------------------
     def _perft(self, pos, depth: int) -> int:
@@ -146,9 +163,46 @@ class TTBfsDriver(BfsDriver):
         finally:
             self._count_depth = None
 
+    def perft_stats(self, pos, depth: int) -> Stats:
+        """Perft statistics of ``pos`` (a Position) at ``depth`` >= 0 plies (:class:`perft_core.Stats`;
+        ``Stats(nodes=1)`` at depth 0): through the tables when ``tt_enabled`` (statistics entries,
+        see the module docstring; rebuilt for each count, as a plain count's), else BfsDriver's.
+
+        Raises ValueError: the driver counts a part (``set_part``) or keeps tables for a run
+        (``keep_tables``, ``perft_iterative``): statistics count whole positions one at a time.
+        """
+        if not self.tt_enabled:
+            return super().perft_stats(pos, depth)
+        if self.parts > 1 or self._keep is not None or self._warm:
+            raise ValueError("statistics with tables count whole positions one at a time: no parts, no kept tables")
+        return self._measured(lambda: self._perft_stats_tt(pos, depth))
+
+    def _perft_stats_tt(self, pos, depth: int) -> Stats:
+        if depth == 0:
+            return Stats(nodes=1)
+        root, us = self._set_root(pos)
+        self._stats_mode = True
+        try:
+            g = self._prepare(pos, root, us, depth)
+            boards = np.array([root], dtype=np.uint64)
+            keys = self._host_keys(boards, us)
+            self._count_depth = depth
+            values = self._values_tt(boards, keys, np.ones(1, dtype=np.uint64), us, depth, g)
+            return Stats.from_tuple(int(x) for x in values[0])
+        finally:
+            self._count_depth = None
+            self._stats_mode = False
+
+    def _use_entries(self) -> None:
+        """Device tables of this count's entries (node counts, or statistics while ``_stats_mode``):
+        a change of kind forgets the tables (and any kept for a run)."""
+        if self.device_tables.use_entries(STATS_ENTRY_WORDS if self._stats_mode else ENTRY_WORDS):
+            self._kept = None
+
     def _prepare(self, pos, root, us: int, depth: int) -> int:
         """Plan a count of ``depth`` below ``pos`` (root board ``root``, side ``us``): its GPU depth
         (returned) and its tables (kept, reset, or planned lazily; see keep_tables)."""
+        self._use_entries()
         g = self._plan_call(pos, depth)
         if not self.tables:  # no device TT, no host cache: chunks of roots as the plain BFS sizes them
             self._kept, self._level_bound, self._pending_tts = None, None, None
@@ -272,7 +326,7 @@ class TTBfsDriver(BfsDriver):
     def _plan_call(self, pos, depth: int) -> int:
         """GPU subtree depth g of a count (launch depth = depth - g), recorded in the stats."""
         growth = self._growth(pos, depth)
-        g_mem = self._gpu_depth(growth, depth)
+        g_mem = self._gpu_depth(growth, depth, self._stats_mode)
         # Launch depth: the first ply with at least min_roots positions (so there are chunks whose
         # entries later chunks can hit), no shallower than memory allows, and at least one ply of GPU.
         launch, nodes = 0, 1
@@ -317,6 +371,7 @@ class TTBfsDriver(BfsDriver):
     def _reset_tables(self) -> None:
         """Forget every device TT and host cache entry."""
         self.host_cache.clear()
+        self.stats_cache.clear()
         self.device_tables.reset()
 
     def perft_iterative(self, pos, depth: int) -> list[tuple[int, int, float]]:
@@ -332,6 +387,7 @@ class TTBfsDriver(BfsDriver):
         if depth < 1:
             raise ValueError(f"depth must be >= 1, got {depth}")
         root, us = self._set_root(pos)
+        self._use_entries()
         self._reset_tables()
         self._plan_tts(depth, max(self._plan_call(pos, depth), 4), self._distinct(root, us, depth))
         out = []
@@ -361,12 +417,13 @@ class TTBfsDriver(BfsDriver):
         return distinct_per_ply(np.array([root], dtype=np.uint64), us, depth, self._expand_host, self._host_keys)
 
     def _plan_tts(self, depth: int, g: int, distinct: list[float], cap: bool = True) -> None:
-        """Allocate device TTs for remaining depths 3 .. g-1: the TT of remaining depth r serves ply
+        """Allocate device TTs for remaining depths 3 .. g-1 (statistics: ``stats_lowest_table`` .. g-1):
+        the TT of remaining depth r serves ply
         ``depth - r`` and its ``distinct[depth - r]`` positions (distinct positions per ply, plies
         0..depth; divided by the parts at the split level PART_DEPTH, where a part stores only its
         own positions); ``tables.plan_slots`` shares the budget (``cap``: the lowest table too is
         bounded by its positions; False: a deep run's shared tables, it takes the rest)."""
-        rs = list(range(3, g))
+        rs = list(range(self.stats_lowest_table if self._stats_mode else 3, g))
         if not rs:
             return
         positions = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
@@ -408,9 +465,12 @@ class TTBfsDriver(BfsDriver):
     def _values_tt(self, boards, keys, mult, us: int, depth: int, g: int) -> np.ndarray:
         """perft(boards[i], depth) for each host board (uint64 (n, 5), keys uint64 (n, 2)): uint64
         (n,), this driver's part of each (set_part); GPU calls of depth <= g. ``mult`` (uint64 (n,))
-        weighs each board for the progress hook (paths from the count's root that reach it)."""
+        weighs each board for the progress hook (paths from the count's root that reach it).
+        While ``_stats_mode``: the statistics of each, uint64 (n, 13) (STATS_FIELDS order)."""
+        shape = (len(STATS_FIELDS),) if self._stats_mode else ()
+        cache = self.stats_cache if self._stats_mode else self.host_cache
         if len(boards) == 0:
-            return np.zeros(0, dtype=np.uint64)
+            return np.zeros((0,) + shape, dtype=np.uint64)
         # Merge equal positions: same key, same subtree (the key covers everything that decides it).
         uniq, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
@@ -424,7 +484,7 @@ class TTBfsDriver(BfsDriver):
         boards, keys, mult = boards[first], uniq, m
         self.tt_stats["roots"] += int(len(inverse))
         self.tt_stats["unique_roots"] += int(len(uniq))
-        values = np.zeros(len(boards), dtype=np.uint64)
+        values = np.zeros((len(boards),) + shape, dtype=np.uint64)
         live = np.arange(len(boards))
         if self.parts > 1 and depth == PART_DEPTH:  # the split level: other parts' positions count 0 here
             live = live[key_part(keys, self.parts) == self.part]
@@ -437,7 +497,7 @@ class TTBfsDriver(BfsDriver):
         todo = []
         row = self.device_tables.stat(depth) if self.tables else None
         for i in live:
-            hit = self.host_cache.get((int(keys[i, 0]), int(keys[i, 1]), depth)) if self.tables else None
+            hit = cache.get((int(keys[i, 0]), int(keys[i, 1]), depth)) if self.tables else None
             if hit is None:
                 todo.append(i)
             else:
@@ -467,10 +527,12 @@ class TTBfsDriver(BfsDriver):
                 for j, i in enumerate(sel):
                     entry = (int(keys[i, 0]), int(keys[i, 1]), depth)
                     record = (boards[i].copy(), us, self._ci_bytes) if self.audit_mode else None
-                    if not self.host_cache.put(entry, int(got[j]), record):  # lossless: when full, stop storing
+                    value = tuple(int(x) for x in got[j]) if self._stats_mode else int(got[j])
+                    if not cache.put(entry, value, record):  # lossless: when full, stop storing
                         break
             if self.progress is not None:
-                self.progress(sum(int(v) * int(w) for v, w in zip(got, mult[sel])))
+                nodes = got[:, 0] if self._stats_mode else got
+                self.progress(sum(int(v) * int(w) for v, w in zip(nodes, mult[sel])))
         return values[inverse]
 
     def _adapt_chunk(self, roots: int, chunk: int) -> int:
@@ -501,8 +563,9 @@ class TTBfsDriver(BfsDriver):
         out-of-memory retry with half the chunk (``_chunks``), never a count. Without a bound
         (no device TTs planned), one root's unmerged estimate sizes the chunk as in BfsDriver.
         """
+        words = len(STATS_FIELDS) if self._stats_mode else 1
         if self._level_bound is None or not self.merge:
-            per_root = max(self._bytes_estimate(depth), 1)
+            per_root = max(self._bytes_estimate(depth + self._stats_mode), 1)
             chunk = int(self.arena.capacity * 0.9 // per_root)
             if self.chunk_leaf_moves is not None:
                 chunk = min(chunk, int(self.chunk_leaf_moves // max(per_root // BYTES_PER_MOVE, 1)))
@@ -512,11 +575,16 @@ class TTBfsDriver(BfsDriver):
             distinct = distinct()
         growth = getattr(self, "_growth_per_ply", None) or [40.0] * 64
         return roots_per_call(n, depth, count_depth - depth, growth, distinct, self.arena.capacity * 0.9,
-                              self.temp_bytes, self.chunk_leaf_moves)
+                              self.temp_bytes, self.chunk_leaf_moves, words)
 
     def _bfs_tt(self, roots: np.ndarray, root_keys: np.ndarray, us: int, depth: int) -> np.ndarray:
-        """One BFS call in TT mode: perft of each root at ``depth`` (host uint64 array)."""
+        """One BFS call in TT mode: perft of each root at ``depth`` (host uint64 array (n,)); while
+        ``_stats_mode`` the statistics of each (host uint64 array (n, 13)): each level's values are
+        13 slices of its boards, the levels go down to the leaf parents, whose moves the statistics
+        leaf classifies into their parents' values, and the upsweep adds each slice."""
         a, k = self.arena, self.k
+        stats = self._stats_mode
+        words = len(STATS_FIELDS) if stats else 1
         boards, sizes = self._start_call(roots)
         n = len(roots)
         keys = a.alloc("keys[0]", n * 2, np.uint64)
@@ -534,18 +602,27 @@ class TTBfsDriver(BfsDriver):
             if ply >= 1 and self.merge and n > 1 and (root_ply is None or root_ply + ply >= FIRST_TRANSPOSITION_PLY):
                 boards, keys, n, group_of = merge_level(k, a, boards, keys, n, ply)
                 self.tt_stats["merged"] += n_made - n
-            values = a.alloc(f"values[{ply}]", n, np.uint64)
+            values = a.alloc(f"values[{ply}]", n * words, np.uint64)
             counts = a.alloc(f"counts[{ply}]", n, np.uint32)
             level = {"boards": boards, "keys": keys, "n": n, "values": values, "side": side,
                      "tt": self.tts.get(left) if ply >= 1 else None, "parents": None,
                      "group_of": group_of, "n_made": n_made}
             levels.append(level)
             if left == 1:
-                k.count(boards, n, side, counts)
-                k.widen(counts, n, values)
+                if stats:
+                    k.stats_values(boards, n, side, values)
+                else:
+                    k.count(boards, n, side, counts)
+                    k.widen(counts, n, values)
                 break
             tt = level["tt"]
-            k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
+            if stats:  # every board's move count, then the statistics table's hits take their 13 values
+                k.zero(values)
+                k.count_probe(boards, keys, n, side, None, 0, counts, values)
+                if tt is not None:
+                    k.stats_probe(keys, n, tt.entries, tt.slots, counts, values)
+            else:
+                k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
             split = left == PART_DEPTH and self.parts > 1
             if (tt is not None or split) and self._hits_dev is None:
                 self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
@@ -563,7 +640,16 @@ class TTBfsDriver(BfsDriver):
             parents = a.alloc(f"parents[{ply}]", total, np.uint32)
             k.gen(boards, n, side, offsets, moves, parents)
             level["parents"] = parents
-            if left <= 3:
+            if stats and left == 2:  # the leaf parents' moves, classified into these boards' values
+                if self.leaf_merge and (root_ply is None or root_ply + ply + 1 >= FIRST_TRANSPOSITION_PLY):
+                    merged, groups = stats_leaf_merged(k, self.z_dev, boards, keys, parents, moves, total, side, values,
+                                                       n, self.temp_bytes, self.leaf_merge_slice)
+                    self.tt_stats["leaf_moves"] += merged
+                    self.tt_stats["leaf_positions"] += groups
+                else:
+                    k.stats_leaf_values(boards, parents, moves, total, side, values, n)
+                break
+            if left <= 3 and not stats:
                 if left == 3 and self.leaf_merge and (root_ply is None or root_ply + ply + 1 >= FIRST_TRANSPOSITION_PLY):
                     merged, groups = leaf_merged(k, self.z_dev, boards, keys, parents, moves, total, side, values,
                                                  self.temp_bytes, self.leaf_merge_slice)
@@ -585,16 +671,25 @@ class TTBfsDriver(BfsDriver):
             tt = lv["tt"]
             if tt is not None:
                 self.device_tables.store_launches += 1
-                k.store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit,
-                        (self.device_tables.store_launches << 1) | lv["side"])
+                store = k.stats_store if stats else k.store
+                store(lv["boards"], lv["keys"], lv["values"], lv["n"], tt.entries, tt.slots, tt.audit,
+                      (self.device_tables.store_launches << 1) | lv["side"])
             if i > 0:  # each made board takes its merged group's value, then adds it to its parent
-                if lv["group_of"] is None:
-                    k.upsweep(levels[i - 1]["parents"], lv["values"], lv["n_made"], levels[i - 1]["values"])
-                else:
-                    k.upsweep_grouped(levels[i - 1]["parents"], lv["group_of"], lv["values"], lv["n_made"],
-                                      levels[i - 1]["values"])
+                up = levels[i - 1]
+                if words == 1:
+                    pairs = [(lv["values"], up["values"])]
+                else:  # the same upsweep once a counter: slice c of a level of n boards is [c n, (c + 1) n)
+                    pairs = [(lv["values"][c * lv["n"]:(c + 1) * lv["n"]], up["values"][c * up["n"]:(c + 1) * up["n"]])
+                             for c in range(words)]
+                for child_values, parent_values in pairs:
+                    if lv["group_of"] is None:
+                        k.upsweep(up["parents"], child_values, lv["n_made"], parent_values)
+                    else:
+                        k.upsweep_grouped(up["parents"], lv["group_of"], child_values, lv["n_made"], parent_values)
         # One synchronisation brings the roots' values and the hit counters back together.
         out, *hits = k.read(levels[0]["values"], *([] if self._hits_dev is None else [self._hits_dev]))
+        if stats:
+            out = np.ascontiguousarray(out.reshape(words, -1).T)
         k.synchronize()  # the stream is idle by now: this only reads the kernels' times
         self.stats.allocations.append(a.ordinal)
         self._last_call = (a.used, max((lv["n_made"] for lv in levels if lv["group_of"] is not None), default=0))
@@ -627,10 +722,11 @@ class TTBfsDriver(BfsDriver):
         return self.device_tables.entries(self._ci_bytes)
 
     def host_entries(self):
-        """Every host cache entry, shaped as audit_entries' tuples; needs audit=True."""
+        """Every host cache entry, node counts and statistics (a 13-tuple for a count), shaped as
+        audit_entries' tuples; needs audit=True."""
         if not self.audit_mode:
             raise RuntimeError("TT audit needs TTBfsDriver(..., audit=True)")
-        return self.host_cache.entries()
+        return itertools.chain(self.host_cache.entries(), self.stats_cache.entries())
 
     def audit(self) -> tuple[int, list[tuple]]:
         """Recompute every stored entry, device TTs and host cache, on the CPU

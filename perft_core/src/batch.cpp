@@ -7,6 +7,7 @@
 #include "modules.h"
 #include "pc_bfs.h"
 #include "pc_stats.h"
+#include "pc_tt_stats.h"
 
 using namespace pc_host;
 
@@ -115,6 +116,36 @@ template <int Us> struct StatsSumF {
         stats_zero(s);
         for (u64 i = 0; i < n; ++i) leaf_stats<Us>(b[i], ci, s);
         return s;
+    }
+};
+
+// Statistics with tables: each board's (or each move's leaf parent's) counters into the level's 13
+// value slices (values[c * n_boards + board]), as stats_values_kernel / stats_leaf_values_kernel.
+template <int Us> struct StatsValuesF {
+    static int run(const Board* b, u64 n, const CastleInfo& ci, u64* values) {
+        for (u64 i = 0; i < n; ++i) {
+            StatCounts s;
+            stats_zero(s);
+            leaf_stats<Us>(b[i], ci, s);
+            u64 w[STATS_WORDS];
+            stats_words(s, w);
+            for (int c = 0; c < STATS_WORDS; ++c) values[(u64)c * n + i] = w[c];
+        }
+        return 0;
+    }
+};
+template <int Us> struct StatsLeafValuesF {
+    static int run(const Board* b, const u32* par, const Move* mv, u64 n, const CastleInfo& ci, u64* values,
+                   u64 n_boards) {
+        for (u64 j = 0; j < n; ++j) {
+            StatCounts s;
+            stats_zero(s);
+            bfs_stats_leaf<Us>(b[par[j]], mv[j], ci, s);
+            u64 w[STATS_WORDS];
+            stats_words(s, w);
+            for (int c = 0; c < STATS_WORDS; ++c) values[(u64)c * n_boards + par[j]] += w[c];
+        }
+        return 0;
     }
 };
 
@@ -274,6 +305,55 @@ void register_batch(py::module_& m) {
         py::gil_scoped_release nogil;
         by_side<LeafValuesF>(us, b, par, mv, n, cinfo, levels, v);
     }, "values[parents[j]] += perft(levels - 1) below boards[parents[j]] after moves[j].");
+
+    // ----- statistics with tables (pc_tt_stats.h; a level's values are 13 slices of n words) -----
+    m.def("batch_stats_values", [](py::array boards, u64 n, int us, const py::bytes& ci, py::array values) {
+        const Board* b = ptr<Board>(boards, n, "boards");
+        u64* v = ptr<u64>(values, (u64)STATS_WORDS * n, "values");
+        const CastleInfo& cinfo = castle(ci);
+        py::gil_scoped_release nogil;
+        by_side<StatsValuesF>(us, b, n, cinfo, v);
+    }, "values[c * n + i] = counter c of depth 1 below boards[i] (its moves classified).");
+
+    m.def("batch_stats_leaf_values", [](py::array boards, py::array parents, py::array moves, u64 n, int us,
+                                        const py::bytes& ci, py::array values, u64 n_boards) {
+        const Board* b = ptr<Board>(boards, n_boards, "boards");
+        const u32* par = ptr<u32>(parents, n, "parents");
+        const Move* mv = ptr<Move>(moves, n, "moves");
+        u64* v = ptr<u64>(values, (u64)STATS_WORDS * n_boards, "values");
+        const CastleInfo& cinfo = castle(ci);
+        for (u64 j = 0; j < n; ++j)
+            if (par[j] >= n_boards) throw std::invalid_argument("parents: index past the boards");
+        py::gil_scoped_release nogil;
+        by_side<StatsLeafValuesF>(us, b, par, mv, n, cinfo, v, n_boards);
+    }, "values[c * n_boards + parents[j]] += counter c of the moves of the leaf parent moves[j] makes.");
+
+    m.def("batch_stats_probe", [](py::array keys, u64 n, py::array tt, u64 slots, py::array counts,
+                                  py::array values) {
+        const Key128* k = ptr<Key128>(keys, n, "keys");
+        const u64* t = ptr<u64>(tt, (u64)TTS_WORDS * slots, "tt");
+        u32* c = ptr<u32>(counts, n, "counts");
+        u64* v = ptr<u64>(values, (u64)STATS_WORDS * n, "values");
+        py::gil_scoped_release nogil;
+        for (u64 i = 0; i < n; ++i)
+            if (bfs_stats_probe(t, slots, k[i], v, n, i)) c[i] = 0;
+    }, "Probe the statistics table: a hit writes values[c * n + i] (13 counters) and counts[i] = 0.");
+
+    m.def("batch_stats_store", [](py::array boards, py::array keys, py::array values, u64 n, py::array tt,
+                                  u64 slots, py::object audit, u64 tag) {
+        const Board* b = ptr<Board>(boards, n, "boards");
+        const Key128* k = ptr<Key128>(keys, n, "keys");
+        const u64* v = ptr<u64>(values, (u64)STATS_WORDS * n, "values");
+        u64* t = ptr<u64>(tt, (u64)TTS_WORDS * slots, "tt");
+        u64* a = nullptr;
+        if (!audit.is_none()) {
+            py::array aa = audit.cast<py::array>();
+            a = ptr<u64>(aa, 8 * slots, "audit");
+        }
+        py::gil_scoped_release nogil;
+        for (u64 i = 0; i < n; ++i) bfs_stats_store(t, slots, k[i], v, n, i, a, b[i], tag);
+    }, "Store each board's finished counters (values[c * n + i]) in the statistics table (16 words an "
+       "entry, nodes 0 never stored; audit as batch_store).");
 
     m.def("batch_upsweep", [](py::array parents, py::array child_values, u64 n, py::array parent_values) {
         const u32* par = ptr<u32>(parents, n, "parents");

@@ -1,0 +1,366 @@
+"""Perft statistics on the GPU backends with transposition tables (issue 36): TTBfsDriver.perft_stats,
+13 counters a board through the BFS levels, the upsweep, the 128-byte statistics entries of the
+device tables (kernels/pc_tt_stats.h) and the host cache.
+
+Every driver test runs on the emulated device (CPU CI) and again on the real GPU (marker ``gpu``).
+Statistics with tables must equal the CPU backend's (its own recursion, perft_core/src/stats.cpp)
+and the driver's statistics without tables, on the CPW positions, on random walks (standard and
+Chess960) and on every CPW detail row within a budget; the audit recounts every stored entry on the
+CPU (perft_core.gpu.audit.stats_counts) and finds none wrong, also after an out-of-memory fault at
+each allocation site. Expected values come from the CPU backend or the CPW table file, never from
+this file.
+"""
+from __future__ import annotations
+
+import os
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_stats_gpu import cpw_rows, depth_within, published_columns, walk_fens
+
+import perft_core
+from oracle.strategies import random_walk_fens
+from perft_core.backends import get_backend
+from perft_core.gpu.arena import FaultPlan
+from perft_core.gpu.tables import STATS_ENTRY_WORDS
+from perft_core.gpu.ttdriver import TTBfsDriver
+from perft_core.stats import Stats
+
+pytestmark = pytest.mark.core
+
+KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
+CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+POS4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
+POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
+POS6 = "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10"
+STARTPOS = chess.STARTING_FEN
+DOUBLE_DISCOVERED = "4R3/3p3n/B7/4P3/4k3/8/7K/3Q1R2 w - - 0 1"
+"""Made for the rarest counters: after Bb7+ d5, exd6 e.p. uncovers the rook e8 and the bishop b7 on the
+king e4 at once, a double discovered check, mate where the queen d1 and the rook f1 cover the escapes;
+the black knight's tempo moves put such leaves five plies down, under the statistics tables."""
+# Deep enough that statistics tables exist (a GPU depth >= 4 below a launch depth of 1 or 2).
+CASES = [(KIWIPETE, 4), (CHESS960, 5), (POS3, 6), (STARTPOS, 5), (POS4, 4), (POS5, 4), (POS6, 4),
+         (DOUBLE_DISCOVERED, 5)]
+OOM_CASES = [(CHESS960, 5), (POS3, 6)]
+SITES = ["boards[*]", "keys[*]", "values[*]", "counts[*]", "offsets[*]", "moves[*]", "parents[*]", "tt[*]"]
+EMU_TT_STATS_NODES = int(os.environ.get("PERFT_EMU_TT_STATS_NODES", "50000000"))
+"""CPW detail rows up to this many nodes are counted with statistics and tables on the emulated
+device in CI (the ``gpu`` twin takes rows up to test_stats_gpu.GPU_STATS_NODES)."""
+
+
+@pytest.fixture(params=["emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
+def kernels(request):
+    if request.param == "emulated":
+        from perft_core.gpu.kernels import EmulatedKernels
+
+        return EmulatedKernels()
+    from perft_core.gpu.kernels import CupyKernels
+
+    return CupyKernels()
+
+
+def make_driver(kernels, plan=None, tt_bytes=4 << 20, **kw):
+    """A small TT driver in audit mode: many small chunks, so later chunks hit what earlier ones stored."""
+    kw.setdefault("min_roots", 20)
+    kw.setdefault("chunk_leaf_moves", 1 << 8)
+    return TTBfsDriver(kernels, memory_bytes=16 << 20, fault_plan=plan, tt_bytes=tt_bytes, audit=True, **kw)
+
+
+def position(fen: str) -> perft_core.Position:
+    return perft_core.Position.from_fen(fen, chess960=None)
+
+
+def cpu_stats(fen_or_pos, depth: int) -> Stats:
+    return perft_core.perft_stats(fen_or_pos, depth, threads=2, max_estimate_seconds=None)
+
+
+def assert_clean(drv) -> int:
+    """Audit every stored entry (device tables and host caches); returns the statistics entries checked."""
+    _checked, wrong = drv.audit()
+    assert not wrong, f"poisoned entries: {wrong[:3]}"
+    return sum(1 for e in list(drv.audit_entries()) + list(drv.host_entries()) if isinstance(e[4], tuple))
+
+
+@pytest.mark.parametrize("fen,depth", CASES)
+def test_tt_stats_equal_cpu_and_no_tt_with_hits_and_clean_audit(kernels, fen, depth):
+    pos = position(fen)
+    drv = make_driver(kernels)
+    got = drv.perft_stats(pos, depth)
+    assert got == cpu_stats(pos, depth)
+    if fen == DOUBLE_DISCOVERED:  # the case exists for these counters
+        assert got.double_discovered_mates > 0 and got.double_discovered_checks > 0
+    assert drv.stats.gpu_calls > 1
+    assert drv.device_tables.entry_words == STATS_ENTRY_WORDS
+    assert assert_clean(drv) > 0
+    drv.tt_enabled = False
+    assert drv.perft_stats(pos, depth) == got
+
+
+@pytest.mark.parametrize("fen,depth", [(KIWIPETE, 4), (POS3, 6), (DOUBLE_DISCOVERED, 5)])
+def test_tables_of_the_leaf_parents_parents_exact(kernels, fen, depth):
+    """``stats_lowest_table`` 2: a table also where the statistics leaf classifies the moves."""
+    pos = position(fen)
+    drv = make_driver(kernels)
+    drv.stats_lowest_table = 2
+    assert drv.perft_stats(pos, depth) == cpu_stats(pos, depth)
+    assert 2 in drv.tts and drv.device_tables.stat(2)["hits"] > 0
+    assert any(e[0] == 2 for e in drv.audit_entries())
+    assert_clean(drv)
+
+
+@pytest.mark.parametrize("fen,depth", [(POS3, 6), (DOUBLE_DISCOVERED, 5), (CHESS960, 5)])
+def test_statistics_leaf_merge_classifies_each_distinct_leaf_parent_once(kernels, fen, depth):
+    """The leaf merge (on by default) classifies fewer leaf parents than it has moves, in slices too
+    (a transposition split between two slices is classified twice), and equals the unmerged leaf."""
+    pos = position(fen)
+    want = cpu_stats(pos, depth)
+    counts = {}
+    for merge, slice_moves in ((False, None), (True, None), (True, 2000)):
+        drv = make_driver(kernels)
+        drv.leaf_merge = merge
+        if slice_moves:
+            drv.leaf_merge_slice = slice_moves
+        assert drv.perft_stats(pos, depth) == want, (merge, slice_moves)
+        counts[(merge, slice_moves)] = (drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
+        assert_clean(drv)
+    assert counts[(False, None)] == (0, 0)
+    moves, groups = counts[(True, None)]
+    assert 0 < groups < moves
+    assert counts[(True, 2000)][1] >= groups
+
+
+def test_tt_stats_hit_device_tables_and_host_cache(kernels):
+    """Device hits within a count; host cache hits (the launch level's counts) in the next count of
+    the same position, which the host cache answers whole."""
+    drv = make_driver(kernels)
+    pos = position(POS3)
+    want = cpu_stats(pos, 6)
+    assert drv.perft_stats(pos, 6) == want
+    assert drv.tts and drv.tt_stats["hits"] > 0 and drv.tt_stats["probes"] > drv.tt_stats["hits"]
+    assert len(drv.stats_cache) > 0 and len(drv.host_cache) == 0
+    statistics = drv.tt_statistics()["by_depth"]
+    assert any(row.get("occupied", 0) > 0 for row in statistics.values())
+    calls = drv.stats.gpu_calls
+    assert drv.perft_stats(pos, 6) == want
+    assert drv.tt_stats["host_hits"] > 0 and drv.stats.gpu_calls < calls
+
+
+def test_tiny_statistics_tables_heavy_collisions_still_exact(kernels):
+    """Tables of about a thousand 128-byte slots for ~10^4-10^5 positions: most stores overwrite others."""
+    drv = make_driver(kernels, tt_bytes=400_000)
+    pos = position(POS3)
+    assert drv.perft_stats(pos, 7) == cpu_stats(pos, 7)
+    assert drv.tts and all(t.slots <= max(1024, 400_000 // (8 * STATS_ENTRY_WORDS + 64)) for t in drv.tts.values())
+    assert assert_clean(drv) > 0
+
+
+def test_plain_and_statistics_counts_alternate_on_one_driver(kernels):
+    """Node counts and statistics share the driver: a switch of kind rebuilds the device tables with
+    the other entries, and the host caches are apart, so neither reads the other's entries."""
+    drv = make_driver(kernels)
+    pos = position(KIWIPETE)
+    want = cpu_stats(pos, 4)
+    for _ in range(2):
+        assert drv.perft(pos, 4) == want.nodes
+        assert drv.device_tables.entry_words == 2
+        assert drv.perft_stats(pos, 4) == want
+        assert drv.device_tables.entry_words == STATS_ENTRY_WORDS
+    assert drv.count_roots([pos.push("e2a6"), pos.push("d5e6")], 3, game=pos) == [
+        perft_core.perft(pos.push("e2a6"), 3), perft_core.perft(pos.push("d5e6"), 3)]
+    assert_clean(drv)
+
+
+def test_every_depth_and_gpu_depth_exact(kernels):
+    pos = position(KIWIPETE)
+    for depth in range(5):
+        want = cpu_stats(pos, depth) if depth else Stats(nodes=1)
+        for g in (1, 2, 3, 4):
+            drv = make_driver(kernels, max_gpu_depth=g)
+            assert drv.perft_stats(pos, depth) == want, (depth, g)
+
+
+def test_statistics_refuse_parts_and_kept_tables(kernels):
+    drv = make_driver(kernels)
+    pos = position(KIWIPETE)
+    drv.set_part(0, 2)
+    with pytest.raises(ValueError, match="one at a time"):
+        drv.perft_stats(pos, 3)
+    drv.whole_counts()
+    drv.keep_tables("run")
+    with pytest.raises(ValueError, match="one at a time"):
+        drv.perft_stats(pos, 3)
+    drv.keep_tables(None)
+    assert drv.perft_stats(pos, 3) == cpu_stats(pos, 3)
+
+
+# ----- random positions (emulated device; the gpu twins below) ----------------------------------------
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(fen=random_walk_fens(chess960=None, max_plies=60), depth=st.integers(1, 5))
+def test_emulated_tt_stats_equal_cpu_on_random_walks(fen, depth):
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    pos = position(fen)
+    depth = depth_within(pos, depth, 1_000_000)
+    drv = make_driver(EmulatedKernels(), min_roots=4, chunk_leaf_moves=1 << 10)
+    assert drv.perft_stats(pos, depth) == perft_core.perft_stats(pos, depth, threads=1), (fen, depth)
+    _checked, wrong = drv.audit()
+    assert not wrong, (fen, depth, wrong[:3])
+
+
+@pytest.mark.parametrize("chess960", [False, True])
+def test_emulated_tt_stats_seeded_walks(chess960):
+    """Seeded random walks (12 a kind) at depths 3-5 through small tables, every entry audited."""
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    for i, fen in enumerate(walk_fens(360 + chess960, 12, chess960)):
+        pos = position(fen)
+        depth = depth_within(pos, 3 + i % 3, 2_000_000)
+        drv = make_driver(EmulatedKernels())
+        assert drv.perft_stats(pos, depth) == cpu_stats(pos, depth), (fen, depth)
+        assert_clean(drv)
+
+
+@pytest.mark.parametrize("row", cpw_rows(EMU_TT_STATS_NODES), ids=lambda r: f"{r['id']}-d{r['depth']}")
+def test_emulated_tt_cpw_detail_row(row):
+    got = perft_core.perft_stats(row["fen"], int(row["depth"]), backend="gpu-emulated", tt=True, force=True)
+    published = published_columns(row)
+    assert {name: got.cpw()[name] for name in published} == published
+
+
+# ----- out of memory: exact statistics, no poisoned entry ------------------------------------------------
+
+@pytest.mark.parametrize("fen,depth", OOM_CASES)
+@pytest.mark.parametrize("site", SITES)
+def test_oom_each_site_exact_and_no_poisoned_entry(kernels, fen, depth, site):
+    plan = FaultPlan(site=site, times=1)
+    drv = make_driver(kernels, plan)
+    pos = position(fen)
+    assert drv.perft_stats(pos, depth) == cpu_stats(pos, depth)
+    assert plan.fired == 1, "the fault plan never fired"
+    assert drv.stats.oom_sites
+    assert_clean(drv)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(plan=st.one_of(
+    st.builds(FaultPlan, site=st.sampled_from(SITES), times=st.integers(1, 4)),
+    st.builds(FaultPlan, arena=st.just("bfs"), ordinal=st.integers(1, 7), times=st.integers(1, 4))),
+    case=st.sampled_from(OOM_CASES))
+def test_oom_hypothesis_plans(kernels, plan, case):
+    fen, depth = case
+    drv = make_driver(kernels, plan)
+    pos = position(fen)
+    assert drv.perft_stats(pos, depth) == cpu_stats(pos, depth)
+    assert plan.fired >= 1, "the fault plan never fired"
+    assert_clean(drv)
+
+
+# ----- the API and the CLI ---------------------------------------------------------------------------
+
+def test_api_counts_statistics_with_tables_on_the_gpu_backends():
+    assert perft_core.perft_stats(KIWIPETE, 4, backend="gpu-emulated", tt=True) == cpu_stats(KIWIPETE, 4)
+    got = perft_core.divide_stats(CHESS960, 3, backend="gpu-emulated", tt=True)
+    assert got == perft_core.divide_stats(CHESS960, 3, threads=2)
+    assert perft_core.perft_stats(POS3, 0, backend="gpu-emulated", tt=True) == Stats(nodes=1)
+
+
+def test_cpu_tables_and_verify_seed_are_refused_with_statistics():
+    with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
+        perft_core.perft_stats(KIWIPETE, 3, tt=True)
+    with pytest.raises(perft_core.StatsUnsupported, match="verify seed"):
+        perft_core.perft_stats(KIWIPETE, 3, backend="gpu-emulated", tt=True, verify_seed=12345)
+    with pytest.raises(perft_core.StatsUnsupported, match="verify seed"):
+        get_backend("gpu-emulated", tt=True, verify_seed=12345).count_stats(position(KIWIPETE), 3)
+
+
+def test_cli_counts_statistics_with_tables(capsys):
+    import json
+
+    from perft_cli import main
+
+    assert main(["run", KIWIPETE, "3", "--stats", "--json", "--backend", "gpu-emulated", "--tt"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert Stats.from_json(data["stats"]) == cpu_stats(KIWIPETE, 3)
+
+
+# ----- the real GPU: random walks and CPW rows with tables (marker gpu) ---------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("chess960", [False, True])
+def test_gpu_tt_stats_equal_cpu_and_no_tt_on_random_walks(chess960):
+    from perft_core.gpu.kernels import CupyKernels
+
+    drv = TTBfsDriver(CupyKernels(), memory_bytes=1 << 30, tt_bytes=1 << 28, min_roots=20)
+    bad = []
+    for i, fen in enumerate(walk_fens(46 + chess960, 40, chess960)):
+        pos = position(fen)
+        depth = depth_within(pos, 3 + i % 3, 50_000_000)
+        drv.tt_enabled = True
+        got = drv.perft_stats(pos, depth)
+        drv.tt_enabled = False
+        plain = drv.perft_stats(pos, depth)
+        want = cpu_stats(pos, depth)
+        if not got == plain == want:
+            bad.append((fen, depth, got, plain, want))
+    assert not bad, bad[:3]
+
+
+@pytest.mark.gpu
+def test_gpu_tt_stats_every_cpw_detail_row_within_budget():
+    from test_stats_gpu import GPU_STATS_NODES
+
+    bad = []
+    for row in cpw_rows(GPU_STATS_NODES):
+        got = perft_core.perft_stats(row["fen"], int(row["depth"]), backend="gpu", tt=True, force=True).cpw()
+        published = published_columns(row)
+        if {name: got[name] for name in published} != published:
+            bad.append((row["id"], row["depth"], got, published))
+    assert not bad, bad[:3]
+
+
+def test_audit_finds_a_poisoned_statistics_entry(monkeypatch):
+    """The audit is not blind: entries stored with one counter off by one (a planted store bug whose
+    check word is made for the wrong counters, so probes accept them) are reported."""
+    from perft_core.gpu.kernels import EmulatedKernels
+
+    k = EmulatedKernels()
+    store = k.stats_store
+
+    def poisoned(boards, keys, values, n, tt, slots, audit, tag):
+        bad = values.copy()
+        bad[3 * n:4 * n] += 1  # castles, for every board stored
+        store(boards, keys, bad, n, tt, slots, audit, tag)
+
+    monkeypatch.setattr(k, "stats_store", poisoned)
+    drv = make_driver(k)
+    drv.perft_stats(position(POS3), 6)
+    _checked, wrong = drv.audit()
+    assert drv.tts and wrong and all(isinstance(w[2], tuple) and w[2][3] > w[3][3] for w in wrong)  # hits add their excess up
+
+
+def test_device_script_dry_run_on_the_emulated_device(tmp_path):
+    """ci/stats_tt_gpu_check.py runs end to end on the emulated device at small depths, agrees
+    everywhere and writes its JSON."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "ci" / "stats_tt_gpu_check.py"
+    spec = importlib.util.spec_from_file_location("stats_tt_gpu_check", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    rc = script.main(["--backend", "gpu-emulated", "--out", str(tmp_path), "--startpos-depth", "5",
+                      "--positions", "kiwipete:3,pos3:4,pos4:3,pos5:3,pos6:3", "--random", "4",
+                      "--random-nodes", "1e5", "--deep", "5,6", "--budget-seconds", "120"])
+    result = json.loads((tmp_path / "stats_tt_gpu_check.json").read_text())
+    assert rc == 0 and result["ok"]
+    assert [r["depth"] for r in result["cpw_startpos"] if r.get("agree")] == [1, 2, 3, 4, 5]
+    assert all(r["agree"] for r in result["positions"])
+    assert [r["depth"] for r in result["deep"] if r.get("nodes_agree") and not r["rules"]] == [5, 6]
