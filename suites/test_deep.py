@@ -423,9 +423,10 @@ def _cpw_detail(fen_prefix: str, depth: int) -> dict:
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 
 
-@pytest.mark.parametrize("fen,depth,split_ply", [(STARTPOS, 5, 3), (KIWIPETE, 4, 2)])
+@pytest.mark.parametrize("fen,depth,split_ply,backend", [(STARTPOS, 5, 3, "cpu"), (KIWIPETE, 4, 2, "cpu"),
+                                                        (KIWIPETE, 3, 1, "gpu-emulated")])
 def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_published_row(cluster, tmp_path, fen,
-                                                                                       depth, split_ply):
+                                                                                       depth, split_ply, backend):
     """perft deep with stats: every unit's 13 counters kept in the store, the total their sum times
     each unit's multiplicity (startpos split at ply 3 merges transpositions: multiplicities up to
     several), equal to the CPW detail row in every published column and to one plain statistics
@@ -434,12 +435,14 @@ def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_publi
     import perft_core
 
     store = tmp_path / "stats.sqlite"
-    res = deep_perft(fen, depth, split_ply=split_ply, scheduler=cluster.scheduler_address, store=store, stats=True)
+    res = deep_perft(fen, depth, split_ply=split_ply, scheduler=cluster.scheduler_address, store=store, stats=True,
+                     backend=backend)
     published = _cpw_detail(fen[:20], depth)
     assert {k: v for k, v in res.stats.cpw().items() if k in published} == published
     assert res.stats == perft_core.perft_stats(fen, depth) and res.nodes == res.stats.nodes
     rs = rows(store)
     assert all(r["stats"] and r["stats"].split(",")[0] == r["count"] for r in rs)
+    assert all(r["device"].startswith("emulated GPU") == (backend == "gpu-emulated") for r in rs)
     if split_ply == 3:
         assert max(int(r["multiplicity"]) for r in rs) > 1
     out = res.as_dict()
