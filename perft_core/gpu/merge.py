@@ -59,16 +59,10 @@ def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int,
     counted): (0, 0) when too little memory is left for a slice of LEAF_MERGE_MIN_SLICE moves (the
     plain fused leaf then counted the level).
     """
-    # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
-    # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.85x with 2^28).
-    # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
-    # Too large a slice fails a temporary, and the driver retries the call with half its roots.
-    fits = temp_bytes * 3 // 4 // LEAF_MERGE_TEMP_BYTES_PER_MOVE
-    if fits < LEAF_MERGE_MIN_SLICE:
+    size = _slice_size(temp_bytes, LEAF_MERGE_TEMP_BYTES_PER_MOVE, max_slice)
+    if size is None:
         kernels.leaf_values(boards, parents, moves, total, side, 3, values)
         return 0, 0
-    size = max(1, min(max_slice, fits))
-    size = 1 << (size.bit_length() - 1)
     merged = groups = 0
     for start in range(0, total, size):
         n = min(size, total - start)
@@ -76,6 +70,21 @@ def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int,
                                       values)
         merged += n
     return merged, groups
+
+
+def _slice_size(temp_bytes: int, per_move: int, max_slice: int) -> int | None:
+    """Moves in one slice of a leaf merge: the largest power of two of at most ``max_slice`` moves
+    whose temporaries (``per_move`` bytes a move) fit 3/4 of ``temp_bytes``; None when fewer than
+    LEAF_MERGE_MIN_SLICE do (the caller then counts the level without merging)."""
+    # 3/4 of the memory beside the arenas: the upper levels' groups (uint32 a board) stay there
+    # too. Larger slices merge more (startpos perft 11: 1.76x with 2^27 moves, 1.85x with 2^28).
+    # A power of two, so the hash table is 4 slots a move (its size is the next power of two of 4n).
+    # Too large a slice fails a temporary, and the driver retries the call with half its roots.
+    fits = temp_bytes * 3 // 4 // per_move
+    if fits < LEAF_MERGE_MIN_SLICE:
+        return None
+    size = max(1, min(max_slice, fits))
+    return 1 << (size.bit_length() - 1)
 
 
 def stats_leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int, values, n_boards: int,
@@ -89,12 +98,10 @@ def stats_leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side
     fall in different slices is classified twice, exactly. Returns (moves merged, groups
     classified): (0, 0) when too little memory is left for a slice of LEAF_MERGE_MIN_SLICE moves (the
     plain statistics leaf then classified every move)."""
-    fits = temp_bytes * 3 // 4 // STATS_LEAF_MERGE_TEMP_BYTES_PER_MOVE
-    if fits < LEAF_MERGE_MIN_SLICE:
+    size = _slice_size(temp_bytes, STATS_LEAF_MERGE_TEMP_BYTES_PER_MOVE, max_slice)
+    if size is None:
         kernels.stats_leaf_values(boards, parents, moves, total, side, values, n_boards)
         return 0, 0
-    size = max(1, min(max_slice, fits))
-    size = 1 << (size.bit_length() - 1)
     merged = groups = 0
     for start in range(0, total, size):
         n = min(size, total - start)
