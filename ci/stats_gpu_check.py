@@ -312,17 +312,24 @@ def variants(c: Check) -> list[dict]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "stats-gpu"), help="output folder")
-    ap.add_argument("--budget-seconds", type=float, default=180.0, help="no count is started that would overrun it")
+def common_arguments(doc: str, out: str, budget: float, positions: str, random_count: int,
+                     random_nodes: float) -> argparse.ArgumentParser:
+    """The options this script and ci/stats_tt_gpu_check.py share, with each one's defaults."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), out), help="output folder")
+    ap.add_argument("--budget-seconds", type=float, default=budget, help="no count is started that would overrun it")
     ap.add_argument("--backend", default="gpu", choices=["gpu", "gpu-emulated"],
                     help="gpu-emulated: a dry run of this script on a CPU machine (use small depths)")
     ap.add_argument("--startpos-depth", type=int, default=9)
-    ap.add_argument("--positions", default="kiwipete:5,pos3:7,pos4:5,pos5:5,pos6:5",
+    ap.add_argument("--positions", default=positions,
                     help="NAME:DEPTH,... counted on the GPU and the CPU (names: kiwipete, pos3 .. pos6)")
-    ap.add_argument("--random", type=int, default=50, help="random positions (half Chess960)")
-    ap.add_argument("--random-nodes", type=float, default=3e8, help="leaf moves per random position at most")
+    ap.add_argument("--random", type=int, default=random_count, help="random positions (half Chess960)")
+    ap.add_argument("--random-nodes", type=float, default=random_nodes, help="leaf moves per random position at most")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = common_arguments(__doc__, "stats-gpu", 180.0, "kiwipete:5,pos3:7,pos4:5,pos5:5,pos6:5", 50, 3e8)
     ap.add_argument("--divides", type=int, default=5, help="random positions also compared by divide_stats at depth 3")
     ap.add_argument("--seed", type=int, default=36)
     ap.add_argument("--timing", default="startpos:8,startpos:9,kiwipete:6,kiwipete:7", help="NAME:DEPTH,...")

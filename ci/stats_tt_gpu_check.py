@@ -27,10 +27,8 @@ Exit 0 when every comparison made agrees, 1 otherwise (2: bad arguments).
 """
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
-import os
 import random
 import sys
 import time
@@ -226,16 +224,7 @@ def deep(c: Check) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "out"), "stats-tt-gpu"), help="output folder")
-    ap.add_argument("--budget-seconds", type=float, default=330.0, help="no count is started that would overrun it")
-    ap.add_argument("--backend", default="gpu", choices=["gpu", "gpu-emulated"],
-                    help="gpu-emulated: a dry run of this script on a CPU machine (use small depths)")
-    ap.add_argument("--startpos-depth", type=int, default=9)
-    ap.add_argument("--positions", default="kiwipete:5,pos3:6,pos4:5,pos5:5,pos6:5",
-                    help="NAME:DEPTH,... (names: kiwipete, pos3 .. pos6)")
-    ap.add_argument("--random", type=int, default=20, help="random positions (half Chess960)")
-    ap.add_argument("--random-nodes", type=float, default=1e8, help="leaf moves per random position at most")
+    ap = base.common_arguments(__doc__, "stats-tt-gpu", 330.0, "kiwipete:5,pos3:6,pos4:5,pos5:5,pos6:5", 20, 1e8)
     ap.add_argument("--seed", type=int, default=3636)
     ap.add_argument("--deep", default="10,11", help="startpos depths counted with statistics and tables, timed")
     ap.add_argument("--lowest-variant", type=int, default=1, help="1: time the first --deep depth with a table "
