@@ -194,7 +194,10 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
 
     Raises:
         FenError, ValueError, CountRefused: as for :func:`perft`.
-        StatsUnsupported (a ValueError): ``tt=True`` on the cpu backend, or a ``verify_seed``.
+        StatsUnsupported (a ValueError): ``tt=True`` on the cpu backend; a ``verify_seed`` with
+            ``max_seconds``.
+        HashVerificationError: ``verify_seed`` (with ``tt``) counted statistics that differ from the
+            first key seed's.
         ValueError: ``backend="gpu"`` where CuPy or a CUDA device is missing.
         CountInterrupted: ``max_seconds`` passed; ``partial`` is ``{uci: Stats}`` of the root moves
             counted in full.
@@ -238,8 +241,6 @@ def _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_s
     if tt and not engine.stats_tables:
         raise StatsUnsupported(f"backend {engine.name!r} counts statistics without transposition tables: leave "
                                "out tt (the CLI's --tt), or count on 'gpu' / 'gpu-emulated'")
-    if verify_seed is not None:
-        raise StatsUnsupported("statistics are counted without a verify seed for now: leave out verify_seed")
     if force or max_estimate_seconds is None or depth == 0:
         return engine, pos
     if estimate.node_bound(pos, depth) / engine.speed_floor * engine.stats_cost <= max_estimate_seconds:

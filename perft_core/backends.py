@@ -335,34 +335,44 @@ class GpuBackend(Backend):
     stats_cost = 12.0
     stats_tables = True
 
-    def _stats_driver(self):
+    def _stats_driver(self, seed: int | None = None):
         """The process's driver for a statistics count: with ``tt`` through its tables (statistics
-        entries, ``TTBfsDriver.perft_stats``), else the plain BFS.
-
-        Raises StatsUnsupported: a ``verify_seed`` (no second pass of statistics yet)."""
-        if self.verify_seed is not None:
-            raise StatsUnsupported(f"backend {self.name!r} counts statistics without a verify seed for now: "
-                                   "leave out verify_seed")
-        return self._driver(None, self.tt)
+        entries, ``TTBfsDriver.perft_stats``) keyed by ``seed`` (None: its own), else the plain BFS."""
+        return self._driver(seed, self.tt)
 
     def count_stats(self, pos, depth):
         """The Stats of the leaf moves ``depth`` plies below ``pos``, through the driver
-        (``perft_stats``: its tables with ``tt``, else the plain BFS).
+        (``perft_stats``: its tables with ``tt``, else the plain BFS); with a ``verify_seed`` counted
+        again through tables keyed by it, every counter compared.
 
-        Raises StatsUnsupported: a ``verify_seed``."""
-        with self._stats_driver() as drv:
-            return drv.perft_stats(pos, depth)
+        Raises HashVerificationError: the two key seeds' statistics differ."""
+        def count(seed):
+            with self._stats_driver(seed) as drv:
+                return drv.perft_stats(pos, depth)
+
+        return self._verified(depth, count)
 
     def divide_stats(self, pos, depth, max_seconds=None):
         """``{uci: Stats}`` of each root move (``BfsDriver.divide_stats``, sorted by UCI). With
         ``max_seconds``: the root moves with the smallest subtrees first, the time checked after each
         BFS chunk and between root moves; past it, CountInterrupted with the root moves counted in
         full (a root move stopped inside is discarded). With ``tt`` each root move's count has tables
-        of its own. Raises StatsUnsupported with a ``verify_seed``."""
+        of its own. With a ``verify_seed`` (and no ``max_seconds``) every root move's statistics are
+        counted again through tables keyed by it and compared.
+
+        Raises HashVerificationError: the two key seeds' statistics of a root move differ;
+        StatsUnsupported: a ``verify_seed`` with ``max_seconds``."""
         from .errors import CountInterrupted
+        if max_seconds is None or depth <= 1:
+            def divide(seed):
+                with self._stats_driver(seed) as drv:
+                    return drv.divide_stats(pos, depth)
+
+            return self._verified(depth, divide)
+        if self.verify_seed is not None:
+            raise StatsUnsupported("a time-limited statistics count has no verify pass: leave out verify_seed or "
+                                   "max_seconds")
         with self._stats_driver() as drv:
-            if max_seconds is None or depth <= 1:
-                return drv.divide_stats(pos, depth)
             t0 = time.perf_counter()
             moves = sorted(pos.legal_moves())
             counted: dict[str, Stats] = {}

@@ -67,15 +67,16 @@ def _stats_one(args, pos, depth: int) -> int:
     from . import __version__
     from .api import divide_stats, perft_stats
     from .stats import Stats
+    from .zobrist import HashVerificationError
 
     if args.tt and args.backend == "cpu":
         raise UsageError("--stats counts without --tt on the cpu backend (gpu and gpu-emulated count statistics "
                          "through their tables)")
-    if args.verify_seed is not None:
-        raise UsageError("--stats counts without --verify-seed for now")
+    if args.verify_seed is not None and args.max_seconds is not None:
+        raise UsageError("--stats with --verify-seed counts without --max-seconds (no time-limited verify pass)")
     options = {"backend": args.backend, "threads": args.threads, "max_seconds": args.max_seconds, "force": args.force}
     if args.tt:
-        options.update(tt=True, tt_mb=args.tt_mb)
+        options.update(tt=True, tt_mb=args.tt_mb, verify_seed=args.verify_seed)
     t0 = time.perf_counter()
     try:
         parts = divide_stats(pos, depth, **options) if args.divide else None
@@ -84,6 +85,9 @@ def _stats_one(args, pos, depth: int) -> int:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except CountInterrupted as exc:
         return _partial(args, pos, exc)
+    except HashVerificationError as exc:  # --verify-seed: the two key seeds disagree
+        print(f"perft: error: {exc}", file=sys.stderr)
+        return cliargs.DIFFER
     seconds = time.perf_counter() - t0
     nps = total.nodes / seconds if seconds > 0 else 0.0
     if args.json:

@@ -31,7 +31,8 @@ class IllegalMoveError(ValueError):
 
 class StatsUnsupported(ValueError):
     """Statistics asked of a backend or an option that does not count them (tables on the ``cpu``
-    backend, a verify seed on any); the message names what to use instead."""
+    backend, a verify seed with a time limit, tables in a deep run); the message names what to use
+    instead."""
 
 
 class HashVerificationError(RuntimeError):

@@ -251,8 +251,8 @@ def check_verify_seed(verify_seed: int | None, seed: int | None = None) -> None:
 
 def check_same(first: int | dict[str, int], again: int | dict[str, int], depth: int, seed: int | None,
                verify_seed: int) -> None:
-    """Compare a count (nodes, or a divide ``{uci: nodes}``) made with key ``seed`` (None:
-    DEFAULT_SEED) with the same count made with ``verify_seed``.
+    """Compare a count (nodes or a perft_core.Stats, or a divide ``{uci: nodes or Stats}``) made with
+    key ``seed`` (None: DEFAULT_SEED) with the same count made with ``verify_seed``.
 
     Raises HashVerificationError naming the count (and the first root move that differs).
     """
@@ -262,11 +262,20 @@ def check_same(first: int | dict[str, int], again: int | dict[str, int], depth: 
             m = bad[0]
             more = f" ({len(bad)} moves differ)" if len(bad) > 1 else ""
             raise HashVerificationError(
-                f"divide {depth}: {m} has {first[m]} nodes with key seed {_seed(seed):#x} but {again.get(m)} "
+                f"divide {depth}: {m} has {_what(first[m])} with key seed {_seed(seed):#x} but {_what(again.get(m))} "
                 f"with seed {verify_seed:#x}{more}")
     elif first != again:
         raise HashVerificationError(
-            f"perft {depth}: {first} with key seed {_seed(seed):#x} but {again} with seed {verify_seed:#x}")
+            f"perft {depth}: {_what(first)} with key seed {_seed(seed):#x} but {_what(again)} with seed "
+            f"{verify_seed:#x}")
+
+
+def _what(count) -> str:
+    """A count for a message: ``N nodes``, or a Stats as its counters (name=value, the ones that differ
+    from zero)."""
+    if isinstance(count, int) or count is None:
+        return f"{count} nodes"
+    return ", ".join(f"{k}={v}" for k, v in count.to_json().items() if v) or "all counters 0"
 
 
 def _check_verify(verify_seed: int | None, seed: int | None, table: TranspositionTable | None) -> None:

@@ -199,7 +199,7 @@ def test_depth_zero_and_one():
 
 @pytest.mark.parametrize("kw, match", [
     ({"tt": True}, "without transposition tables"),
-    ({"tt": True, "backend": "gpu-emulated", "verify_seed": 7}, "without a verify seed"),
+    ({"tt": True, "backend": "gpu-emulated", "verify_seed": 7, "max_seconds": 5}, "no verify pass"),
     ({"depth": -1}, "depth"),
     ({"depth": 65}, "depth"),
     ({"threads": 0}, "threads"),
@@ -275,7 +275,8 @@ def test_cli_json_and_divide(capsys):
 
 @pytest.mark.parametrize("extra, message", [
     (["--tt"], "--stats counts without --tt on the cpu backend"),
-    (["--backend", "gpu-emulated", "--tt", "--verify-seed", "7"], "--stats counts without --verify-seed"),
+    (["--backend", "gpu-emulated", "--tt", "--verify-seed", "7", "--max-seconds", "5"],
+     "--stats with --verify-seed counts without --max-seconds"),
 ])
 def test_cli_refuses_what_it_cannot_count(capsys, extra, message):
     assert main(["run", "startpos", "3", "--stats", *extra]) == 2

@@ -22,7 +22,6 @@ from test_stats_gpu import cpw_rows, depth_within, published_columns, walk_fens
 
 import perft_core
 from oracle.strategies import random_walk_fens
-from perft_core.backends import get_backend
 from perft_core.gpu.arena import FaultPlan
 from perft_core.gpu.tables import STATS_ENTRY_WORDS
 from perft_core.gpu.ttdriver import TTBfsDriver
@@ -271,13 +270,53 @@ def test_api_counts_statistics_with_tables_on_the_gpu_backends():
     assert perft_core.perft_stats(POS3, 0, backend="gpu-emulated", tt=True) == Stats(nodes=1)
 
 
-def test_cpu_tables_and_verify_seed_are_refused_with_statistics():
+def test_cpu_tables_and_a_time_limited_verify_seed_are_refused_with_statistics():
     with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
         perft_core.perft_stats(KIWIPETE, 3, tt=True)
-    with pytest.raises(perft_core.StatsUnsupported, match="verify seed"):
+    with pytest.raises(perft_core.StatsUnsupported, match="no verify pass"):
+        perft_core.perft_stats(KIWIPETE, 3, backend="gpu-emulated", tt=True, verify_seed=12345, max_seconds=60)
+
+
+def _seeds_seen(monkeypatch):
+    """The key seeds of the statistics counts made through the driver from now on."""
+    from perft_core.gpu.ttdriver import TTBfsDriver
+
+    seen, real = [], TTBfsDriver.perft_stats
+
+    def spy(self, pos, depth):
+        seen.append(self.seed)
+        return real(self, pos, depth)
+
+    monkeypatch.setattr(TTBfsDriver, "perft_stats", spy)
+    return seen
+
+
+def test_a_verify_seed_counts_the_statistics_again_with_other_keys_and_compares_every_counter(monkeypatch):
+    """verify_seed: the statistics through tables keyed by the driver's seed, then by the verify
+    seed, equal (and equal to the CPU's); a divide compares every root move. A verify pass that
+    differs in one counter (planted: one more capture under the verify seed) is a
+    HashVerificationError naming the counters, and the CLI says so with exit status 1."""
+    from perft_cli import main
+    from perft_core.zobrist import HashVerificationError
+
+    seen = _seeds_seen(monkeypatch)
+    assert perft_core.perft_stats(KIWIPETE, 4, backend="gpu-emulated", tt=True, verify_seed=12345) == \
+        cpu_stats(KIWIPETE, 4)
+    assert len(seen) == 2 and seen[1] == 12345 and seen[0] != 12345
+    got = perft_core.divide_stats(CHESS960, 3, backend="gpu-emulated", tt=True, verify_seed=99)
+    assert got == perft_core.divide_stats(CHESS960, 3, threads=2) and seen.count(99) == len(got)
+    from perft_core.gpu.ttdriver import TTBfsDriver
+
+    honest = TTBfsDriver.perft_stats
+
+    def lying(self, pos, depth):
+        s = honest(self, pos, depth)
+        return s + Stats(captures=1) if self.seed == 12345 else s
+
+    monkeypatch.setattr(TTBfsDriver, "perft_stats", lying)
+    with pytest.raises(HashVerificationError, match="captures="):
         perft_core.perft_stats(KIWIPETE, 3, backend="gpu-emulated", tt=True, verify_seed=12345)
-    with pytest.raises(perft_core.StatsUnsupported, match="verify seed"):
-        get_backend("gpu-emulated", tt=True, verify_seed=12345).count_stats(position(KIWIPETE), 3)
+    assert main(["run", KIWIPETE, "3", "--stats", "--backend", "gpu-emulated", "--tt", "--verify-seed", "12345"]) == 1
 
 
 def test_cli_counts_statistics_with_tables(capsys):
