@@ -423,10 +423,12 @@ def _cpw_detail(fen_prefix: str, depth: int) -> dict:
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
 
 
-@pytest.mark.parametrize("fen,depth,split_ply,backend", [(STARTPOS, 5, 3, "cpu"), (KIWIPETE, 4, 2, "cpu"),
-                                                        (KIWIPETE, 3, 1, "gpu-emulated")])
+@pytest.mark.parametrize("fen,depth,split_ply,backend,tt", [(STARTPOS, 5, 3, "cpu", False),
+                                                           (KIWIPETE, 4, 2, "cpu", False),
+                                                           (KIWIPETE, 3, 1, "gpu-emulated", False),
+                                                           (STARTPOS, 5, 2, "gpu-emulated", True)])
 def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_published_row(cluster, tmp_path, fen,
-                                                                                       depth, split_ply, backend):
+                                                                                       depth, split_ply, backend, tt):
     """perft deep with stats: every unit's 13 counters kept in the store, the total their sum times
     each unit's multiplicity (startpos split at ply 3 merges transpositions: multiplicities up to
     several), equal to the CPW detail row in every published column and to one plain statistics
@@ -436,7 +438,8 @@ def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_publi
 
     store = tmp_path / "stats.sqlite"
     res = deep_perft(fen, depth, split_ply=split_ply, scheduler=cluster.scheduler_address, store=store, stats=True,
-                     backend=backend)
+                     backend=backend, tt=tt)
+    assert res.parts == 1  # statistics count whole units, with tables too
     published = _cpw_detail(fen[:20], depth)
     assert {k: v for k, v in res.stats.cpw().items() if k in published} == published
     assert res.stats == perft_core.perft_stats(fen, depth) and res.nodes == res.stats.nodes
@@ -468,12 +471,15 @@ def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store,
 
     with pytest.raises(StoreError, match="stats=False, not True"):
         deep_perft(resume=small_store, scheduler=cluster.scheduler_address, stats=True)
-    with pytest.raises(StatsUnsupported, match="without transposition tables"):
+    with pytest.raises(StatsUnsupported, match="with tables on the GPU backends, not 'cpu'"):
         deep_perft(STARTPOS, 3, tt=True, stats=True, scheduler=cluster.scheduler_address,
                    store=tmp_path / "x.sqlite")
     assert main(["deep", STARTPOS, "3", "--tt", "--stats", "--scheduler", cluster.scheduler_address,
                  "--store", str(tmp_path / "y.sqlite")]) == 2
-    assert "without transposition tables" in capsys.readouterr().err
+    assert "with tables on the GPU backends" in capsys.readouterr().err
+    with pytest.raises(StatsUnsupported, match="no verify pass"):
+        deep_perft(STARTPOS, 3, backend="gpu-emulated", tt=True, stats=True, verify_seed=5,
+                   scheduler=cluster.scheduler_address, store=tmp_path / "z.sqlite")
     store = tmp_path / "s.sqlite"
     deep_perft(STARTPOS, 3, split_ply=1, scheduler=cluster.scheduler_address, store=store, stats=True)
     conn = sqlite3.connect(store)
@@ -532,3 +538,24 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
         else:
             with Store.open(path) as st:
                 assert st.run["schema"] == SCHEMA and not st.tampered and len(st.checked_rows()) == 400
+
+
+def test_a_statistics_task_with_tt_counts_through_the_backend_s_statistics_tables(monkeypatch):
+    """worker.run_task(stats=True, tt=True) asks the backend for statistics through its tables
+    (each unit a count of its own: ``count_stats`` with ``tt``), and its counts are their nodes."""
+    import perft_core
+    from perft_core.backends import EmulatedGpuBackend
+    from perft_core.deep import worker
+
+    asked, real = [], EmulatedGpuBackend.count_stats
+
+    def spy(self, pos, depth):
+        asked.append(self.tt)
+        return real(self, pos, depth)
+
+    monkeypatch.setattr(EmulatedGpuBackend, "count_stats", spy)
+    fens = [Position.from_fen(KIWIPETE).push(m).fen() for m in ("e2a6", "d5e6")]
+    res = worker.run_task(fens, 2, "gpu-emulated", True, 1, "run", KIWIPETE, 3, stats=True)
+    assert asked == [True, True]
+    assert res["stats"] == [list(perft_core.perft_stats(f, 2).as_tuple()) for f in fens]
+    assert res["counts"] == [s[0] for s in res["stats"]]

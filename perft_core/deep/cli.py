@@ -3,7 +3,8 @@
 ``perft deep --check FILE`` re-reads a store (the run row's and every unit row's checksum) and counts
 a sample of its units again (max(5 %, 20) by default, all with ``--check-sample 1``): exit 0 when all
 hold, 1 when a row was changed or a count differs. ``perft deep FEN DEPTH --stats`` counts perft
-statistics (``perft_core.Stats``) of every unit, without tables, each unit's counters kept in the
+statistics (``perft_core.Stats``) of every unit (whole; with ``--tt`` on the GPU backends through
+statistics tables of each unit's own), each unit's counters kept in the
 store under its row checksum, and prints the Chess Programming Wiki's columns and the checks and
 mates by kind (in ``--json``: ``stats``). ``perft deep --stats FILE``
 prints what a store says about its run's speed (units counted, the tables' statistics per remaining
@@ -191,7 +192,8 @@ def register(sub) -> None:
                    "again: exit 0 when all hold, 1 when not")
     p.add_argument("--stats", nargs="?", const=True, metavar="FILE",
                    help="after FEN DEPTH (or --resume FILE): count perft statistics (captures, e.p., castles, "
-                        "promotions, checks and mates by kind) of every unit, without --tt; alone with a FILE: "
+                        "promotions, checks and mates by kind) of every unit (whole units; --tt on the GPU "
+                        "backends only); alone with a FILE: "
                         "print that store's run, units counted and table statistics per remaining depth, without "
                         "counting (reads a store a run is writing)")
     p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",

@@ -655,9 +655,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
             for minutes loses no work; a task that runs past it is waited for. Default: none.
         stats: count perft statistics (``perft_core.Stats``: the leaf moves by kind) of every unit,
-            whole, without tables; the store keeps each unit's counters under its row checksum and
-            the result's ``stats`` is their sum. A resumed run keeps its own (asking otherwise is
-            a StoreError).
+            whole (one part), with ``tt`` through statistics tables of each unit's own (GPU
+            backends: ``TTBfsDriver.perft_stats``); the store keeps each unit's counters under its
+            row checksum and the result's ``stats`` is their sum. A resumed run keeps its own
+            (asking otherwise is a StoreError).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -668,8 +669,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         missing, corrupt, of another run or in use; KeyCollisionError: two positions share a key
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
-        (nothing lost: resume); StatsUnsupported (a ValueError): ``stats`` with ``tt`` (statistics
-        are counted without tables for now).
+        (nothing lost: resume); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a
+        backend without statistics tables (cpu), or with a verify seed.
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
@@ -692,11 +693,12 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         backend = backend or "cpu"
         tt = bool(tt)
         stats = bool(stats)
-        if stats and tt:
+        if stats and ((tt and not BACKENDS[backend].stats_tables) or verify_seed is not None):
             from ..errors import StatsUnsupported
 
-            raise StatsUnsupported("a deep run counts statistics without transposition tables for now: leave out tt "
-                                   "(the CLI's --tt)")
+            raise StatsUnsupported(f"a deep run counts statistics with tables on the GPU backends, not {backend!r}"
+                                   if verify_seed is None else "a deep run of statistics has no verify pass yet: "
+                                   "leave out the verify seed")
         if verify_seed is not None and not tt:
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
         if verify_seed is not None and verify_sample is None:
@@ -737,7 +739,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     timings["calibrate"] = time.perf_counter() - t
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
-                    parts = choose_parts(backend, tt, depth - 1, n_workers)
+                    parts = 1 if stats else choose_parts(backend, tt, depth - 1, n_workers)
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
                 t = time.perf_counter()
                 units = units_mod.split(pos, depth, split_ply, seed)
@@ -746,7 +748,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
                                           "verify_sample": verify_sample, "stats": stats}, units,
-                                  choose_parts(backend, tt, depth - split_ply, n_workers))
+                                  1 if stats else choose_parts(backend, tt, depth - split_ply, n_workers))
                 timings["store_create"] = time.perf_counter() - t
                 if progress:
                     print(f"perft deep: {len(units)} units at split ply {split_ply}"

@@ -48,13 +48,14 @@ def _where(backend: str) -> tuple[str, str]:
     return worker, device
 
 
-def count_stats(fens: list[str], depth: int, backend: str) -> list[tuple[int, ...]]:
-    """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` without
-    tables (a statistics run's units, whole): ``perft_core.Stats.as_tuple()`` per unit (13 ints,
-    nodes first). The CPU backend counts on one thread (a worker is one core)."""
+def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False) -> list[tuple[int, ...]]:
+    """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
+    run's units, whole), with ``tt`` through statistics tables of each unit's own (GPU backends):
+    ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend counts on one
+    thread (a worker is one core)."""
     from ..backends import BACKENDS
 
-    engine = BACKENDS[backend](threads=1)
+    engine = BACKENDS[backend](threads=1, tt=tt)
     return [engine.count_stats(Position.from_fen(f), depth).as_tuple() for f in fens]
 
 
@@ -118,8 +119,8 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     name, "probes": device TT probes of the batch, "hits": its device TT hits, "tables": {"process":
     host:pid of this process (whose tables they are), "by_depth": the batch's table statistics per
     remaining depth (:func:`batch_tables`)}}`` (probes, hits and tables None on the CPU or without
-    tables). ``stats`` (a statistics run, whole units without tables): the result also has
-    ``"stats"``, each unit's 13 counters (:func:`count_stats`), and its counts are their nodes."""
+    tables). ``stats`` (a statistics run, whole units): the result also has ``"stats"``, each
+    unit's 13 counters (:func:`count_stats`), and its counts are their nodes."""
     t = time.perf_counter()
     kept = tt and tables and backend != "cpu"
     if kept:
@@ -127,7 +128,7 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
         before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
     counted = None
     if stats:
-        counted = count_stats(fens, depth, backend)
+        counted = count_stats(fens, depth, backend, tt and tables)
         counts = [c[0] for c in counted]
     else:
         counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)
