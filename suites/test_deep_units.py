@@ -321,6 +321,7 @@ def test_a_time_budget_takes_only_the_rows_that_fit_each_part_on_its_own_clock()
     # 50 (62.5 s) never fits 40 s; a 30 (37.5 s) does, and then nothing else (2.5 s left)
     assert sorted(r["unit"] for t in tasks for r in t if r["part"] == 0) == [1]
     assert all(sum(r["estimate"] for r in t) * pace * BUDGET_MARGIN <= 40.0 for t in tasks)
+    assert batches(rows, 2, 0.0, merged=True, budget={0: 0.0, 1: 0.0}) == []  # no time left: nothing, even if free
     pool = [dict(r, part=0) for r in rows if r["part"] == 0]  # whole units on 4 workers: 4 x 40 s of time
     assert sorted(r["unit"] for t in batches(pool, 4, pace, budget={0: 40.0}) for r in t) == [1, 2, 3, 4]
 

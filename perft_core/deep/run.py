@@ -385,12 +385,12 @@ def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None =
     per_part = []
     for part, part_rows in by_part.items():
         cap = MAX_TASK_SECONDS
-        if budget is not None and seconds_per_estimate:
+        if budget is not None and seconds_per_estimate is not None:
             left, cap = budget.get(part, 0.0) * per_worker, min(cap, budget.get(part, 0.0))
             fitting = []
             for r in part_rows:
                 s = max(r["estimate"], 1.0) * seconds_per_estimate * BUDGET_MARGIN
-                if s <= min(left, cap):
+                if left > 0 and s <= min(left, cap):  # no time left: nothing starts, however small
                     fitting.append(r)
                     left -= s
             part_rows = fitting
@@ -481,7 +481,7 @@ def _run_phase(client, st: Store, rows: list[dict], task, on_result, workers: li
 
     def plan() -> deque:
         budget = None
-        if deadline is not None and pace:
+        if deadline is not None and pace is not None:
             now = time.perf_counter()
             budget = {p: max(0.0, deadline - max(now, ends.get(p, now))) for p in {r["part"] for r in unsubmitted.values()}}
         rest = list(unsubmitted.values())
