@@ -262,19 +262,20 @@ def check_same(first: int | dict[str, int], again: int | dict[str, int], depth: 
             m = bad[0]
             more = f" ({len(bad)} moves differ)" if len(bad) > 1 else ""
             raise HashVerificationError(
-                f"divide {depth}: {m} has {_what(first[m])} with key seed {_seed(seed):#x} but {_what(again.get(m))} "
+                f"divide {depth}: {m} has {_what(first[m], ' nodes')} with key seed {_seed(seed):#x} but "
+                f"{_what(again.get(m), ' nodes')} "
                 f"with seed {verify_seed:#x}{more}")
     elif first != again:
         raise HashVerificationError(
-            f"perft {depth}: {_what(first)} with key seed {_seed(seed):#x} but {_what(again)} with seed "
+            f"perft {depth}: {_what(first, '')} with key seed {_seed(seed):#x} but {_what(again, '')} with seed "
             f"{verify_seed:#x}")
 
 
-def _what(count) -> str:
-    """A count for a message: ``N nodes``, or a Stats as its counters (name=value, the ones that differ
-    from zero)."""
+def _what(count, unit: str) -> str:
+    """A count for a message: the number followed by ``unit``, or a Stats as its counters
+    (name=value, the ones that differ from zero)."""
     if isinstance(count, int) or count is None:
-        return f"{count} nodes"
+        return f"{count}{unit}"
     return ", ".join(f"{k}={v}" for k, v in count.to_json().items() if v) or "all counters 0"
 
 
