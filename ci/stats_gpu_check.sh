@@ -17,19 +17,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . ci/gpu-env.sh
+. ci/gpu-info.sh
 export PYTHONPATH="$PWD:$PYTHONPATH" PYTHONUNBUFFERED=1
 out="${OUT:-out}/stats-gpu"
 mkdir -p "$out"
 t0=$(date +%s)
-{
-    date -u
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-    git log --oneline -1 2>/dev/null || true
-    python3 -c 'import cupy, perft_core, perft_core._core as c; from perft_core.gpu import prebuilt, kernels
-found = prebuilt.find(kernels.kernel_source_dir(), f"sm_{cupy.cuda.Device().compute_capability}")
-print("extension", c.__name__, "| cupy", cupy.__version__, "| precompiled kernels:",
-      found[0] if isinstance(found, tuple) else "none (NVRTC): " + found)'
-} 2>&1 | tee "$out/info.txt"
+gpu_info "$out/info.txt"
 echo "== GPU statistics tests"
 timeout 100 python3 -m pytest -o "addopts=-ra --strict-markers" -m gpu -q -p no:cacheprovider \
     suites/test_stats_gpu.py 2>&1 | tee "$out/tests.log"
