@@ -18,7 +18,8 @@ import chess
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_stats_gpu import cpw_rows, depth_within, published_columns, walk_fens
+from test_stats_gpu import (CHESS960, KIWIPETE, POS3, POS4, POS5, POS6, cpw_rows, depth_within,
+                            published_columns, walk_fens)
 
 import perft_core
 from oracle.strategies import random_walk_fens
@@ -29,12 +30,6 @@ from perft_core.stats import Stats
 
 pytestmark = pytest.mark.core
 
-KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
-CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
-POS3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
-POS4 = "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1"
-POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
-POS6 = "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10"
 STARTPOS = chess.STARTING_FEN
 DOUBLE_DISCOVERED = "4R3/3p3n/B7/4P3/4k3/8/7K/3Q1R2 w - - 0 1"
 """Made for the rarest counters: after Bb7+ d5, exd6 e.p. uncovers the rook e8 and the bishop b7 on the
