@@ -111,17 +111,17 @@ class Check:
             return True
         return nodes / self.speed * factor < self.left()
 
-    def stats(self, fen: str, depth: int) -> tuple[Stats, float]:
+    def stats(self, fen: str, depth: int, tt: bool = False) -> tuple[Stats, float]:
         t = time.perf_counter()
-        s = perft_core.perft_stats(fen, depth, backend=self.args.backend, max_estimate_seconds=None)
+        s = perft_core.perft_stats(fen, depth, backend=self.args.backend, tt=tt, max_estimate_seconds=None)
         dt = time.perf_counter() - t
         if s.nodes >= 1e8 and dt > 0:
             self.speed = s.nodes / dt
         return s, dt
 
-    def plain(self, fen: str, depth: int) -> tuple[int, float]:
+    def plain(self, fen: str, depth: int, tt: bool = False) -> tuple[int, float]:
         t = time.perf_counter()
-        n = perft_core.perft(fen, depth, backend=self.args.backend, max_estimate_seconds=None)
+        n = perft_core.perft(fen, depth, backend=self.args.backend, tt=tt, max_estimate_seconds=None)
         return n, time.perf_counter() - t
 
     def fail(self, what: str) -> None:

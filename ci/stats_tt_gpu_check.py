@@ -58,29 +58,15 @@ def rules(s) -> list[str]:
     return bad
 
 
-class Check:
-    def __init__(self, args):
-        self.args = args
-        self.t0 = time.perf_counter()
-        self.ok = True
-        self.result: dict = {"backend": args.backend, "budget_seconds": args.budget_seconds}
-
-    def left(self) -> float:
-        return self.args.budget_seconds - (time.perf_counter() - self.t0)
+class Check(base.Check):
+    """stats_gpu_check's Check, its counts through tables unless asked otherwise, its JSON saved
+    after every section."""
 
     def stats(self, fen: str, depth: int, tt: bool = True):
-        t = time.perf_counter()
-        s = perft_core.perft_stats(fen, depth, backend=self.args.backend, tt=tt, max_estimate_seconds=None)
-        return s, time.perf_counter() - t
+        return super().stats(fen, depth, tt)
 
     def plain(self, fen: str, depth: int, tt: bool = True):
-        t = time.perf_counter()
-        n = perft_core.perft(fen, depth, backend=self.args.backend, tt=tt, max_estimate_seconds=None)
-        return n, time.perf_counter() - t
-
-    def fail(self, what: str) -> None:
-        self.ok = False
-        print(f"MISMATCH {what}", flush=True)
+        return super().plain(fen, depth, tt)
 
     def save(self) -> None:
         self.result["ok"] = self.ok

@@ -221,7 +221,8 @@ def divide_stats(fen_or_position: "str | Position | chess.Board", depth: int, *,
     has ``nodes`` 1 and its own kinds. The values add up to :func:`perft_stats`.
 
     Raises:
-        FenError, ValueError, CountRefused, StatsUnsupported, CountInterrupted: as for :func:`perft_stats`.
+        FenError, ValueError, CountRefused, StatsUnsupported, CountInterrupted, HashVerificationError:
+            as for :func:`perft_stats`.
     """
     engine, pos = _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                                  max_estimate_seconds, force, progress)
