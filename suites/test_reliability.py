@@ -530,3 +530,45 @@ def test_a_broken_extension_fails_in_ci_and_skips_elsewhere(tmp_path):
     for extra in ({"CI": "true"}, {"PERFT_REQUIRE_CORE": "1"}):
         ci = run(**extra)
         assert ci.returncode == 1 and "1 error" in ci.stdout and "planted" in ci.stdout, ci.stdout
+
+
+@pytest.mark.parametrize("where", ["popen", "reader start"])
+def test_a_signal_while_an_engine_starts_still_kills_it(tmp_path, monkeypatch, where):
+    """Ctrl-C or SIGTERM (a KeyboardInterrupt in the main thread) can arrive while the engine's
+    Popen waits for its exec, or while a reader thread starts (a long wait on a loaded machine: the
+    load test saw an engine outlive the CLI once); either way the program is killed, found by its
+    token when its Popen object was lost."""
+    import threading
+
+    from oracle.engines import process
+
+    pidfile = tmp_path / "pid"
+    hang = tmp_path / "hang.py"
+    hang.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
+
+    def started() -> int:
+        deadline = time.monotonic() + 30
+        while not pidfile.exists() or not pidfile.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        return int(pidfile.read_text())
+
+    if where == "popen":
+        real = subprocess.Popen
+
+        def interrupted(*a, **k):
+            real(*a, **k)  # the child runs; the caller never gets its Popen
+            started()
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(process.subprocess, "Popen", interrupted)
+    else:
+        def interrupted(self):
+            started()
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(threading.Thread, "start", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        process.run_once([sys.executable, str(hang)], 60, "hang")
+    monkeypatch.undo()
+    assert wait_gone([int(pidfile.read_text())], 10) == []

@@ -77,8 +77,16 @@ def spawn(argv: list[str], **popen_args) -> subprocess.Popen:
     fresh token in its environment (``proc.perft_token``), for :func:`kill`. Raises OSError when it
     cannot start."""
     token = uuid.uuid4().hex
-    proc = subprocess.Popen(argv, start_new_session=True, env={**os.environ, TOKEN_VAR: token},
-                            preexec_fn=_subreaper(), **popen_args)
+    try:
+        proc = subprocess.Popen(argv, start_new_session=True, env={**os.environ, TOKEN_VAR: token},
+                                preexec_fn=_subreaper(), **popen_args)
+    except BaseException:  # a signal after the fork (Ctrl-C, SIGTERM): the child may run, its Popen lost
+        for pid in _marked(token):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        raise
     proc.perft_token = token
     return proc
 
@@ -227,15 +235,18 @@ def run_once(argv: list[str], timeout: float | None, name: str) -> tuple[str, st
     # the output read line by line, each bounded, the last MAX_OUTPUT_LINES kept: a program that
     # prints without end fills no memory before its timeout
     lines = {"out": collections.deque(maxlen=MAX_OUTPUT_LINES), "err": collections.deque(maxlen=MAX_OUTPUT_LINES)}
-    readers = [threading.Thread(target=pump, args=(stream, lines[key]), daemon=True)
-               for stream, key in ((proc.stdout, "out"), (proc.stderr, "err"))]
-    for reader in readers:
-        reader.start()
+    readers = []
 
     def text(key: str) -> str:
         return "".join(line + "\n" for line in list(lines[key]))
 
     try:
+        # the readers start inside the try: a signal that interrupts a thread's start (it waits for
+        # the new thread to run, long on a loaded machine) still kills the program, never leaves it
+        readers += [threading.Thread(target=pump, args=(stream, lines[key]), daemon=True)
+                    for stream, key in ((proc.stdout, "out"), (proc.stderr, "err"))]
+        for reader in readers:
+            reader.start()
         proc.wait(timeout=timeout)
         for reader in readers:
             reader.join(timeout=5)  # a grandchild that left its own session may hold the pipe
