@@ -188,11 +188,12 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).
-        with dask.config.set({"distributed.scheduler.work-stealing": False}), _workers_ignore_ctrl_c():
+        with dask.config.set({"distributed.scheduler.work-stealing": False}), _start_method(), \
+                _workers_ignore_ctrl_c():
             cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, **NO_DASHBOARD)
         desc = f"LocalCUDACluster of {gpus} GPU workers"
     else:
-        with _workers_ignore_ctrl_c():
+        with _start_method(), _workers_ignore_ctrl_c():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **NO_DASHBOARD)
         desc = f"LocalCluster of {workers} processes"
     try:
@@ -205,6 +206,55 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
                 raise
     finally:
         cluster.close()
+
+
+START_METHOD_ENV = "PERFT_WORKER_START"
+"""Environment variable that forces how a local cluster starts its worker processes: ``fork`` or
+``spawn`` (default: :func:`worker_start_method` decides)."""
+PROC_FD = "/proc/self/fd"
+"""Where :func:`worker_start_method` reads the files this process holds open."""
+
+
+def worker_start_method() -> str:
+    """How a local cluster starts its worker processes (Dask's ``distributed.worker.multiprocessing-
+    method``): ``"fork"`` on Linux while this process has not initialised the CUDA driver, else
+    ``"spawn"`` (Dask's default); ``PERFT_WORKER_START`` overrides (ValueError for another value).
+
+    Why: a spawned worker is a new interpreter that imports Dask, perft_core and the CLI again before
+    it takes a task. On an H200 host that made the start of a one-GPU LocalCUDACluster 2.3 s of
+    perft 11's 19.3 s (the one-process command: 16.4 s; NOTES.md, session 16); a forked one starts in
+    about 0.1 s. A process that has initialised CUDA cannot be forked into a CUDA worker (the child's
+    driver calls fail), so a client that did (an API caller that counted on its GPU first, or used
+    CuPy or another CUDA library) spawns as before. Initialised is read from the files it holds open
+    (``/proc/self/fd``): the driver opens ``/dev/nvidiactl`` and ``/dev/nvidia<N>`` in ``cuInit`` and
+    keeps them; loading the library (``import cupy``) opens none. Unreadable: spawn.
+    """
+    forced = os.environ.get(START_METHOD_ENV)
+    if forced:
+        if forced not in ("fork", "spawn"):
+            raise ValueError(f"{START_METHOD_ENV}={forced!r}: expected 'fork' or 'spawn'")
+        return forced
+    if not sys.platform.startswith("linux"):
+        return "spawn"
+    try:
+        for fd in os.listdir(PROC_FD):
+            try:
+                if os.readlink(os.path.join(PROC_FD, fd)).startswith("/dev/nvidia"):
+                    return "spawn"
+            except OSError:  # closed since the listing (the listing's own descriptor, say)
+                continue
+    except OSError:
+        return "spawn"
+    return "fork"
+
+
+@contextmanager
+def _start_method():
+    """Dask's worker start method set to :func:`worker_start_method` while a local cluster starts."""
+    import dask
+
+    with dask.config.set({"distributed.worker.multiprocessing-method": worker_start_method()}):
+        yield
 
 
 @contextmanager
