@@ -540,25 +540,35 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
                 assert st.run["schema"] == SCHEMA and not st.tampered and len(st.checked_rows()) == 400
 
 
-def test_a_statistics_task_with_tt_counts_through_the_backend_s_statistics_tables(monkeypatch):
-    """worker.run_task(stats=True, tt=True) asks the backend for statistics through its tables
-    (each unit a count of its own: ``count_stats`` with ``tt``), and its counts are their nodes."""
+def test_a_statistics_task_with_tt_counts_through_statistics_tables_kept_across_the_run_s_units():
+    """worker.run_task(stats=True, tt=True) counts each unit through the driver's statistics tables,
+    kept warm across the tasks of one run as a plain run's are: a unit whose positions at remaining
+    depth 3 another unit stored (1. Nf3 Nf6 and 1. Nc3 Nc6 meet after 2. Nc3 Nc6 / 2. Nf3 Nf6) hits
+    them when it follows that unit in the run (a unit without castling rights between them), and not
+    under another run's key; every count equals
+    the statistics counted without tables."""
     import perft_core
-    from perft_core.backends import EmulatedGpuBackend
     from perft_core.deep import worker
 
-    asked, real = [], EmulatedGpuBackend.count_stats
+    a, b = (Position.from_fen(STARTPOS).push(m1).push(m2).fen() for m1, m2 in (("g1f3", "g8f6"), ("b1c3", "b8c6")))
+    want = {f: list(perft_core.perft_stats(f, 5).as_tuple()) for f in (a, b)}
 
-    def spy(self, pos, depth):
-        asked.append(self.tt)
-        return real(self, pos, depth)
+    def task(fens, run_key):
+        res = worker.run_task(fens, 5, "gpu-emulated", True, 1, run_key, STARTPOS, 7, stats=True)
+        assert res["stats"] == [want[f] for f in fens] and res["counts"] == [s[0] for s in res["stats"]]
+        return res["tables"]["by_depth"][3]["hits"]
 
-    monkeypatch.setattr(EmulatedGpuBackend, "count_stats", spy)
-    fens = [Position.from_fen(KIWIPETE).push(m).fen() for m in ("e2a6", "d5e6")]
-    res = worker.run_task(fens, 2, "gpu-emulated", True, 1, "run", KIWIPETE, 3, stats=True)
-    assert asked == [True, True]
-    assert res["stats"] == [list(perft_core.perft_stats(f, 2).as_tuple()) for f in fens]
-    assert res["counts"] == [s[0] for s in res["stats"]]
+    assert task([a], "run-1") == 0  # nothing stored before it
+    assert task([b], "run-1") > 0  # what the first unit stored
+    # A unit that lost its castling rights counts under the run's castling geometry: the tables stay
+    # (under its own geometry they would be planned afresh, and the next unit would find them empty).
+    kings = Position.from_fen(STARTPOS).push("e2e4").push("e7e5").push("e1e2").push("e8e7").fen()
+    want[kings] = list(perft_core.perft_stats(kings, 5).as_tuple())
+    task([kings], "run-1")
+    d = Position.from_fen(STARTPOS).push("b1c3").push("g8f6").fen()  # meets both after 2. Nf3 Nc6
+    want[d] = list(perft_core.perft_stats(d, 5).as_tuple())
+    assert task([d], "run-1") > 0
+    assert task([b], "run-2") == 0  # another run: tables afresh
 
 
 def _has_module(name: str) -> bool:
@@ -586,9 +596,10 @@ def test_local_workers_are_forked_unless_the_client_loaded_cuda_or_the_environme
             monkeypatch.setenv(run_mod.START_METHOD_ENV, forced)
         else:
             monkeypatch.delenv(run_mod.START_METHOD_ENV)
-        with run_mod._client("cpu", 1, None, None) as (client, _):
+        with run_mod._client("cpu", 1, None, None) as (client, desc):
             seen = client.submit(_has_module, sentinel, pure=False).result()
         assert seen == (forced is None and sys.platform.startswith("linux"))
+        assert desc.endswith("(forked)" if seen else "(spawned)")
     (clean / "5").symlink_to("/dev/nvidiactl")  # what cuInit opens
     assert run_mod.worker_start_method() == "spawn"
     monkeypatch.setattr(run_mod, "PROC_FD", str(tmp_path / "absent"))

@@ -176,16 +176,21 @@ def test_every_depth_and_gpu_depth_exact(kernels):
             assert drv.perft_stats(pos, depth) == want, (depth, g)
 
 
-def test_statistics_refuse_parts_and_kept_tables(kernels):
+def test_statistics_refuse_parts_and_count_through_kept_tables(kernels):
+    """Statistics count whole positions: a part is refused. Tables kept for a run (a deep
+    statistics run's units) serve the next count: each count equals the CPU's, the same position
+    a second time too (answered from what the first stored)."""
     drv = make_driver(kernels)
     pos = position(KIWIPETE)
     drv.set_part(0, 2)
-    with pytest.raises(ValueError, match="one at a time"):
+    with pytest.raises(ValueError, match="no parts"):
         drv.perft_stats(pos, 3)
     drv.whole_counts()
-    drv.keep_tables("run")
-    with pytest.raises(ValueError, match="one at a time"):
-        drv.perft_stats(pos, 3)
+    drv.keep_tables("run", 4, pos)
+    want = cpu_stats(pos.push("e2a6"), 3)
+    assert drv.perft_stats(pos.push("e2a6"), 3, pos) == want
+    assert drv.perft_stats(pos.push("d5e6"), 3, pos) == cpu_stats(pos.push("d5e6"), 3)
+    assert drv.perft_stats(pos.push("e2a6"), 3, pos) == want
     drv.keep_tables(None)
     assert drv.perft_stats(pos, 3) == cpu_stats(pos, 3)
 

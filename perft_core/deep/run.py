@@ -188,14 +188,14 @@ def _client(backend: str, workers: int | None, gpus: int | None, scheduler: str 
 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).
-        with dask.config.set({"distributed.scheduler.work-stealing": False}), _start_method(), \
+        with dask.config.set({"distributed.scheduler.work-stealing": False}), _start_method() as how, \
                 _workers_ignore_ctrl_c():
             cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, **NO_DASHBOARD)
-        desc = f"LocalCUDACluster of {gpus} GPU workers"
+        desc = f"LocalCUDACluster of {gpus} GPU workers ({how})"
     else:
-        with _start_method(), _workers_ignore_ctrl_c():
+        with _start_method() as how, _workers_ignore_ctrl_c():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **NO_DASHBOARD)
-        desc = f"LocalCluster of {workers} processes"
+        desc = f"LocalCluster of {workers} processes ({how})"
     try:
         with Client(cluster) as client:
             _wait_for_workers(client, 1, desc)
@@ -250,11 +250,13 @@ def worker_start_method() -> str:
 
 @contextmanager
 def _start_method():
-    """Dask's worker start method set to :func:`worker_start_method` while a local cluster starts."""
+    """Dask's worker start method set to :func:`worker_start_method` while a local cluster starts;
+    yields how the workers start ("forked" or "spawned", for the cluster's description)."""
     import dask
 
-    with dask.config.set({"distributed.worker.multiprocessing-method": worker_start_method()}):
-        yield
+    method = worker_start_method()
+    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        yield "forked" if method == "fork" else "spawned"
 
 
 @contextmanager
@@ -705,8 +707,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
             for minutes loses no work; a task that runs past it is waited for. Default: none.
         stats: count perft statistics (``perft_core.Stats``: the leaf moves by kind) of every unit,
-            whole (one part), with ``tt`` through statistics tables of each unit's own (GPU
-            backends: ``TTBfsDriver.perft_stats``); the store keeps each unit's counters under its
+            whole (one part), with ``tt`` through statistics tables each worker keeps warm across
+            the run's units (GPU backends: ``worker.count_stats``, ``TTBfsDriver.perft_stats``); the store keeps each unit's counters under its
             row checksum and the result's ``stats`` is their sum. A resumed run keeps its own
             (asking otherwise is a StoreError).
 

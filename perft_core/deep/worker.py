@@ -48,15 +48,31 @@ def _where(backend: str) -> tuple[str, str]:
     return worker, device
 
 
-def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False) -> list[tuple[int, ...]]:
+def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, seed: int | None = None,
+                run_key: str | None = None, run_fen: str | None = None,
+                run_depth: int | None = None) -> list[tuple[int, ...]]:
     """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
-    run's units, whole), with ``tt`` through statistics tables of each unit's own (GPU backends):
-    ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend counts on one
-    thread (a worker is one core)."""
+    run's units, whole): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU
+    backend counts on one thread (a worker is one core). ``tt`` on the GPU backends: through
+    statistics tables keyed by ``seed`` and kept warm across the units of ``run_key`` (the run of
+    ``run_fen`` at ``run_depth``, which sizes them), as a plain run's units share theirs
+    (``TTBfsDriver.keep_tables``); without ``run_key``, tables of each unit's own."""
     from ..backends import BACKENDS
 
-    engine = BACKENDS[backend](threads=1, tt=tt)
-    return [engine.count_stats(Position.from_fen(f), depth).as_tuple() for f in fens]
+    positions = [Position.from_fen(f) for f in fens]
+    if not (tt and run_key is not None and backend != "cpu"):
+        engine = BACKENDS[backend](threads=1, tt=tt)
+        return [engine.count_stats(p, depth).as_tuple() for p in positions]
+    drv = get_driver(backend)
+    drv.tt_enabled = True
+    if drv.seed != seed:
+        drv.reseed(seed)
+    game = Position.from_fen(run_fen)
+    drv.set_part(0, 1)
+    drv.keep_tables(run_key, run_depth, game)
+    _tables_of[backend] = (run_key, seed)
+    drv.tables = True
+    return [drv.perft_stats(p, depth, game).as_tuple() for p in positions]
 
 
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
@@ -128,7 +144,7 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
         before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
     counted = None
     if stats:
-        counted = count_stats(fens, depth, backend, tt and tables)
+        counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth)
         counts = [c[0] for c in counted]
     else:
         counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)

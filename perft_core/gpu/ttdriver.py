@@ -163,24 +163,35 @@ class TTBfsDriver(BfsDriver):
         finally:
             self._count_depth = None
 
-    def perft_stats(self, pos, depth: int) -> Stats:
+    def perft_stats(self, pos, depth: int, game=None) -> Stats:
         """Perft statistics of ``pos`` (a Position) at ``depth`` >= 0 plies (:class:`perft_core.Stats`;
         ``Stats(nodes=1)`` at depth 0): through the tables when ``tt_enabled`` (statistics entries,
-        see the module docstring; rebuilt for each count, as a plain count's), else BfsDriver's.
+        see the module docstring), else BfsDriver's. The tables are rebuilt for each count, as a
+        plain count's, unless ``keep_tables`` keeps them for a run (a deep statistics run's units,
+        counted one after another, then share them as count_roots' do). ``game``: the Position
+        ``pos`` was played from (a deep run's root), whose castling geometry the count uses, so
+        units that lost castling rights still share the run's tables (default: ``pos``'s own).
 
-        Raises ValueError: the driver counts a part (``set_part``) or keeps tables for a run
-        (``keep_tables``, ``perft_iterative``): statistics count whole positions one at a time.
+        Raises ValueError: the driver counts a part (``set_part``) or is inside ``perft_iterative``:
+        statistics count whole positions; ``pos`` castles with a rook ``game``'s geometry lacks.
         """
         if not self.tt_enabled:
             return super().perft_stats(pos, depth)
-        if self.parts > 1 or self._keep is not None or self._warm:
-            raise ValueError("statistics with tables count whole positions one at a time: no parts, no kept tables")
-        return self._measured(lambda: self._perft_stats_tt(pos, depth))
+        if self.parts > 1 or self._warm:
+            raise ValueError("statistics with tables count whole positions: no parts, no iterative count")
+        return self._measured(lambda: self._perft_stats_tt(pos, depth, game))
 
-    def _perft_stats_tt(self, pos, depth: int) -> Stats:
+    def _perft_stats_tt(self, pos, depth: int, game=None) -> Stats:
         if depth == 0:
             return Stats(nodes=1)
-        root, us = self._set_root(pos)
+        if game is None:
+            root, us = self._set_root(pos)
+        else:
+            args, rooks = pos.core_args(), game.core_args()[5]
+            if any(r >= 0 and r != g for r, g in zip(args[5], rooks)):
+                raise ValueError(f"perft_stats: {pos.fen()} castles with a rook the geometry of {game.fen()} lacks")
+            self._set_root(game)
+            root, us, _ = _core.gpu_root(args)
         self._stats_mode = True
         try:
             g = self._prepare(pos, root, us, depth)
