@@ -177,22 +177,55 @@ def test_every_depth_and_gpu_depth_exact(kernels):
 
 
 def test_statistics_refuse_parts_and_count_through_kept_tables(kernels):
-    """Statistics count whole positions: a part is refused. Tables kept for a run (a deep
+    """perft_stats counts whole positions: a part is refused (count_roots counts parts). Tables kept for a run (a deep
     statistics run's units) serve the next count: each count equals the CPU's, the same position
     a second time too (answered from what the first stored)."""
     drv = make_driver(kernels)
     pos = position(KIWIPETE)
     drv.set_part(0, 2)
-    with pytest.raises(ValueError, match="no parts"):
+    with pytest.raises(ValueError, match="parts through count_roots"):
         drv.perft_stats(pos, 3)
     drv.whole_counts()
     drv.keep_tables("run", 4, pos)
     want = cpu_stats(pos.push("e2a6"), 3)
-    assert drv.perft_stats(pos.push("e2a6"), 3, pos) == want
-    assert drv.perft_stats(pos.push("d5e6"), 3, pos) == cpu_stats(pos.push("d5e6"), 3)
-    assert drv.perft_stats(pos.push("e2a6"), 3, pos) == want
+    assert drv.perft_stats(pos.push("e2a6"), 3) == want
+    assert drv.count_roots([pos.push("d5e6")], 3, pos, stats=True) == [cpu_stats(pos.push("d5e6"), 3)]
+    assert drv.count_roots([pos.push("e2a6")], 3, pos, stats=True) == [want]
     drv.keep_tables(None)
     assert drv.perft_stats(pos, 3) == cpu_stats(pos, 3)
+
+
+# ----- statistics in parts (a deep statistics run: one part per GPU) ---------------------------------
+def _stats_in_parts(drv, positions, depth, game, parts):
+    """Each part's statistics of every position (count_roots(stats=True), the run's tables kept),
+    auditing every stored entry after each part; returns the parts' lists."""
+    drv.keep_tables("run", depth + 1, game)
+    out = []
+    for c in range(parts):
+        drv.set_part(c, parts)
+        drv.keep_tables("run", depth + 1, game)  # a part change forgets the tables: keep them again
+        out.append(drv.count_roots(positions, depth, game, stats=True))
+        assert_clean(drv) > 0
+    return out
+
+
+@pytest.mark.parametrize("fen,depth", [(POS3, 6), (DOUBLE_DISCOVERED, 6), (CHESS960, 5)])
+def test_statistics_in_parts_add_up_and_every_entry_is_its_part_s(kernels, fen, depth):
+    """A deep statistics run's task: its units through one count_roots(stats=True), each part
+    counting the leaf moves below its own positions at remaining depth 3. The parts add up to each
+    unit's statistics on the CPU in every counter, no part is empty, and every entry stored in the
+    tables and the host cache is its part's statistics (the audit recounts it on the CPU, its
+    positions at remaining depth 3 filtered by key)."""
+    game = position(fen)
+    units = [game.push(m) for m in sorted(game.legal_moves())[:2]]
+    want = [cpu_stats(u, depth) for u in units]
+    drv = make_driver(kernels)  # GPU depth 4: device tables at remaining depth 3, host entries at 4 (part values)
+    for parts in (2, 3):
+        got = _stats_in_parts(drv, units, depth, game, parts)
+        for i, w in enumerate(want):
+            assert sum((g[i] for g in got), Stats()) == w
+        assert all(sum(g[i].nodes for i in range(len(units))) > 0 for g in got)
+    assert drv.tts and drv.tt_stats["hits"] > 0  # later calls and units found what earlier ones stored
 
 
 # ----- random positions (emulated device; the gpu twins below) ----------------------------------------

@@ -4,7 +4,7 @@
 a sample of its units again (max(5 %, 20) by default, all with ``--check-sample 1``): exit 0 when all
 hold, 1 when a row was changed or a count differs. ``perft deep FEN DEPTH --stats`` counts perft
 statistics (``perft_core.Stats``) of every unit (whole; with ``--tt`` on the GPU backends through
-statistics tables that each worker keeps warm across the run's units), each unit's counters kept in the
+statistics tables that each worker keeps warm across the run's units, in parts as a plain run), each unit's counters kept in the
 store under its row checksum, and prints the Chess Programming Wiki's columns and the checks and
 mates by kind (in ``--json``: ``stats``). ``perft deep --stats FILE``
 prints what a store says about its run's speed (units counted, the tables' statistics per remaining

@@ -707,9 +707,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
             for minutes loses no work; a task that runs past it is waited for. Default: none.
         stats: count perft statistics (``perft_core.Stats``: the leaf moves by kind) of every unit,
-            whole (one part), with ``tt`` through statistics tables each worker keeps warm across
-            the run's units (GPU backends: ``worker.count_stats``, ``TTBfsDriver.perft_stats``); the store keeps each unit's counters under its
-            row checksum and the result's ``stats`` is their sum. A resumed run keeps its own
+            with ``tt`` on the GPU backends in parts as a plain run's (a part's counters are its leaf
+            moves') through statistics tables each worker keeps warm across the run's units
+            (``worker.count_stats``, ``TTBfsDriver.count_roots``), else whole; the store keeps each
+            row's counters under its checksum and the result's ``stats`` is their sum. A resumed run keeps its own
             (asking otherwise is a StoreError).
 
     Returns:
@@ -791,7 +792,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     timings["calibrate"] = time.perf_counter() - t
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
-                    parts = 1 if stats else choose_parts(backend, tt, depth - 1, n_workers)
+                    parts = choose_parts(backend, tt, depth - 1, n_workers)
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
                 t = time.perf_counter()
                 units = units_mod.split(pos, depth, split_ply, seed)
@@ -800,7 +801,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
                                           "verify_sample": verify_sample, "stats": stats}, units,
-                                  1 if stats else choose_parts(backend, tt, depth - split_ply, n_workers))
+                                  choose_parts(backend, tt, depth - split_ply, n_workers))
                 timings["store_create"] = time.perf_counter() - t
                 if progress:
                     print(f"perft deep: {len(units)} units at split ply {split_ply}"

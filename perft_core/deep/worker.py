@@ -49,18 +49,23 @@ def _where(backend: str) -> tuple[str, str]:
 
 
 def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, seed: int | None = None,
-                run_key: str | None = None, run_fen: str | None = None,
-                run_depth: int | None = None) -> list[tuple[int, ...]]:
+                run_key: str | None = None, run_fen: str | None = None, run_depth: int | None = None,
+                part: int = 0, parts: int = 1) -> list[tuple[int, ...]]:
     """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
-    run's units, whole): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU
-    backend counts on one thread (a worker is one core). ``tt`` on the GPU backends: through
-    statistics tables keyed by ``seed`` and kept warm across the units of ``run_key`` (the run of
-    ``run_fen`` at ``run_depth``, which sizes them), as a plain run's units share theirs
-    (``TTBfsDriver.keep_tables``); without ``run_key``, tables of each unit's own."""
+    run's units): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend
+    counts whole units on one thread (a worker is one core). ``tt`` on the GPU backends: the batch
+    is one ``TTBfsDriver.count_roots(stats=True)`` through statistics tables keyed by ``seed`` and
+    kept warm across the units of ``run_key`` (the run of ``run_fen`` at ``run_depth``, which sizes
+    them), ``part`` of ``parts`` of each unit, as :func:`count_batch` counts a plain run's; without
+    ``run_key``, each unit whole with tables of its own.
+
+    Raises ValueError: parts without tables or on the CPU."""
     from ..backends import BACKENDS
 
     positions = [Position.from_fen(f) for f in fens]
     if not (tt and run_key is not None and backend != "cpu"):
+        if parts != 1:
+            raise ValueError("statistics in parts are counted through a GPU backend's tables")
         engine = BACKENDS[backend](threads=1, tt=tt)
         return [engine.count_stats(p, depth).as_tuple() for p in positions]
     drv = get_driver(backend)
@@ -68,11 +73,11 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
     if drv.seed != seed:
         drv.reseed(seed)
     game = Position.from_fen(run_fen)
-    drv.set_part(0, 1)
+    drv.set_part(part, parts)
     drv.keep_tables(run_key, run_depth, game)
     _tables_of[backend] = (run_key, seed)
     drv.tables = True
-    return [drv.perft_stats(p, depth, game).as_tuple() for p in positions]
+    return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
 
 
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
@@ -144,7 +149,7 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
         before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
     counted = None
     if stats:
-        counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth)
+        counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts)
         counts = [c[0] for c in counted]
     else:
         counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)

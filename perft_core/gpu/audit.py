@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _core
 from ..hostbatch import expand_host
+from ..stats import STATS_FIELDS
 from .kernels import PART_DEPTH, key_part
 
 
@@ -31,12 +32,20 @@ def part_counts(driver, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.
     return out
 
 
-def stats_counts(board: np.ndarray, side: int, ci: bytes, r: int) -> tuple[int, ...]:
+def stats_counts(board: np.ndarray, side: int, ci: bytes, r: int, driver=None) -> tuple[int, ...]:
     """The 13 statistics counters (STATS_FIELDS order) of one host board (uint64 (5,)) at remaining
     depth ``r`` >= 1, on the CPU: its subtree expanded ``r - 1`` plies by the host batch kernels, the
-    leaf parents' moves classified (kernels/pc_stats.h ``leaf_stats``) and summed."""
+    leaf parents' moves classified (kernels/pc_stats.h ``leaf_stats``) and summed. With ``driver``
+    counting a part (``TTBfsDriver.set_part``): that part's, the boards at remaining depth
+    PART_DEPTH kept only where their key is in the part."""
     boards = np.ascontiguousarray(board, dtype=np.uint64).reshape(1, -1)
-    for _ in range(r - 1):
+    for left in range(r, 1, -1):
+        if driver is not None and driver.parts > 1 and left == PART_DEPTH:
+            keys = np.empty((len(boards), 2), dtype=np.uint64)
+            _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), side, ci, driver.z_host, keys)
+            boards = boards[key_part(keys, driver.parts) == driver.part]
+            if not len(boards):
+                return (0,) * len(STATS_FIELDS)
         boards, _parents = expand_host(boards, side, ci)
         side ^= 1
     flat = np.ascontiguousarray(boards).reshape(-1)
@@ -61,7 +70,7 @@ def audit(driver) -> tuple[int, list[tuple]]:
         _core.batch_keys(flat, 1, side, ci, driver.z_host, k)
         real_key = (int(k[0, 1]) << 64) | int(k[0, 0])
         if isinstance(count, tuple):
-            real = stats_counts(flat, side, ci, r)
+            real = stats_counts(flat, side, ci, r, driver)
         else:
             real = int(part_counts(driver, flat.reshape(1, -1), side, ci, r)[0])
         checked += 1

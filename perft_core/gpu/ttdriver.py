@@ -163,35 +163,25 @@ class TTBfsDriver(BfsDriver):
         finally:
             self._count_depth = None
 
-    def perft_stats(self, pos, depth: int, game=None) -> Stats:
+    def perft_stats(self, pos, depth: int) -> Stats:
         """Perft statistics of ``pos`` (a Position) at ``depth`` >= 0 plies (:class:`perft_core.Stats`;
         ``Stats(nodes=1)`` at depth 0): through the tables when ``tt_enabled`` (statistics entries,
-        see the module docstring), else BfsDriver's. The tables are rebuilt for each count, as a
-        plain count's, unless ``keep_tables`` keeps them for a run (a deep statistics run's units,
-        counted one after another, then share them as count_roots' do). ``game``: the Position
-        ``pos`` was played from (a deep run's root), whose castling geometry the count uses, so
-        units that lost castling rights still share the run's tables (default: ``pos``'s own).
+        see the module docstring; rebuilt for each count, as a plain count's, unless ``keep_tables``
+        keeps them), else BfsDriver's. A deep run's units go through ``count_roots(stats=True)``.
 
-        Raises ValueError: the driver counts a part (``set_part``) or is inside ``perft_iterative``:
-        statistics count whole positions; ``pos`` castles with a rook ``game``'s geometry lacks.
+        Raises ValueError: the driver counts a part (``set_part``: use count_roots) or is inside
+        ``perft_iterative``.
         """
         if not self.tt_enabled:
             return super().perft_stats(pos, depth)
         if self.parts > 1 or self._warm:
-            raise ValueError("statistics with tables count whole positions: no parts, no iterative count")
-        return self._measured(lambda: self._perft_stats_tt(pos, depth, game))
+            raise ValueError("perft_stats counts whole positions: parts through count_roots, no iterative count")
+        return self._measured(lambda: self._perft_stats_tt(pos, depth))
 
-    def _perft_stats_tt(self, pos, depth: int, game=None) -> Stats:
+    def _perft_stats_tt(self, pos, depth: int) -> Stats:
         if depth == 0:
             return Stats(nodes=1)
-        if game is None:
-            root, us = self._set_root(pos)
-        else:
-            args, rooks = pos.core_args(), game.core_args()[5]
-            if any(r >= 0 and r != g for r, g in zip(args[5], rooks)):
-                raise ValueError(f"perft_stats: {pos.fen()} castles with a rook the geometry of {game.fen()} lacks")
-            self._set_root(game)
-            root, us, _ = _core.gpu_root(args)
+        root, us = self._set_root(pos)
         self._stats_mode = True
         try:
             g = self._prepare(pos, root, us, depth)
@@ -292,14 +282,16 @@ class TTBfsDriver(BfsDriver):
         self.keep_tables(None)
         self.tables = True
 
-    def count_roots(self, positions, depth: int, game=None) -> list[int]:
+    def count_roots(self, positions, depth: int, game=None, stats: bool = False) -> list:
         """perft(p, depth) of each of ``positions`` (Positions with one side to move, e.g. a deep
         run's units) through one sequence of BFS calls, so that equal positions below different
         roots are merged and counted once, as inside a single count. With ``set_part``, each value
         is that part's. ``game``: the Position the positions were played from (a deep run's root):
         its castling geometry serves them all, as it serves every descendant inside a count, so
         positions that lost some castling rights share tables with the rest (default: the first
-        position's geometry). Returns nodes per position (Python ints).
+        position's geometry). ``stats``: the perft statistics of each instead (statistics entries
+        in the tables; a part's are that part's leaf moves). Returns nodes per position (Python
+        ints), or with ``stats`` a :class:`perft_core.Stats` per position.
 
         Raises ValueError if the positions differ in side to move, or one has a castling right
         whose rook is not the geometry's.
@@ -307,7 +299,7 @@ class TTBfsDriver(BfsDriver):
         if not positions:
             return []
         if not self.tt_enabled:
-            return [self.perft(p, depth) for p in positions]
+            return [self.perft_stats(p, depth) if stats else self.perft(p, depth) for p in positions]
         game = positions[0] if game is None else game
         rooks = game.core_args()[5]
         roots, sides = [], set()
@@ -321,15 +313,21 @@ class TTBfsDriver(BfsDriver):
         if len(sides) > 1:
             raise ValueError("count_roots needs positions with one side to move")
         if depth == 0:
-            return [1] * len(positions)
+            return [Stats(nodes=1) if stats else 1 for _ in positions]
         us = sides.pop()
 
-        def count() -> list[int]:
+        def count() -> list:
             self._set_root(game)
-            g = self._prepare(positions[0], roots[0], us, depth)
-            boards = np.array(roots, dtype=np.uint64)
-            values = self._values_tt(boards, self._host_keys(boards, us), np.ones(len(boards), dtype=np.uint64),
-                                     us, depth, g)
+            self._stats_mode = stats
+            try:
+                g = self._prepare(positions[0], roots[0], us, depth)
+                boards = np.array(roots, dtype=np.uint64)
+                values = self._values_tt(boards, self._host_keys(boards, us), np.ones(len(boards), dtype=np.uint64),
+                                         us, depth, g)
+            finally:
+                self._stats_mode = False
+            if stats:
+                return [Stats.from_tuple(int(x) for x in row) for row in values]
             return [int(v) for v in values]
 
         return self._measured(count)
@@ -639,6 +637,9 @@ class TTBfsDriver(BfsDriver):
                 self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
                 k.zero(self._hits_dev)
             if split:  # this part's boards (slot OWN_SLOT): the probes the part made here
+                # Statistics: the filter zeroes a board's count and node value only. Its other 12
+                # counters stay 0 (no children); none came from the table, whose remaining-depth-3
+                # entries are all this part's positions (set_part resets the tables).
                 k.part_filter(keys, n, self.parts, self.part, counts, values, self._hits_dev[OWN_SLOT:OWN_SLOT + 1])
             if tt is not None:  # hits counted on the device, per remaining depth; read once at the end of the call
                 level["probes"] = None if split else n  # a split level's: read with the hits
