@@ -430,3 +430,24 @@ def test_a_deadline_uses_the_phase_s_own_pace_once_results_come_in(monkeypatch):
     rows = _rows(20)
     submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=2e-11, measured=True, deadline=95.0)
     assert (len(counted), left) == (9, 11) and end <= 95.0
+
+
+def test_a_statistics_run_is_calibrated_at_the_statistics_speed():
+    """The calibration counts plainly on a worker: a statistics run's speed is that over the
+    backend's stats_cost, so its units and tasks are cut to the statistics' time (cut for the plain
+    speed, perft 12 statistics on two H200s finished no task within its --max-seconds)."""
+    import types
+
+    from perft_core.backends import BACKENDS
+    from perft_core.deep import run as run_mod
+    from perft_core.deep import worker
+
+    class Client:
+        def submit(self, fn, *args, **kwargs):
+            assert fn is worker.calibrate and args[3:5] == (True, SEED)
+            return types.SimpleNamespace(result=lambda: 1e12)
+
+    for backend in ("gpu", "gpu-emulated", "cpu"):
+        assert run_mod._calibrate(Client(), STARTPOS, 12, backend, True, SEED, False) == 1e12
+        assert run_mod._calibrate(Client(), STARTPOS, 12, backend, True, SEED, True) == 1e12 / BACKENDS[backend].stats_cost
+        assert BACKENDS[backend].stats_cost > 1

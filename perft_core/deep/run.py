@@ -602,6 +602,16 @@ READ_TABLES_SECONDS = 60.0
 them: milliseconds) before it goes on without them."""
 
 
+def _calibrate(client, fen: str, depth: int, backend: str, tt: bool, seed: int, stats: bool) -> float:
+    """Nodes per second of the run's counts, measured on a worker (``worker.calibrate``, plain
+    counts); a statistics run's divided by the backend's ``stats_cost`` (its statistics against its
+    plain count: 12 on the GPU). Without it a statistics run's units and tasks were cut for the
+    plain count's speed: two H200s counting perft 12 statistics finished no task in 210 s of a
+    190-s ``--max-seconds`` (session 16, call C)."""
+    speed = client.submit(worker.calibrate, fen, depth, backend, tt, seed, pure=False).result()
+    return speed / BACKENDS[backend].stats_cost if stats else speed
+
+
 def _read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed: int) -> None:
     """At the end of a phase, the tables of each worker there is now as they stand
     (``worker.table_reading``: their last batch may have skipped the occupancy pass), recorded in
@@ -788,7 +798,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 seed = _core.ZOBRIST_DEFAULT_SEED
                 if split_ply is None:
                     t = time.perf_counter()
-                    speed = client.submit(worker.calibrate, pos.fen(), depth, backend, tt, seed, pure=False).result()
+                    speed = _calibrate(client, pos.fen(), depth, backend, tt, seed, stats)
                     timings["calibrate"] = time.perf_counter() - t
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
@@ -894,7 +904,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         measured = any(r.get("seconds") and r["count"] is not None for r in st.units())
         if rows and pace is None:
             t = time.perf_counter()
-            speed = client.submit(worker.calibrate, run["fen"], run["depth"], backend, tt, seed, pure=False).result()
+            speed = _calibrate(client, run["fen"], run["depth"], backend, tt, seed, run["stats"])
             pace = seconds_per_estimate([], speed * parts)
             timings["calibrate"] = timings.get("calibrate", 0.0) + time.perf_counter() - t
         t_count = time.perf_counter()
