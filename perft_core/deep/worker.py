@@ -68,6 +68,15 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
             raise ValueError("statistics in parts are counted through a GPU backend's tables")
         engine = BACKENDS[backend](threads=1, tt=tt)
         return [engine.count_stats(p, depth).as_tuple() for p in positions]
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts)
+    drv.tables = True
+    return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
+
+
+def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: int, part: int, parts: int):
+    """This process's GPU driver set for a task of a run with tables: keyed by ``seed``, counting
+    ``part`` of ``parts``, its tables kept warm for ``run_key`` (the run of ``run_fen`` at
+    ``run_depth``, which sizes them). Returns (driver, the run's root Position)."""
     drv = get_driver(backend)
     drv.tt_enabled = True
     if drv.seed != seed:
@@ -76,8 +85,7 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
     drv.set_part(part, parts)
     drv.keep_tables(run_key, run_depth, game)
     _tables_of[backend] = (run_key, seed)
-    drv.tables = True
-    return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
+    return drv, game
 
 
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
@@ -114,13 +122,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         drv.whole_counts()
         drv.tt_enabled = False
         return [drv.perft(p, depth) for p in positions]
-    drv.tt_enabled = True
-    if drv.seed != seed:
-        drv.reseed(seed)
-    game = Position.from_fen(run_fen)
-    drv.set_part(part, parts)
-    drv.keep_tables(run_key, run_depth, game)
-    _tables_of[backend] = (run_key, seed)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts)
     drv.tables = tt and tables
     try:
         return drv.count_roots(positions, depth, game)
