@@ -720,8 +720,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             with ``tt`` on the GPU backends in parts as a plain run's (a part's counters are its leaf
             moves') through statistics tables each worker keeps warm across the run's units
             (``worker.count_stats``, ``TTBfsDriver.count_roots``), else whole; the store keeps each
-            row's counters under its checksum and the result's ``stats`` is their sum. A resumed run keeps its own
-            (asking otherwise is a StoreError).
+            row's counters under its checksum and the result's ``stats`` is their sum. A resumed
+            run keeps its own (asking otherwise is a StoreError).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
