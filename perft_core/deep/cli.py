@@ -3,9 +3,9 @@
 ``perft deep --check FILE`` re-reads a store (the run row's and every unit row's checksum) and counts
 a sample of its units again (max(5 %, 20) by default, all with ``--check-sample 1``): exit 0 when all
 hold, 1 when a row was changed or a count differs. ``perft deep FEN DEPTH --stats`` counts perft
-statistics (``perft_core.Stats``) of every unit (whole; with ``--tt`` on the GPU backends through
-statistics tables that each worker keeps warm across the run's units, in parts as a plain run), each unit's counters kept in the
-store under its row checksum, and prints the Chess Programming Wiki's columns and the checks and
+statistics (``perft_core.Stats``) of every unit (whole; with ``--tt`` on the GPU backends in parts
+as a plain run, through statistics tables each worker keeps warm across the run's units), each row's
+counters kept in the store under its checksum, and prints the Chess Programming Wiki's columns and the checks and
 mates by kind (in ``--json``: ``stats``). ``perft deep --stats FILE``
 prints what a store says about its run's speed (units counted, the tables' statistics per remaining
 depth) without counting and without its lock, so it reads a store that a run is writing.
