@@ -609,3 +609,54 @@ def test_local_workers_are_forked_unless_the_client_loaded_cuda_or_the_environme
     monkeypatch.setenv(run_mod.START_METHOD_ENV, "threads")
     with pytest.raises(ValueError, match="PERFT_WORKER_START='threads'"):
         run_mod.worker_start_method()
+
+
+def test_a_verify_pass_is_added_to_a_run_made_without_one(cluster, tmp_path, capsys):
+    """`perft deep --resume FILE --verify-seed S --verify-sample F` on a run with tables made
+    without a verify seed: the units of the sample are counted again under S, the total stays
+    exact, and the store holds its new options under every checksum (reopened: nothing tampered).
+    A row changed by hand before stays found and is counted again. Another seed afterwards, a run
+    without tables, and the run's own key seed are refused."""
+    from perft_core.deep.store import StoreError
+
+    store = tmp_path / "v.sqlite"
+    first = deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, split_ply=2, scheduler=cluster.scheduler_address,
+                       store=store)
+    assert first.nodes == expected(5) and first.verified == 0
+    conn = sqlite3.connect(store)
+    with conn:
+        idx, count = conn.execute("SELECT idx, count FROM units ORDER BY idx LIMIT 1").fetchone()
+        conn.execute("UPDATE units SET count = ? WHERE idx = ?", (str(int(count) + 1), idx))
+    conn.close()
+    assert main(["deep", "--resume", str(store), "--scheduler", cluster.scheduler_address, "--verify-seed", "99",
+                 "--verify-sample", "0.5", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == expected(5) and 0 < out["verified"] < out["units"] and not out["mismatches"]
+    assert [r["idx"] for r in out["tampered"]] == [idx]
+    with Store.open(store) as st:
+        assert (st.run["verify_seed"], st.run["verify_sample"]) == (99, 0.5) and not st.tampered
+        assert sum(r["verify_count"] is not None for r in st.units()) == out["verified"] * st.run["parts"]
+    with pytest.raises(StoreError, match="verify_seed=99, not 7"):
+        deep_perft(resume=store, scheduler=cluster.scheduler_address, verify_seed=7)
+    plain, tables = tmp_path / "plain.sqlite", tmp_path / "tables.sqlite"
+    deep_perft(STARTPOS, 3, split_ply=1, scheduler=cluster.scheduler_address, store=plain)
+    deep_perft(STARTPOS, 3, split_ply=1, backend="gpu-emulated", tt=True, scheduler=cluster.scheduler_address,
+               store=tables)
+    with Store.open(plain) as st, pytest.raises(StoreError, match="without tables"):
+        st.add_verification(99, 1.0)
+    with Store.open(tables) as st:
+        with pytest.raises(StoreError, match="differ from the run's key seed"):
+            st.add_verification(st.run["seed"], 1.0)
+        with pytest.raises(ValueError, match="fraction"):
+            st.add_verification(99, 0)
+        assert st.run["verify_seed"] is None
+    # a row changed by hand in a store opened without repair keeps failing under the new options
+    conn = sqlite3.connect(tables)
+    with conn:
+        conn.execute("UPDATE units SET count = count || '0' WHERE idx = 1")
+    conn.close()
+    with Store.open(tables, repair=False) as st:
+        assert [r["idx"] for r in st.tampered] == [1]
+        st.add_verification(99, 1.0)
+    with Store.open(tables, repair=False) as st:
+        assert st.run["verify_seed"] == 99 and [r["idx"] for r in st.tampered] == [1]

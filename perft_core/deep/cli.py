@@ -185,7 +185,8 @@ def register(sub) -> None:
                    "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
     p.add_argument("--resume", metavar="FILE", help="continue the run of this store")
     p.add_argument("--verify-seed", type=cliargs.seed, metavar="S",
-                   help="with --tt: count every unit again with tables keyed by this Zobrist seed")
+                   help="with --tt: count every unit again with tables keyed by this Zobrist seed (with --resume: "
+                   "also a run made without one)")
     p.add_argument("--verify-sample", type=_fraction, metavar="FRACTION",
                    help="verify only this fraction of the units (chosen by key)")
     p.add_argument("--check", metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "

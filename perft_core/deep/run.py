@@ -701,7 +701,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             plies' growth and a speed measured on a worker).
         store: the new store's path (default ``store.default_store_path()``: in the user's data
             folder, never the current one); it must not hold data or be a device, FIFO or socket.
-            resume: the path of a store to continue; options given must match its run.
+            resume: the path of a store to continue; options given must match its run, except
+            that a run with tables and without a verify seed takes one (``Store.add_verification``).
         verify_seed: count the units again with tables keyed by this Zobrist seed (needs tt);
             verify_sample: the fraction of units to verify (default 1: all; chosen by key).
         progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
@@ -743,6 +744,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
     if resume is not None:
         st = Store.open(resume)
         try:
+            if verify_seed is not None and st.run["verify_seed"] is None:  # a verify pass added to a run without one
+                st.add_verification(verify_seed, 1.0 if verify_sample is None else verify_sample)
             asked = dict(zip(RUN_OPTIONS, (None if fen is None else Position.from_fen(fen).fen(), depth, split_ply,
                                            backend, tt, None, verify_seed, verify_sample, stats)))
             st.check_options(asked)

@@ -216,16 +216,21 @@ class Store:
         self.tampered: list[dict] = []  # rows whose checksum failed when the store was opened
         # a plain run's identity and rows are sealed as schema 5 sealed them; a statistics run's
         # identity says so, and its rows' checksums cover their counters too
-        identity = (*(k for k in RUN_OPTIONS if k != "stats"), "started", "units", "parts")
-        options = "|".join(str(self.run[k]) for k in identity)
-        self._sealed = _SEALED
-        if self.run["stats"]:
-            options += "|stats"
-            self._sealed = (*_SEALED, "stats")
-        conn.create_function("row_checksum", len(self._sealed), lambda *a: row_checksum(options, *a), deterministic=True)
-        conn.create_function("row_checksum_v3", len(_SEALED_V3), lambda *a: _row_checksum_v3(options, *a),
+        self._sealed = (*_SEALED, "stats") if self.run["stats"] else _SEALED
+        self._options = self._identity(self.run)
+        self._register("row_checksum", self._options)
+        conn.create_function("row_checksum_v3", len(_SEALED_V3), lambda *a: _row_checksum_v3(self._options, *a),
                              deterministic=True)
-        self._options = options
+
+    @staticmethod
+    def _identity(run: dict) -> str:
+        """The run's options text, under every row's checksum."""
+        identity = (*(k for k in RUN_OPTIONS if k != "stats"), "started", "units", "parts")
+        return "|".join(str(run[k]) for k in identity) + ("|stats" if run["stats"] else "")
+
+    def _register(self, name: str, options: str) -> None:
+        """SQL function ``name``: the checksum of a row's sealed fields under ``options``."""
+        self.conn.create_function(name, len(self._sealed), lambda *a: row_checksum(options, *a), deterministic=True)
 
     # ----- opening --------------------------------------------------------------------------------
     @staticmethod
@@ -524,6 +529,42 @@ class Store:
             raise StoreError(f"store {self.path}: unit {r['unit']} part {r['part']} ({r['fen']}) fails its checksum "
                              f"({len(bad)} rows): it was changed outside perft deep; resume the store to count it again")
         return self.units()
+
+    def add_verification(self, verify_seed: int, verify_sample: float) -> None:
+        """Give a run that has no verify pass one: its counted and future units (the fraction
+        ``verify_sample`` of them, chosen by key) are counted again through tables keyed by
+        ``verify_seed`` in the verify phase. The options are part of every row's identity, so every
+        row is resealed under the new ones in the same transaction, and only a row that holds its
+        checksum under the old ones: a row changed before stays found (its checksum is cleared).
+        The run row's checksum is rewritten. (Perft 13's store of session 14 was made without a
+        verify seed; issue 33 asks for a verify sample of it.)
+
+        Raises StoreError: the run has a verify seed already, counts without tables or counts
+        statistics (no verify pass for those), or ``verify_seed`` is its key seed; ValueError: a
+        sample outside (0, 1]."""
+        run = self.run
+        if run["verify_seed"] is not None:
+            raise StoreError(f"store {self.path} is a run with verify_seed={run['verify_seed']:#x} already; resume it "
+                             "without --verify-seed or with that seed")
+        if not run["tt"] or run["stats"]:
+            raise StoreError(f"store {self.path} is a run {'of statistics' if run['stats'] else 'without tables'}: "
+                             "it has no verify pass")
+        if verify_seed == run["seed"]:
+            raise StoreError(f"verify seed must differ from the run's key seed {run['seed']:#x}")
+        if isinstance(verify_sample, bool) or not isinstance(verify_sample, (int, float)) or not 0 < verify_sample <= 1:
+            raise ValueError(f"verify sample must be a fraction in (0, 1], got {verify_sample!r}")
+        new_run = {**run, "verify_seed": verify_seed, "verify_sample": float(verify_sample)}
+        new_row = {**self._run_row, "verify_seed": _seed_text(verify_seed), "verify_sample": float(verify_sample)}
+        options = self._identity(new_run)
+        self._register("row_checksum_new", options)
+        fields = ", ".join(self._sealed)
+        with self._transaction():
+            self.conn.execute(f"UPDATE units SET checksum = CASE WHEN checksum IS row_checksum({fields}) "
+                              f"THEN row_checksum_new({fields}) ELSE NULL END")
+            self.conn.execute("UPDATE run SET verify_seed = ?, verify_sample = ?, checksum = ?",
+                              (new_row["verify_seed"], new_row["verify_sample"], run_checksum(new_row)))
+        self.run, self._run_row, self._options = new_run, {**new_row, "checksum": run_checksum(new_row)}, options
+        self._register("row_checksum", options)
 
     def check_options(self, asked: dict) -> None:
         """Raise StoreError if any option in ``asked`` (RUN_OPTIONS keys; None = not asked) differs
