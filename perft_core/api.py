@@ -183,10 +183,11 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
     Arguments as for :func:`perft`, with the same checks, limits and estimate rule: a count whose
     estimate (the plain count's, times the backend's ``stats_cost``, the measured cost of
     statistics) exceeds ``max_estimate_seconds`` is refused unless ``force``; ``max_seconds``
-    stops it. Every backend counts statistics: ``cpu`` (every core by default, ``threads``;
-    without tables), ``gpu`` and ``gpu-emulated`` (the BFS driver's levels down to the leaf parents,
-    then the statistics leaf: perft_core.gpu.driver; with ``tt``, through statistics tables:
-    perft_core.gpu.ttdriver); ``progress`` is accepted and draws nothing.
+    stops it. Every backend counts statistics: ``cpu`` (every core by default, ``threads``; with
+    ``tt``, through CPU statistics tables: perft_core.stats_tt), ``gpu`` and ``gpu-emulated`` (the BFS
+    driver's levels down to the leaf parents, then the statistics leaf: perft_core.gpu.driver; with
+    ``tt``, through statistics tables: perft_core.gpu.ttdriver); ``progress`` is accepted and draws
+    nothing.
 
     Returns:
         A :class:`perft_core.Stats` (its docstring defines every counter and the Chess Programming
@@ -194,8 +195,7 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
 
     Raises:
         FenError, ValueError, CountRefused: as for :func:`perft`.
-        StatsUnsupported (a ValueError): ``tt=True`` on the cpu backend; a ``verify_seed`` with
-            ``max_seconds``.
+        StatsUnsupported (a ValueError): a ``verify_seed`` with ``max_seconds``.
         HashVerificationError: ``verify_seed`` (with ``tt``) counted statistics that differ from the
             first key seed's.
         ValueError: ``backend="gpu"`` where CuPy or a CUDA device is missing.
@@ -241,7 +241,7 @@ def _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_s
         engine.count_stats(pos, depth)  # raises StatsUnsupported, naming the backend
     if tt and not engine.stats_tables:
         raise StatsUnsupported(f"backend {engine.name!r} counts statistics without transposition tables: leave "
-                               "out tt (the CLI's --tt), or count on 'gpu' / 'gpu-emulated'")
+                               "out tt (the CLI's --tt)")
     if force or max_estimate_seconds is None or depth == 0:
         return engine, pos
     if estimate.node_bound(pos, depth) / engine.speed_floor * engine.stats_cost <= max_estimate_seconds:

@@ -222,12 +222,31 @@ class CpuBackend(Backend):
     # session 14, ci/bench_stats.py); the estimate's refusal multiplies the plain count's time by it.
     stats_cost = 2.5
 
+    stats_tables = True
+
     def divide_stats(self, pos, depth, max_seconds=None):
-        from . import _core
+        """``{uci: Stats}`` of each root move: the extension's statistics recursion, with ``tt``
+        through statistics tables shared by the root moves (:mod:`perft_core.stats_tt`) and, with a
+        ``verify_seed``, counted again through tables keyed by it, every counter compared.
+        ``max_seconds``: the extension stops at the deadline; CountInterrupted keeps the root moves
+        counted in full.
+
+        Raises HashVerificationError: the two key seeds' statistics of a root move differ;
+        StatsUnsupported: a ``verify_seed`` with ``max_seconds``; CountInterrupted."""
+        from . import _core, stats_tt
         from .errors import CountInterrupted
         from .stats import Stats
+        if self.tt and max_seconds is None:
+            return self._verified(depth, lambda seed: stats_tt.divide_stats_tt(
+                pos, depth, threads=self.threads, tt_mb=self._budget(), seed=seed))
+        if self.verify_seed is not None:
+            raise StatsUnsupported("a time-limited statistics count has no verify pass: leave out verify_seed or "
+                                   "max_seconds")
         t0 = time.perf_counter()
         try:
+            if self.tt:
+                return stats_tt.divide_stats_tt(pos, depth, threads=self.threads, tt_mb=self._budget(),
+                                                max_seconds=max_seconds)
             parts = _core.divide_stats(pos.core_args(), depth, self.threads, max_seconds or 0.0)
         except _core.CountStopped as exc:
             partial = {m: Stats.from_tuple(t) for m, t in exc.args[1]}
@@ -235,8 +254,15 @@ class CpuBackend(Backend):
         return {m: Stats.from_tuple(t) for m, t in sorted(parts)}
 
     def count_stats(self, pos, depth):
-        from . import _core
+        """The Stats of the leaf moves ``depth`` plies below ``pos``; with ``tt`` through statistics
+        tables (and a ``verify_seed``'s second pass, as :meth:`divide_stats`).
+
+        Raises HashVerificationError: the two key seeds' statistics differ."""
+        from . import _core, stats_tt
         from .stats import Stats
+        if self.tt:
+            return self._verified(depth, lambda seed: stats_tt.perft_stats_tt(
+                pos, depth, threads=self.threads, tt_mb=self._budget(), seed=seed))
         return Stats.from_tuple(_core.perft_stats(pos.core_args(), depth, self.threads))
 
     def _count(self, pos, depth, seed):

@@ -69,9 +69,6 @@ def _stats_one(args, pos, depth: int) -> int:
     from .stats import Stats
     from .zobrist import HashVerificationError
 
-    if args.tt and args.backend == "cpu":
-        raise UsageError("--stats counts without --tt on the cpu backend (gpu and gpu-emulated count statistics "
-                         "through their tables)")
     if args.verify_seed is not None and args.max_seconds is not None:
         raise UsageError("--stats with --verify-seed counts without --max-seconds (no time-limited verify pass)")
     options = {"backend": args.backend, "threads": args.threads, "max_seconds": args.max_seconds, "force": args.force}
@@ -301,7 +298,7 @@ def register(sub) -> None:
     run.add_argument("--stats", action="store_true",
                      help="perft statistics of the leaf moves: the Chess Programming Wiki's columns (captures, e.p., "
                           "castles, promotions, checks, discovery and double checks, checkmates) and checks and "
-                          "mates by kind (cpu backend, without --tt)")
+                          "mates by kind (every backend; with --tt through statistics tables)")
     count_options(run)
     run.add_argument("--chess960", action="store_true", help="read the position with Chess960 castling rules")
     run.add_argument("--json", action="store_true", help="print one JSON object (one per line for many positions)")

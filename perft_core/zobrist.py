@@ -124,6 +124,9 @@ class TranspositionTable:
             budget over the memory available (``limits.check_table_bytes``: the pages are made at once).
     """
 
+    _NATIVE = "TTable"
+    """The extension's table class (perft_core.stats_tt's subclass: ``StatsTTable``)."""
+
     def __init__(self, max_depth: int, mb: float = DEFAULT_TT_MB, *, seed: int | None = None,
                  min_depth: int = 2, lossless_from: int | None = None, record_positions: bool = False):
         self.record_positions = bool(record_positions)
@@ -136,8 +139,8 @@ class TranspositionTable:
             lossless_from = max(max_depth - 3, 0)
         budget = _budget_bytes(mb)
         limits.check_table_bytes(budget)  # the pages are made at once: more than there is would be killed
-        self._native = _core.TTable(max_depth, budget, _seed(seed), min_depth=min_depth,
-                                    lossless_from=int(lossless_from), record=bool(record_positions))
+        self._native = getattr(_core, self._NATIVE)(max_depth, budget, _seed(seed), min_depth=min_depth,
+                                                    lossless_from=int(lossless_from), record=bool(record_positions))
 
     @property
     def seed(self) -> int:

@@ -426,7 +426,8 @@ KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1
 @pytest.mark.parametrize("fen,depth,split_ply,backend,tt", [(STARTPOS, 5, 3, "cpu", False),
                                                            (KIWIPETE, 4, 2, "cpu", False),
                                                            (KIWIPETE, 3, 1, "gpu-emulated", False),
-                                                           (STARTPOS, 5, 2, "gpu-emulated", True)])
+                                                           (STARTPOS, 5, 2, "gpu-emulated", True),
+                                                           (KIWIPETE, 4, 1, "cpu", True)])
 def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_published_row(cluster, tmp_path, fen,
                                                                                        depth, split_ply, backend, tt):
     """perft deep with stats: every unit's 13 counters kept in the store, the total their sum times
@@ -464,19 +465,18 @@ def test_a_statistics_run_adds_its_units_counters_times_their_paths_to_the_publi
 
 
 def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store, capsys):
-    """A plain store resumed with stats, or stats with tables, is refused with one line; a
-    statistics store's run row seals its flag (a store edited into a plain run fails its checksum)."""
+    """A plain store resumed with stats, or stats with a verify seed, is refused with one line; the
+    CLI counts statistics with tables on the cpu backend; a statistics store's run row seals its flag
+    (a store edited into a plain run fails its checksum)."""
     from perft_core.deep.store import StoreError, StoreTampered
     from perft_core.errors import StatsUnsupported
 
     with pytest.raises(StoreError, match="stats=False, not True"):
         deep_perft(resume=small_store, scheduler=cluster.scheduler_address, stats=True)
-    with pytest.raises(StatsUnsupported, match="with tables on the GPU backends, not 'cpu'"):
-        deep_perft(STARTPOS, 3, tt=True, stats=True, scheduler=cluster.scheduler_address,
-                   store=tmp_path / "x.sqlite")
     assert main(["deep", STARTPOS, "3", "--tt", "--stats", "--scheduler", cluster.scheduler_address,
-                 "--store", str(tmp_path / "y.sqlite")]) == 2
-    assert "with tables on the GPU backends" in capsys.readouterr().err
+                 "--store", str(tmp_path / "y.sqlite"), "--json"]) == 0
+    cpw, published = json.loads(capsys.readouterr().out)["stats"]["cpw"], _cpw_detail("rnbqkbnr/pppppppp", 3)
+    assert {k: v for k, v in cpw.items() if k in published} == published
     with pytest.raises(StatsUnsupported, match="no verify pass"):
         deep_perft(STARTPOS, 3, backend="gpu-emulated", tt=True, stats=True, verify_seed=5,
                    scheduler=cluster.scheduler_address, store=tmp_path / "z.sqlite")

@@ -198,8 +198,9 @@ def test_depth_zero_and_one():
 
 
 @pytest.mark.parametrize("kw, match", [
-    ({"tt": True}, "without transposition tables"),
+    ({"tt": True, "verify_seed": 7, "max_seconds": 5}, "no verify pass"),
     ({"tt": True, "backend": "gpu-emulated", "verify_seed": 7, "max_seconds": 5}, "no verify pass"),
+    ({"verify_seed": 7}, "verify_seed needs tt"),
     ({"depth": -1}, "depth"),
     ({"depth": 65}, "depth"),
     ({"threads": 0}, "threads"),
@@ -274,7 +275,6 @@ def test_cli_json_and_divide(capsys):
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--tt"], "--stats counts without --tt on the cpu backend"),
     (["--backend", "gpu-emulated", "--tt", "--verify-seed", "7", "--max-seconds", "5"],
      "--stats with --verify-seed counts without --max-seconds"),
 ])

@@ -734,7 +734,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
         (nothing lost: resume); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a
-        backend without statistics tables (cpu), or with a verify seed.
+        backend without statistics tables (every backend has them now), or with a verify seed.
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
@@ -762,7 +762,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         if stats and ((tt and not BACKENDS[backend].stats_tables) or verify_seed is not None):
             from ..errors import StatsUnsupported
 
-            raise StatsUnsupported(f"a deep run counts statistics with tables on the GPU backends, not {backend!r}"
+            raise StatsUnsupported(f"backend {backend!r} counts no statistics through tables"
                                    if verify_seed is None else "a deep run of statistics has no verify pass yet: "
                                    "leave out the verify seed")
         if verify_seed is not None and not tt:

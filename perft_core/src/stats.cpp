@@ -1,14 +1,18 @@
-// Perft statistics on the CPU: a recursion of its own over the leaf classification of kernels/pc_stats.h.
-// The plain count (perft_rec in src/host.h) is a separate instantiation in another translation
-// unit: asking for nodes alone compiles and runs exactly as before.
+// Perft statistics on the CPU: a recursion of its own over the leaf classification of kernels/pc_stats.h,
+// without tables (stats_rec) and through the statistics tables of src/tt_stats.h (stats_tt_rec).
+// The plain count (perft_rec in src/host.h, tt_rec in src/tt.h) is a separate instantiation in
+// other translation units: asking for nodes alone compiles and runs exactly as before.
 #include <mutex>
 
 #include "host.h"
 #include "modules.h"
 #include "pc_stats.h"
 #include "stop.h"
+#include "tt_stats.h"
 
 using namespace pc_host;
+using pc_tt::LevelStats;
+using pc_tt::StatsTable;
 
 namespace {
 
@@ -79,9 +83,128 @@ std::vector<StatCounts> divide_stats(const Root& r, const std::vector<Move>& mov
     return out;
 }
 
+// ----- through the statistics tables -------------------------------------------------------------
+
+// One thread's view of a statistics search through the tables: the table, its keys, the root's
+// castling geometry, its own level statistics.
+struct StatsSearch {
+    StatsTable& tt;
+    const ZobristKeys& z;
+    const CastleInfo& ci;
+    std::vector<LevelStats> st;
+    StatsSearch(StatsTable& t, const CastleInfo& c) : tt(t), z(t.keys()), ci(c), st(t.max_depth() + 1) {}
+};
+
+// Statistics of b (key k, Us to move) at remaining depth >= 1 through the tables, added to `out`.
+// As tt_rec (src/tt.h): probed and stored at every depth with a level; below the lowest level the
+// recursion without keys (stats_rec); a stopped count stores nothing where it may hold a partial sum.
+template <int Us>
+void stats_tt_rec(const Board& b, const Key128& k, int depth, StatsSearch& s, StatCounts& out) {
+    if (depth == 1) {
+        leaf_stats<Us>(b, s.ci, out);
+        return;
+    }
+    if (depth >= STOP_PLIES && stop_requested()) return;
+    const bool use = s.tt.kind(depth) != pc_tt::LEVEL_NONE;
+    StatCounts here;
+    if (use && s.tt.probe(depth, k, here, s.st[depth])) {
+        stats_add(out, here);
+        return;
+    }
+    stats_zero(here);
+    if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
+        stats_rec<Us>(b, s.ci, depth, here);
+    } else {
+        // Children and their keys first, each child's bucket prefetched; then the counts.
+        Move list[PC_MAX_MOVES];
+        Board child[PC_MAX_MOVES];
+        Key128 key[PC_MAX_MOVES];
+        const int n = generate_moves<Us>(b, s.ci, list);
+        for (int i = 0; i < n; ++i) {
+            child[i] = b;
+            make_move<Us>(child[i], list[i], s.ci);
+            key[i] = update_hash<Us>(k, b, list[i], s.ci, s.z);
+            s.tt.prefetch(depth - 1, key[i]);
+        }
+        for (int i = 0; i < n; ++i) stats_tt_rec<Us ^ 1>(child[i], key[i], depth - 1, s, here);
+    }
+    if (use && (depth < STOP_PLIES || !stop_requested())) s.tt.store(depth, k, here, b, Us, s.ci, s.st[depth]);
+    stats_add(out, here);
+}
+
+// The statistics below each root move through the tables, on `threads` threads sharing them (the
+// subtrees of split_divide, as divide_tt_counts in src/tt.h). `done`: which root moves were
+// counted in full when the count was stopped.
+std::vector<StatCounts> divide_stats_tt(const Root& r, const std::vector<Move>& moves, int depth, int threads,
+                                        StatsTable& tt, std::vector<bool>& done) {
+    std::vector<StatCounts> out(moves.size());
+    for (auto& s : out) stats_zero(s);
+    done.assign(moves.size(), true);
+    if (depth <= 0) return out;
+    if (depth > tt.max_depth()) throw std::invalid_argument("depth exceeds the table's max_depth");
+    if (tt.record() && threads > 1) throw std::invalid_argument("a recording table needs threads=1");
+    if (depth == 1) {  // the root moves are the leaf moves
+        for (size_t i = 0; i < moves.size(); ++i) {
+            if (r.us == WHITE) move_stats<WHITE>(r.board, r.ci, moves[i], out[i]);
+            else move_stats<BLACK>(r.board, r.ci, moves[i], out[i]);
+        }
+        return out;
+    }
+    struct Item { Board b; Key128 k; int root, us, depth; };
+    const ZobristKeys& z = tt.keys();
+    std::vector<Item> items;
+    split_divide(r, Item{r.board, pc_tt::root_key(r.board, r.us, r.ci, z), -1, r.us, depth}, moves, depth, threads,
+                 items, [&](const Item& p, Move m, const Board& c, int root) {
+                     return Item{c, pc_tt::play_key(p.b, p.us, m, p.k, r.ci, z), root, p.us ^ 1, 0};
+                 });
+    std::vector<int> left(moves.size(), 0);
+    for (const Item& it : items) ++left[it.root];
+    std::mutex lock;
+    std::atomic<size_t> next{0};
+    run_workers(threads, items.size(), [&]() {
+        StatsSearch s(tt, r.ci);
+        for (size_t k; !stop_requested() && (k = next.fetch_add(1)) < items.size();) {
+            const Item& it = items[k];
+            StatCounts c;
+            stats_zero(c);
+            if (it.depth == 0) c.nodes = 1;
+            else if (it.us == WHITE) stats_tt_rec<WHITE>(it.b, it.k, it.depth, s, c);
+            else stats_tt_rec<BLACK>(it.b, it.k, it.depth, s, c);
+            if (stop_requested()) break;  // c may be cut short: discard it
+            std::lock_guard<std::mutex> hold(lock);
+            stats_add(out[it.root], c);
+            --left[it.root];
+        }
+        tt.add_stats(s.st);
+    });
+    for (size_t i = 0; i < moves.size(); ++i) done[i] = left[i] == 0;
+    return out;
+}
+
 py::tuple as_tuple(const StatCounts& s) {
     return py::make_tuple(s.nodes, s.captures, s.en_passant, s.castles, s.promotions, s.checks[0], s.checks[1],
                           s.checks[2], s.checks[3], s.mates[0], s.mates[1], s.mates[2], s.mates[3]);
+}
+
+py::tuple words_tuple(const u64* w) {
+    StatCounts s;
+    pc_tt::stats_from_words(w, s);
+    return as_tuple(s);
+}
+
+// [(uci, 13-tuple)] of the root moves counted in full.
+py::list done_list(const Root& r, const std::vector<Move>& moves, const std::vector<StatCounts>& parts,
+                   const std::vector<bool>& done) {
+    py::list out;
+    for (size_t i = 0; i < moves.size(); ++i)
+        if (done[i]) out.append(py::make_tuple(uci(r, moves[i]), as_tuple(parts[i])));
+    return out;
+}
+
+std::vector<StatCounts> tt_parts(const Root& r, const std::vector<Move>& moves, int depth, int threads, StatsTable& t,
+                                 std::vector<bool>& done) {
+    py::gil_scoped_release nogil;
+    return divide_stats_tt(r, moves, depth, threads, t, done);
 }
 
 }  // namespace
@@ -123,12 +246,65 @@ void register_stats(py::module_& m) {
             py::gil_scoped_release nogil;
             parts = divide_stats(r, moves, depth, threads, done);
         }
-        py::list out;
-        for (size_t i = 0; i < moves.size(); ++i)
-            if (done[i]) out.append(py::make_tuple(uci(r, moves[i]), as_tuple(parts[i])));
+        py::list out = done_list(r, moves, parts, done);
         stop.finish(out);
         return out;
     }, py::arg("args"), py::arg("depth"), py::arg("threads") = 1, py::arg("max_seconds") = 0.0,
        "[(uci, 13-tuple)] of statistics below each root move. max_seconds > 0: raise CountStopped(message, "
        "[(uci, 13-tuple)] of the moves counted in full) after that many seconds.");
+
+    pc_tt::bind_tables<StatsTable>(m, "StatsTTable",
+                                   "Statistics transposition tables, one per remaining depth (see src/tt_stats.h).")
+        .def("entries", [](const StatsTable& t) {
+            py::list out;
+            t.for_each([&](int d, int kind, u64 bucket, const Key128& k, bool known, const u64* w, const pc_tt::Rec& rec) {
+                out.append(py::make_tuple(d, pc_tt::kind_name(kind), bucket, k.lo, k.hi, known, words_tuple(w),
+                                          rec.valid ? py::object(pc_tt::rec_args(rec)) : py::object(py::none())));
+            });
+            return out;
+        }, "Every stored entry: (depth, kind, bucket, key_lo, key_hi, key_lo_is_full, 13-tuple, core args or None); "
+           "key_hi is the key the entry answers for (check ^ mix of its counters).")
+        .def("lookup", [](StatsTable& t, u64 lo, u64 hi, int depth) -> py::object {
+            if (t.kind(depth) == pc_tt::LEVEL_NONE) return py::none();
+            LevelStats scratch;
+            StatCounts c;
+            if (!t.probe(depth, Key128{lo, hi}, c, scratch)) return py::none();
+            return as_tuple(c);
+        }, py::arg("key_lo"), py::arg("key_hi"), py::arg("depth"), "The stored 13-tuple of a key at a depth, or None.")
+        .def("poison", &StatsTable::poison, py::arg("counter"),
+             "Tests only: counter `counter` (STATS_FIELDS index) one more in every entry, its check unchanged.");
+
+    // Both stop as perft_stats and divide_stats do (stop.h); a count cut short stores nothing where it
+    // may hold a partial sum, so the tables stay exact.
+    m.def("perft_stats_tt", [](const py::tuple& args, int depth, int threads, StatsTable& table, double max_seconds) {
+        check_depth(depth);
+        check_threads(threads);
+        Root r = parse_args(args);
+        if (depth == 0) return as_tuple(stats_any(r.board, r.ci, r.us, 0));
+        const std::vector<Move> moves = legal_list(r);
+        StopScope stop(depth, max_seconds);
+        std::vector<bool> done;
+        StatCounts total;
+        stats_zero(total);
+        for (const StatCounts& s : tt_parts(r, moves, depth, threads, table, done)) stats_add(total, s);
+        stop.finish();
+        return as_tuple(total);
+    }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("max_seconds") = 0.0,
+       "Perft statistics of B at depth through the statistics tables: a 13-tuple (STATS_FIELDS order). "
+       "max_seconds > 0: raise CountStopped after that many seconds.");
+
+    m.def("divide_stats_tt", [](const py::tuple& args, int depth, int threads, StatsTable& table, double max_seconds) {
+        check_depth(depth);
+        check_threads(threads);
+        Root r = parse_args(args);
+        const std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
+        StopScope stop(depth, max_seconds);
+        std::vector<bool> done;
+        const std::vector<StatCounts> parts = tt_parts(r, moves, depth, threads, table, done);
+        py::list out = done_list(r, moves, parts, done);
+        stop.finish(out);
+        return out;
+    }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("max_seconds") = 0.0,
+       "[(uci, 13-tuple)] below each root move through the statistics tables. max_seconds > 0: raise "
+       "CountStopped(message, [(uci, 13-tuple)] of the moves counted in full) after that many seconds.");
 }

@@ -56,6 +56,15 @@ inline Rec make_rec(const Board& b, int us, const CastleInfo& ci) {
     return r;
 }
 
+// The core-args tuple (perft_core.position.Position.core_args, chess960 False) of a recorded position.
+inline py::tuple rec_args(const Rec& r) {
+    int f = (r.state >> 4) - 1;
+    int ep = f < 0 ? -1 : (r.us == WHITE ? 40 : 16) + f;
+    return py::make_tuple(r.pbq, r.nbk, r.rqk, r.black, r.us == WHITE,
+                          py::make_tuple((int)r.rooks[0], (int)r.rooks[1], (int)r.rooks[2], (int)r.rooks[3]), ep,
+                          false);
+}
+
 struct LevelStats {
     u64 probes = 0, hits = 0, stores = 0;
     u64 replaced = 0;  // lossy: a store overwrote another key's entry
@@ -72,6 +81,8 @@ struct LevelStats {
 };
 
 enum LevelKind { LEVEL_NONE = 0, LEVEL_LOSSY = 1, LEVEL_LOSSLESS = 2 };
+
+inline const char* kind_name(int k) { return k == LEVEL_LOSSY ? "lossy" : k == LEVEL_LOSSLESS ? "lossless" : "none"; }
 
 struct LosslessNode {
     Key128 key;
@@ -118,16 +129,22 @@ class Mapped {
     size_t bytes_ = 0;
 };
 
-// All the tables of one search (or of several searches with the same key seed).
-class Table {
+// What the node-count tables below and the statistics tables of src/tt_stats.h share: the key
+// seed, the levels and their sizes, the lossy levels' words, the lossless levels' bucket heads, the
+// record arrays and the per-level statistics. A derived class adds its lossless nodes
+// (capacity_ of them) and the probe and store of its entries.
+//
+// Levels exist for remaining depths min_depth .. max_depth - 1 (the root is never stored): lossless
+// for d >= lossless_from, lossy below. `bytes` bounds every allocation (record arrays included). Of
+// the budget, the lossless pool gets 1/16 when lossy levels exist too (all of it otherwise); the
+// lossy levels share the rest (below). A lossy slot is `slot_words` words (and a Rec when
+// recording), a lossless node `node_bytes` (its Rec included) plus a bucket head in each lossless level.
+class Levels {
   public:
-    // Levels exist for remaining depths min_depth .. max_depth - 1 (the root is never stored).
-    // Levels at d >= lossless_from are lossless, the others lossy. `bytes` bounds every allocation
-    // of the tables (record arrays included). Of the budget, the lossless pool gets 1/16 when
-    // lossy levels exist too (all of it otherwise); the lossy levels share the rest (below).
-    Table(int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record)
+    Levels(int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record, u64 slot_words,
+           u64 node_bytes)
         : max_depth_(max_depth), min_depth_(std::max(min_depth, 2)), seed_(seed), record_(record),
-          budget_(bytes) {
+          budget_(bytes), slot_words_(slot_words) {
         if (max_depth < 0 || max_depth > 64) throw std::invalid_argument("max_depth must be in 0..64");
         zobrist_init(keys_, seed);
         kinds_.assign(max_depth_ + 1, LEVEL_NONE);
@@ -154,7 +171,7 @@ class Table {
             wsum += w[d];
             ++i;
         }
-        const u64 entry_bytes = sizeof(TTEntry16) + (record ? sizeof(Rec) : 0);
+        const u64 entry_bytes = 8 * slot_words + (record ? sizeof(Rec) : 0);
         for (int d = min_depth_; d < max_depth_; ++d) {
             if (kinds_[d] != LEVEL_LOSSY) continue;
             u64 n = (u64)((double)lossy_budget * (w[d] / wsum)) / entry_bytes & ~1ULL;  // whole buckets
@@ -163,13 +180,13 @@ class Table {
                 continue;
             }
             sizes_[d] = n;
-            lossy_[d] = Mapped<u64>(2 * n);
+            lossy_[d] = Mapped<u64>(slot_words * n);
             if (record) lossy_rec_[d] = Mapped<Rec>(n);
             allocated_ += n * entry_bytes;
         }
         if (n_lossless) {
-            // Per node: the node, its record, and one bucket head in each lossless level.
-            const u64 per_node = sizeof(LosslessNode) + (record ? sizeof(Rec) : 0) + 4 * (u64)n_lossless;
+            // Per node: the node (its record included), and one bucket head in each lossless level.
+            const u64 per_node = node_bytes + 4 * (u64)n_lossless;
             u64 cap = ll_budget / per_node;
             if (cap > 0xFFFFFFF0ULL) cap = 0xFFFFFFF0ULL;
             for (int d = min_depth_; d < max_depth_; ++d) {
@@ -184,9 +201,8 @@ class Table {
             }
             if (cap) {
                 capacity_ = cap;
-                nodes_ = Mapped<LosslessNode>(cap);
                 if (record) node_rec_ = Mapped<Rec>(cap);
-                allocated_ += cap * (sizeof(LosslessNode) + (record ? sizeof(Rec) : 0));
+                allocated_ += cap * node_bytes;
             }
         }
         for (int d = max_depth_; d >= 0; --d)
@@ -211,6 +227,58 @@ class Table {
     const LevelStats& stats(int d) const { return stats_[d]; }
     std::mutex& mutex() { return mutex_; }
 
+    // The bucket of key k in level d: a lossy level's two-entry bucket, a lossless level's chain.
+    u64 bucket(int d, const Key128& k) const {
+        return kinds_[d] == LEVEL_LOSSY ? tt16_slot(k, sizes_[d] / 2) : kinds_[d] == LEVEL_LOSSLESS ? tt16_slot(k, sizes_[d]) : 0;
+    }
+
+    void add_stats(const std::vector<LevelStats>& local) {
+        std::lock_guard<std::mutex> g(mutex_);
+        for (size_t d = 0; d < local.size() && d < stats_.size(); ++d) stats_[d].add(local[d]);
+    }
+
+    // Forgets every entry and statistic.
+    void clear() {
+        std::lock_guard<std::mutex> g(mutex_);
+        for (int d = 0; d <= max_depth_; ++d) {
+            if (kinds_[d] == LEVEL_LOSSY) {
+                std::memset(lossy_[d].get(), 0, 8 * slot_words_ * sizes_[d]);
+                if (record_) std::memset(lossy_rec_[d].get(), 0, sizeof(Rec) * sizes_[d]);
+            } else if (kinds_[d] == LEVEL_LOSSLESS) {
+                std::memset(heads_[d].get(), 0, 4 * sizes_[d]);
+            }
+            stats_[d] = LevelStats();
+        }
+        used_ = 0;
+    }
+
+  protected:
+    int max_depth_, min_depth_, lowest_ = 1 << 30;
+    u64 seed_;
+    bool record_;
+    u64 budget_, allocated_ = 0, slot_words_;
+    ZobristKeys keys_;
+    std::vector<int> kinds_;
+    std::vector<u64> sizes_;  // slots of a lossy level, buckets of a lossless one
+    std::vector<Mapped<u64>> lossy_;
+    std::vector<Mapped<Rec>> lossy_rec_;
+    std::vector<Mapped<u32>> heads_;
+    Mapped<Rec> node_rec_;
+    u64 capacity_ = 0, used_ = 0;
+    std::vector<LevelStats> stats_;
+    std::mutex mutex_;
+};
+
+// All the tables of one search (or of several searches with the same key seed): 16-byte lossy
+// entries (kernels/pc_tt.h) and LosslessNode nodes.
+class Table : public Levels {
+  public:
+    Table(int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record)
+        : Levels(max_depth, bytes, seed, min_depth, lossless_from, record, 2,
+                 sizeof(LosslessNode) + (record ? sizeof(Rec) : 0)) {
+        if (capacity_) nodes_ = Mapped<LosslessNode>(capacity_);
+    }
+
     bool probe(int d, const Key128& k, u128& count, LevelStats& st) {
         ++st.probes;
         bool hit = kinds_[d] == LEVEL_LOSSY ? probe_lossy(d, k, count) : probe_lossless(d, k, count);
@@ -227,30 +295,6 @@ class Table {
     // MiB costs a trip to memory; prefetched while the siblings are made, it overlaps).
     void prefetch(int d, const Key128& k) const {
         if (kind(d) == LEVEL_LOSSY) __builtin_prefetch(bucket_ptr(d, k));
-    }
-
-    // The bucket of key k in level d: a lossy level's two-entry bucket, a lossless level's chain.
-    u64 bucket(int d, const Key128& k) const {
-        return kinds_[d] == LEVEL_LOSSY ? tt16_slot(k, sizes_[d] / 2) : kinds_[d] == LEVEL_LOSSLESS ? tt16_slot(k, sizes_[d]) : 0;
-    }
-
-    void add_stats(const std::vector<LevelStats>& local) {
-        std::lock_guard<std::mutex> g(mutex_);
-        for (size_t d = 0; d < local.size() && d < stats_.size(); ++d) stats_[d].add(local[d]);
-    }
-
-    void clear() {
-        std::lock_guard<std::mutex> g(mutex_);
-        for (int d = 0; d <= max_depth_; ++d) {
-            if (kinds_[d] == LEVEL_LOSSY) {
-                std::memset(lossy_[d].get(), 0, 16 * sizes_[d]);
-                if (record_) std::memset(lossy_rec_[d].get(), 0, sizeof(Rec) * sizes_[d]);
-            } else if (kinds_[d] == LEVEL_LOSSLESS) {
-                std::memset(heads_[d].get(), 0, 4 * sizes_[d]);
-            }
-            stats_[d] = LevelStats();
-        }
-        used_ = 0;
     }
 
     // The audit walk: calls f(depth, kind, bucket, key, key_known, count, rec) for every stored
@@ -352,22 +396,58 @@ class Table {
         ++st.stores;
     }
 
-    int max_depth_, min_depth_, lowest_ = 1 << 30;
-    u64 seed_;
-    bool record_;
-    u64 budget_, allocated_ = 0;
-    ZobristKeys keys_;
-    std::vector<int> kinds_;
-    std::vector<u64> sizes_;  // slots of a lossy level, buckets of a lossless one
-    std::vector<Mapped<u64>> lossy_;
-    std::vector<Mapped<Rec>> lossy_rec_;
-    std::vector<Mapped<u32>> heads_;
     Mapped<LosslessNode> nodes_;
-    Mapped<Rec> node_rec_;
-    u64 capacity_ = 0, used_ = 0;
-    std::vector<LevelStats> stats_;
-    std::mutex mutex_;
 };
+
+// The Python class of a table type T (Table, or StatsTable of src/tt_stats.h): its constructor,
+// properties, levels, per-level statistics, bucket and clear; each caller adds entries and lookup.
+template <class T>
+py::class_<T> bind_tables(py::module_& m, const char* name, const char* doc) {
+    py::class_<T> c(m, name, doc);
+    c.def(py::init([](int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record) {
+          if (lossless_from < 0) lossless_from = max_depth - 3;
+          return new T(max_depth, bytes, seed, min_depth, lossless_from, record);
+      }),
+      py::arg("max_depth"), py::arg("bytes"), py::arg("seed"), py::arg("min_depth") = 2,
+      py::arg("lossless_from") = -1, py::arg("record") = false)
+        .def_property_readonly("seed", &T::seed)
+        .def_property_readonly("max_depth", &T::max_depth)
+        .def_property_readonly("min_depth", &T::min_depth)
+        .def_property_readonly("budget_bytes", &T::budget)
+        .def_property_readonly("allocated_bytes", &T::allocated)
+        .def_property_readonly("lossless_used", &T::nodes_used)
+        .def_property_readonly("record", &T::record)
+        .def("levels", [](const T& t) {
+            py::list out;
+            for (int d = 0; d <= t.max_depth(); ++d)
+                if (t.kind(d) != LEVEL_NONE) out.append(py::make_tuple(d, kind_name(t.kind(d)), t.slots(d)));
+            return out;
+        }, "[(remaining depth, 'lossy' | 'lossless', slots)]; lossless levels share one pool of `slots` nodes.")
+        .def("stats", [](const T& t) {
+            py::list out;
+            for (int d = 0; d <= t.max_depth(); ++d) {
+                if (t.kind(d) == LEVEL_NONE) continue;
+                const LevelStats& s = t.stats(d);
+                py::dict e;
+                e["depth"] = d;
+                e["kind"] = kind_name(t.kind(d));
+                e["probes"] = s.probes;
+                e["hits"] = s.hits;
+                e["stores"] = s.stores;
+                e["replaced"] = s.replaced;
+                e["full"] = s.full;
+                e["unstorable"] = s.unstorable;
+                out.append(e);
+            }
+            return out;
+        })
+        .def("bucket", [](const T& t, u64 lo, int depth) {
+            if (t.kind(depth) == LEVEL_NONE) throw std::invalid_argument("no table at that depth");
+            return t.bucket(depth, Key128{lo, 0});
+        }, py::arg("key_lo"), py::arg("depth"), "The bucket a key (by its low half) maps to in a level.")
+        .def("clear", &T::clear);
+    return c;
+}
 
 // Test-only planted key bugs (the `fault` argument of perft_tt): FAULT_WEAK_CAPTURE_KEY keeps
 // only 8 bits of each half of the key after a capture, a seed-dependent collision generator that a

@@ -31,17 +31,6 @@ ZobristKeys keys_for(u64 seed) {
     return z;
 }
 
-const char* kind_name(int k) { return k == pc_tt::LEVEL_LOSSY ? "lossy" : k == pc_tt::LEVEL_LOSSLESS ? "lossless" : "none"; }
-
-// The core-args tuple of a recorded position.
-py::tuple rec_args(const pc_tt::Rec& r) {
-    int f = (r.state >> 4) - 1;
-    int ep = f < 0 ? -1 : (r.us == WHITE ? 40 : 16) + f;
-    return py::make_tuple(r.pbq, r.nbk, r.rqk, r.black, r.us == WHITE,
-                          py::make_tuple((int)r.rooks[0], (int)r.rooks[1], (int)r.rooks[2], (int)r.rooks[3]), ep,
-                          false);
-}
-
 std::vector<u128> tt_counts(const Root& r, const std::vector<Move>& moves, int depth, int threads, Table& t,
                             int fault) {
     py::gil_scoped_release nogil;
@@ -89,64 +78,22 @@ void register_zobrist(pybind11::module_& m) {
         return py::bytes(reinterpret_cast<const char*>(&z), sizeof z);
     }, py::arg("seed"), "The ZobristKeys struct of a seed as raw bytes (for upload to the device).");
 
-    py::class_<Table>(m, "TTable", "Transposition tables, one per remaining depth (see src/tt.h).")
-        .def(py::init([](int max_depth, u64 bytes, u64 seed, int min_depth, int lossless_from, bool record) {
-                 if (lossless_from < 0) lossless_from = max_depth - 3;
-                 return new Table(max_depth, bytes, seed, min_depth, lossless_from, record);
-             }),
-             py::arg("max_depth"), py::arg("bytes"), py::arg("seed"), py::arg("min_depth") = 2,
-             py::arg("lossless_from") = -1, py::arg("record") = false)
-        .def_property_readonly("seed", &Table::seed)
-        .def_property_readonly("max_depth", &Table::max_depth)
-        .def_property_readonly("min_depth", &Table::min_depth)
-        .def_property_readonly("budget_bytes", &Table::budget)
-        .def_property_readonly("allocated_bytes", &Table::allocated)
-        .def_property_readonly("lossless_used", &Table::nodes_used)
-        .def_property_readonly("record", &Table::record)
-        .def("levels", [](const Table& t) {
-            py::list out;
-            for (int d = 0; d <= t.max_depth(); ++d)
-                if (t.kind(d) != pc_tt::LEVEL_NONE) out.append(py::make_tuple(d, kind_name(t.kind(d)), t.slots(d)));
-            return out;
-        }, "[(remaining depth, 'lossy' | 'lossless', slots)]; lossless levels share one pool of `slots` nodes.")
-        .def("stats", [](const Table& t) {
-            py::list out;
-            for (int d = 0; d <= t.max_depth(); ++d) {
-                if (t.kind(d) == pc_tt::LEVEL_NONE) continue;
-                const pc_tt::LevelStats& s = t.stats(d);
-                py::dict e;
-                e["depth"] = d;
-                e["kind"] = kind_name(t.kind(d));
-                e["probes"] = s.probes;
-                e["hits"] = s.hits;
-                e["stores"] = s.stores;
-                e["replaced"] = s.replaced;
-                e["full"] = s.full;
-                e["unstorable"] = s.unstorable;
-                out.append(e);
-            }
-            return out;
-        })
+    pc_tt::bind_tables<Table>(m, "TTable", "Transposition tables, one per remaining depth (see src/tt.h).")
         .def("entries", [](const Table& t) {
             py::list out;
             t.for_each([&](int d, int kind, u64 bucket, const Key128& k, bool known, u128 count, const pc_tt::Rec& rec) {
-                out.append(py::make_tuple(d, kind_name(kind), bucket, k.lo, k.hi, known, pyint_u128(count),
-                                          rec.valid ? py::object(rec_args(rec)) : py::object(py::none())));
+                out.append(py::make_tuple(d, pc_tt::kind_name(kind), bucket, k.lo, k.hi, known, pyint_u128(count),
+                                          rec.valid ? py::object(pc_tt::rec_args(rec)) : py::object(py::none())));
             });
             return out;
         }, "Every stored entry: (depth, kind, bucket, key_lo, key_hi, key_lo_is_full, count, core args or None).")
-        .def("bucket", [](const Table& t, u64 lo, int depth) {
-            if (t.kind(depth) == pc_tt::LEVEL_NONE) throw std::invalid_argument("no table at that depth");
-            return t.bucket(depth, Key128{lo, 0});
-        }, py::arg("key_lo"), py::arg("depth"), "The bucket a key (by its low half) maps to in a level.")
         .def("lookup", [](Table& t, u64 lo, u64 hi, int depth) -> py::object {
             if (t.kind(depth) == pc_tt::LEVEL_NONE) return py::none();
             pc_tt::LevelStats scratch;
             u128 c = 0;
             if (!t.probe(depth, Key128{lo, hi}, c, scratch)) return py::none();
             return pyint_u128(c);
-        }, py::arg("key_lo"), py::arg("key_hi"), py::arg("depth"), "The stored count of a key at a depth, or None.")
-        .def("clear", &Table::clear);
+        }, py::arg("key_lo"), py::arg("key_hi"), py::arg("depth"), "The stored count of a key at a depth, or None.");
 
     // Both stop as perft and divide do (stop.h): Ctrl-C within milliseconds, CountStopped at a
     // deadline; a count cut short stores nothing (tt.h), so the tables stay exact.
