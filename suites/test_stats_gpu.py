@@ -189,12 +189,11 @@ def test_backend_option_counts_statistics_and_divides():
     assert sum(two.values(), Stats()) == perft_core.perft_stats(CHESS960, 2, backend="gpu-emulated")
 
 
-def test_tables_with_statistics_are_refused_on_the_cpu():
-    """The CPU backend counts statistics without tables (the GPU backends with them:
-    suites/test_stats_gpu_tt.py)."""
+def test_the_cpu_and_the_emulated_gpu_agree_with_tables():
+    """Both count statistics through their own tables (the CPU's: suites/test_stats_tt.py; the GPU's:
+    suites/test_stats_gpu_tt.py), to the same counters."""
     for count in (perft_core.perft_stats, perft_core.divide_stats):
-        with pytest.raises(perft_core.StatsUnsupported, match="without transposition tables"):
-            count(KIWIPETE, 3, backend="cpu", tt=True)
+        assert count(KIWIPETE, 3, backend="cpu", tt=True) == count(KIWIPETE, 3, backend="gpu-emulated", tt=True)
 
 
 def test_refused_over_the_estimate_limit():
