@@ -660,3 +660,24 @@ def test_a_verify_pass_is_added_to_a_run_made_without_one(cluster, tmp_path, cap
         st.add_verification(99, 1.0)
     with Store.open(tables, repair=False) as st:
         assert st.run["verify_seed"] == 99 and [r["idx"] for r in st.tampered] == [1]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_does_not_hold_the_store_s_lock(small_store):
+    """A local cluster forks its workers while a resumed run holds its store's lock (the store is
+    opened before the cluster starts): a forked child must not keep the lock, or a client killed
+    with its workers still alive would leave the store locked for the next resume. The parent
+    closes the store while the child lives; the store opens again at once."""
+    read, write = os.pipe()
+    with Store.open(small_store):
+        pid = os.fork()
+        if pid == 0:  # the child: wait until the parent is done, then leave without cleanup
+            os.close(write)
+            os.read(read, 1)
+            os._exit(0)
+    os.close(read)
+    try:
+        Store.open(small_store).close()  # the lock is free: the child holds no copy of it
+    finally:
+        os.close(write)
+        os.waitpid(pid, 0)

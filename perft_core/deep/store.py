@@ -125,6 +125,32 @@ _RUN_SEALED = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_see
 _COUNTS = ("multiplicity", "count", "verify_count", "recount")
 
 
+_HELD_LOCKS: set[int] = set()
+"""The descriptors of the stores this process has locked. A flock belongs to the open file, which a
+forked child shares: a local cluster forks its workers while a resumed run holds its store
+(``run.worker_start_method``), and a worker that outlived a killed client kept the store locked.
+A forked child closes its copies (:func:`_drop_locks_in_child`); the parent's lock stays."""
+
+
+def _unlock(fd: int) -> None:
+    """Close a store's locked descriptor (its lock goes with it)."""
+    _HELD_LOCKS.discard(fd)
+    os.close(fd)
+
+
+def _drop_locks_in_child() -> None:
+    for fd in _HELD_LOCKS:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD_LOCKS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drop_locks_in_child)
+
+
 def _sha(values) -> str:
     import hashlib
 
@@ -240,6 +266,7 @@ class Store:
         except BlockingIOError:
             os.close(fd)
             raise StoreError(f"store {path} is in use by another client (its lock is held)") from None
+        _HELD_LOCKS.add(fd)
         return fd
 
     @classmethod
@@ -337,7 +364,7 @@ class Store:
                 path.unlink(missing_ok=True)
             else:
                 os.ftruncate(fd, 0)
-            os.close(fd)
+            _unlock(fd)
             if isinstance(exc, sqlite3.OperationalError):
                 raise StoreWriteError(f"cannot create store {path}: {exc}") from None
             raise
@@ -365,10 +392,10 @@ class Store:
             store._check_checksums(repair)
             return store
         except sqlite3.DatabaseError as exc:
-            os.close(fd)
+            _unlock(fd)
             raise StoreError(f"store {path} is not a readable deep-perft store: {exc}") from None
         except BaseException:
-            os.close(fd)
+            _unlock(fd)
             raise
 
     @classmethod
@@ -740,7 +767,7 @@ class Store:
             self.conn.close()
         finally:
             if self._lock_fd is not None:
-                os.close(self._lock_fd)
+                _unlock(self._lock_fd)
                 self._lock_fd = None
 
     def __enter__(self) -> Store:
