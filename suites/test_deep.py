@@ -669,15 +669,20 @@ def test_a_forked_child_does_not_hold_the_store_s_lock(small_store):
     with its workers still alive would leave the store locked for the next resume. The parent
     closes the store while the child lives; the store opens again at once."""
     read, write = os.pipe()
+    ready_r, ready_w = os.pipe()
     with Store.open(small_store):
         pid = os.fork()
-        if pid == 0:  # the child: wait until the parent is done, then leave without cleanup
+        if pid == 0:  # the child (its at-fork handlers have run): say so, wait for the parent, leave
             os.close(write)
+            os.write(ready_w, b"1")
             os.read(read, 1)
             os._exit(0)
+        os.read(ready_r, 1)  # a loaded machine may run the parent on before the child starts
     os.close(read)
     try:
         Store.open(small_store).close()  # the lock is free: the child holds no copy of it
     finally:
         os.close(write)
+        for fd in (ready_r, ready_w):
+            os.close(fd)
         os.waitpid(pid, 0)
