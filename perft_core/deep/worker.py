@@ -53,18 +53,17 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
                 part: int = 0, parts: int = 1) -> list[tuple[int, ...]]:
     """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
     run's units): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend
-    counts whole units on one thread (a worker is one core), with ``tt`` through statistics tables of
-    each unit's own. ``tt`` on the GPU backends: the batch is one ``TTBfsDriver.count_roots(stats=True)``
-    through statistics tables keyed by ``seed`` and kept warm across the units of ``run_key`` (the
-    run of ``run_fen`` at ``run_depth``, which sizes them), ``part`` of ``parts`` of each unit, as
-    :func:`count_batch` counts a plain run's; without ``run_key``, each unit whole with tables of
-    its own.
+    counts whole units on one thread (a worker is one core), with ``tt`` through statistics tables
+    of each unit's own. ``tt`` on the GPU backends: the batch is one
+    ``TTBfsDriver.count_roots(stats=True)`` through statistics tables keyed by ``seed`` and kept warm
+    across the units of ``run_key`` (the run of ``run_fen`` at ``run_depth``, which sizes them),
+    ``part`` of ``parts`` of each unit, as :func:`count_batch` counts a plain run's.
 
     Raises ValueError: parts without tables or on the CPU."""
     from ..backends import BACKENDS
 
     positions = [Position.from_fen(f) for f in fens]
-    if not (tt and run_key is not None and backend != "cpu"):
+    if backend == "cpu" or not tt:
         if parts != 1:
             raise ValueError("statistics in parts are counted through a GPU backend's tables")
         engine = BACKENDS[backend](threads=1, tt=tt)
