@@ -521,12 +521,19 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
     with Store.open(old) as st:
         assert st.run["schema"] == SCHEMA and not st.run["stats"] and not st.tampered
         assert sum(r["count"] is not None for r in st.checked_rows()) == 20
+        assert st.run["part_depth"] == 3  # before schema 7 every run split its parts at 3
+    six = tmp_path / "s16.sqlite"  # schema 6 (session 16's perft 12 statistics on two GPUs)
+    shutil.copy(src.with_name("perft12-stats-h200x2-s16.sqlite"), six)
+    with Store.open(six) as st:
+        assert st.run["schema"] == SCHEMA and st.run["stats"] and st.run["part_depth"] == 3 and not st.tampered
+        assert sum(r["count"] is not None for r in st.checked_rows()) > 0
     for name, change in (("five.sqlite", None), ("changed.sqlite", "UPDATE run SET depth = 5")):
         path = tmp_path / name
         shutil.copy(small_store, path)
         conn = sqlite3.connect(path)
-        with conn:  # back to schema 5: no statistics columns
+        with conn:  # back to schema 5: no statistics columns, no split depth
             conn.execute("ALTER TABLE run DROP COLUMN stats")
+            conn.execute("ALTER TABLE run DROP COLUMN part_depth")
             conn.execute("ALTER TABLE units DROP COLUMN stats")
             conn.execute("UPDATE run SET schema = 5")
             if change:
@@ -686,3 +693,39 @@ def test_a_forked_child_does_not_hold_the_store_s_lock(small_store):
         for fd in (ready_r, ready_w):
             os.close(fd)
         os.waitpid(pid, 0)
+
+
+def test_a_run_split_at_remaining_depth_4_is_exact_and_keeps_its_split(cluster, tmp_path, capsys):
+    """`perft deep --part-depth 4`: each unit's two parts are split at remaining depth 4, the total is
+    exact, each part's rows differ from a split at 3 (the same units), and the store keeps the split
+    under its run row's checksum: resuming with another split is refused, and the run row changed
+    by hand to another split is found (StoreTampered), so no part counted at one split is ever
+    added to a part counted at another."""
+    from perft_core.deep.store import StoreError, StoreTampered
+
+    four, three = tmp_path / "four.sqlite", tmp_path / "three.sqlite"
+    assert main(["deep", STARTPOS, "5", "--backend", "gpu-emulated", "--tt", "--split-ply", "1", "--part-depth", "4",
+                 "--scheduler", cluster.scheduler_address, "--store", str(four), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == expected(5) and out["parts"] == 2 and out["part_depth"] == 4
+    res = deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, split_ply=1, scheduler=cluster.scheduler_address,
+                     store=three)
+    assert res.nodes == expected(5) and res.part_depth == 3
+    by = {p: {(r["unit"], r["part"]): int(r["count"]) for r in rows(p)} for p in (four, three)}
+    assert by[four].keys() == by[three].keys() and by[four] != by[three]
+    for unit in {u for u, _ in by[four]}:
+        assert by[four][(unit, 0)] + by[four][(unit, 1)] == by[three][(unit, 0)] + by[three][(unit, 1)]
+    with pytest.raises(StoreError, match="part_depth=4, not 3"):
+        deep_perft(resume=four, scheduler=cluster.scheduler_address, part_depth=3)
+    assert deep_perft(resume=four, scheduler=cluster.scheduler_address, part_depth=4).nodes == expected(5)
+    with Store.open(four) as st:
+        assert st.run["part_depth"] == 4 and not st.tampered
+    conn = sqlite3.connect(four)
+    with conn:
+        conn.execute("UPDATE run SET part_depth = 3")
+    conn.close()
+    with pytest.raises(StoreTampered):
+        Store.open(four)
+    one_line_error(capsys, ["deep", STARTPOS, "5", "--part-depth", "2"], "part depth must be at least 3")
+    with pytest.raises(ValueError, match="part_depth must be an integer >= 3"):
+        deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_depth=2)

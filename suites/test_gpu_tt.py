@@ -243,22 +243,52 @@ def test_device_zobrist_tables_positions(kernels, fen):
 
 
 # ----- counts split into parts by key (deep runs: one part per GPU) -----------------------------------
-@pytest.mark.parametrize("fen,depth,expected", CASES[:3])
-def test_parts_add_up_hit_tables_and_audit_clean(kernels, fen, depth, expected):
-    """Each part of a count split by key at remaining depth 3 is exact for its part: the parts add up
-    to the count, none is empty, the device tables hit where there are any (small chunks: later
-    calls see earlier stores), and every entry the audit recomputes as that part's count is right."""
+@pytest.mark.parametrize("fen,depth,expected,split", [(*c, 3) for c in CASES[:3]]
+                         + [(*OOM_CASES[0], 4), (*OOM_CASES[2], 4)])
+def test_parts_add_up_hit_tables_and_audit_clean(kernels, fen, depth, expected, split):
+    """Each part of a count split by key at remaining depth ``split`` is exact for its part: the parts
+    add up to the count, none is empty, the device tables hit where there are any (small chunks:
+    later calls see earlier stores), and every entry the audit recomputes as that part's count is
+    right. A split at 4 divides other paths among the parts than a split at 3."""
     pos = perft_core.Position.from_fen(fen)
     drv = make_driver(kernels)
+    by_parts = {}
     for parts in (2, 3):
         got = []
         for c in range(parts):
-            drv.set_part(c, parts)
+            drv.set_part(c, parts, split)
             got.append(drv.perft(pos, depth))
             assert assert_clean(drv) > 0
         assert sum(got) == expected and min(got) > 0, got
-    if drv.tts:  # GPU depth >= 4 (CPW 3 at depth 6): device tables exist and hit
-        assert drv.tt_stats["hits"] > 0
+        by_parts[parts] = got
+    if drv.tts and (split == 3 or fen == POS3):  # GPU depth >= 4 (CPW 3 at depth 6): device tables exist and
+        assert drv.tt_stats["hits"] > 0  # hit (Kiwipete 5 split at 4 repeats no position at 3 in these chunks)
+    if split == 4:
+        drv.set_part(0, 2)  # the default split, at 3
+        assert drv.part_depth == 3 and drv.perft(pos, depth) != by_parts[2][0]
+
+
+def test_a_split_depth_is_checked_and_its_change_resets_tables(kernels):
+    """set_part refuses a split above the leaf level's parent (< 3) and a non-integer one; entries
+    above the split hold a part's count, so a new split depth (same part) must not reuse them."""
+    from perft_core.deep.store import PART_DEPTH as STORE_PART_DEPTH
+    from perft_core.gpu.kernels import PART_DEPTH
+
+    assert STORE_PART_DEPTH == PART_DEPTH == 3  # the store names older runs' split without the GPU package
+    drv = make_driver(kernels)
+    for bad in (2, 0, 3.0, True, "4"):
+        with pytest.raises(ValueError, match="split depth"):
+            drv.set_part(0, 2, bad)
+    pos = perft_core.Position.from_fen(POS3)
+    drv.keep_tables("run", 6)
+    drv.set_part(0, 2, 3)
+    a = drv.perft(pos, 6)
+    drv.set_part(0, 2, 4)
+    b = drv.perft(pos, 6)
+    drv.set_part(1, 2, 4)
+    c = drv.perft(pos, 6)
+    assert b + c == 11030083 and a != b
+    assert_clean(drv)
 
 
 def test_a_parts_table_statistics_count_its_own_boards(kernels):

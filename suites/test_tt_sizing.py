@@ -190,6 +190,12 @@ def test_plan_slots_bounds_each_table_and_fills_the_budget():
                              above_lowest=0.25)  # a quarter of the leaf below each upper hit: the split level gains
     whole = tables.plan_slots({3: positions[3] / 4, **{r: positions[r] for r in (4, 5, 6)}}, 4.4e9, value=10.0)
     assert part[3] > whole[3] and part[4] < whole[4]
+    # split at remaining depth 4: a hit at 4 saves the part the whole count under it, as at 3
+    split4 = {3: positions[3] / 4, 4: positions[4] / 4, 5: positions[5], 6: positions[6]}
+    deeper = tables.plan_slots(split4, 4.4e9, value=10.0, above_lowest=0.25, split=4)
+    shallow = tables.plan_slots(split4, 4.4e9, value=10.0, above_lowest=0.25)  # the share from 4 up
+    assert deeper[4] > shallow[4] and deeper[5] <= shallow[5]
+    assert tables.plan_slots(split4, 4.4e9, value=10.0, above_lowest=0.25, split=3) == shallow
     assert tables.plan_slots({3: 1.0, 4: 0.0}, 10) == {3: tables.MIN_SLOTS, 4: tables.MIN_SLOTS}
     assert tables.plan_slots({}, 1e9) == {}
 

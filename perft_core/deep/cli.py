@@ -30,6 +30,14 @@ from .. import cliargs
 from ..cliargs import UsageError
 
 
+def _part_depth(text: str) -> int:
+    """--part-depth: remaining plies, an integer >= 3."""
+    value = cliargs.depth(text)
+    if value < 3:
+        raise argparse.ArgumentTypeError(f"part depth must be at least 3 remaining plies, got {value}")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -69,7 +77,8 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             progress=False if args.json else "bar" if sys.stderr.isatty() else "lines",
                             force=args.force,
                             on_new_store=_announce if args.store is None else None,
-                            max_seconds=args.max_seconds, stats=True if count_stats else None)
+                            max_seconds=args.max_seconds, stats=True if count_stats else None,
+                            part_depth=args.part_depth)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except StatsUnsupported as exc:
@@ -85,7 +94,8 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.as_dict()))
         return 0
-    parts = f", each in {result.parts} parts (one per worker)" if result.parts > 1 else ""
+    parts = (f", each in {result.parts} parts (one per worker, split at remaining depth {result.part_depth})"
+             if result.parts > 1 else "")
     print(f"units: {result.units} at split ply {result.split_ply}{parts} ({result.counted_now} unit counts made now); "
           f"verification: {result.verify}")
     for m in result.mismatches:
@@ -181,6 +191,9 @@ def register(sub) -> None:
     where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
+    p.add_argument("--part-depth", type=_part_depth, metavar="R",
+                   help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default: "
+                        "chosen; a resumed run keeps its own)")
     p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
                    "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
     p.add_argument("--resume", metavar="FILE", help="continue the run of this store")

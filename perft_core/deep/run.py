@@ -22,7 +22,7 @@ from ..api import BACKENDS
 from ..position import Position
 from . import units as units_mod
 from . import worker
-from .store import RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
+from .store import PART_DEPTH, RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
 
 _RETRIES = 2
 
@@ -60,7 +60,8 @@ class DeepResult:
 
     nodes: perft(fen, depth) (Python int); seconds: this call's wall time; store: the store's path;
     fen, depth, split_ply, backend, tt: the run; units: unit count; parts: the parts each unit is
-    counted in (one per GPU worker with tables, else 1; ``TTBfsDriver.set_part``); counted_now:
+    counted in (one per GPU worker with tables, else 1; ``TTBfsDriver.set_part``), split at remaining
+    depth part_depth; counted_now:
     unit parts (store rows) counted by this call (the rest came from the store); verified: units
     whose every part was counted again with the verify seed (0 without one); verify: how the run
     was verified, in words; mismatches: unit parts whose two counts differed, as dicts (idx,
@@ -104,6 +105,7 @@ class DeepResult:
     tt_probes: int = 0
     tt_hits: int = 0
     tampered: list[dict] = field(default_factory=list)
+    part_depth: int = PART_DEPTH
     tables: dict = field(default_factory=dict)
     verify_tables: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
@@ -318,16 +320,22 @@ extra at two parts of startpos perft 11, 17 % in total at four parts of perft 10
 beyond a host's GPUs the workers share parts: part p goes to workers p, p + MAX_PARTS, ..."""
 
 
-def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int) -> int:
+def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int, part_depth: int = PART_DEPTH) -> int:
     """Parts each unit is counted in: one per worker, at most MAX_PARTS, on the GPU backends with
     tables (each GPU counts its part of every unit, ``TTBfsDriver.set_part``: the levels above
-    remaining depth 3 are the same work on every GPU, the leaf level is split, and no GPU's tables
-    miss what another GPU's hold, which units dealt out whole would: two H200s split startpos
-    perft 11 at ply 2 into whole units did 1.71x the work of one), else 1 (whole units: the CPU
-    backend, counts without tables, units under 3 plies)."""
-    if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= 3:
+    remaining depth ``part_depth`` are the same work on every GPU, the levels from there down are
+    split, and no GPU's tables miss what another GPU's hold, which units dealt out whole would: two
+    H200s split startpos perft 11 at ply 2 into whole units did 1.71x the work of one), else 1
+    (whole units: the CPU backend, counts without tables, units shallower than the split)."""
+    if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= part_depth:
         return max(1, min(workers, MAX_PARTS))
     return 1
+
+
+def choose_part_depth(pos, depth: int, split_ply: int) -> int:
+    """The remaining depth at which a run's units are split into parts (``deep_perft``'s default
+    ``part_depth``): PART_DEPTH (3), the level the fused leaf expands."""
+    return PART_DEPTH
 
 
 def sampled(key_hex: str, fraction: float) -> bool:
@@ -687,7 +695,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                resume: str | os.PathLike | None = None, verify_seed: int | None = None,
                verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
                max_estimate_seconds: float | None = None, on_new_store=None,
-               max_seconds: float | None = None, stats: bool | None = None) -> DeepResult:
+               max_seconds: float | None = None, stats: bool | None = None,
+               part_depth: int | None = None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -723,6 +732,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             (``worker.count_stats``, ``TTBfsDriver.count_roots``), else whole; the store keeps each
             row's counters under its checksum and the result's ``stats`` is their sum. A resumed
             run keeps its own (asking otherwise is a StoreError).
+        part_depth: the remaining depth (plies, >= 3) at which a unit counted in parts is split
+            among them (``TTBfsDriver.set_part``; default :func:`choose_part_depth`). A resumed
+            run keeps its own (asking otherwise is a StoreError); a run of whole units ignores it.
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -738,6 +750,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
+    if part_depth is not None and (isinstance(part_depth, bool) or not isinstance(part_depth, int) or part_depth < 3):
+        raise ValueError(f"part_depth must be an integer >= 3 (remaining plies at the split of parts), got {part_depth!r}")
     if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
                                     or not math.isfinite(max_seconds) or max_seconds <= 0):
         raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
@@ -747,7 +761,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             if verify_seed is not None and st.run["verify_seed"] is None:  # a verify pass added to a run without one
                 st.add_verification(verify_seed, 1.0 if verify_sample is None else verify_sample)
             asked = dict(zip(RUN_OPTIONS, (None if fen is None else Position.from_fen(fen).fen(), depth, split_ply,
-                                           backend, tt, None, verify_seed, verify_sample, stats)))
+                                           backend, tt, None, verify_seed, verify_sample, stats, part_depth)))
             st.check_options(asked)
         except BaseException:
             st.close()
@@ -805,20 +819,26 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     timings["calibrate"] = time.perf_counter() - t
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
-                    parts = choose_parts(backend, tt, depth - 1, n_workers)
+                    parts = choose_parts(backend, tt, depth - 1, n_workers, part_depth or PART_DEPTH)
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
                 t = time.perf_counter()
                 units = units_mod.split(pos, depth, split_ply, seed)
                 timings["split"] = time.perf_counter() - t
                 t = time.perf_counter()
+                unit_depth = depth - split_ply
+                split_at = choose_part_depth(pos, depth, split_ply) if part_depth is None else part_depth
+                parts = choose_parts(backend, tt, unit_depth, n_workers, split_at)
+                if parts == 1:
+                    split_at = PART_DEPTH  # whole units: no split, the run's identity as before
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
-                                          "verify_sample": verify_sample, "stats": stats}, units,
-                                  choose_parts(backend, tt, depth - split_ply, n_workers))
+                                          "verify_sample": verify_sample, "stats": stats, "part_depth": split_at},
+                                  units, parts)
                 timings["store_create"] = time.perf_counter() - t
                 if progress:
                     print(f"perft deep: {len(units)} units at split ply {split_ply}"
-                          + (f", each in {st.run['parts']} parts" if st.run["parts"] > 1 else "")
+                          + (f", each in {st.run['parts']} parts split at remaining depth {st.run['part_depth']}"
+                             if st.run["parts"] > 1 else "")
                           + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
             return _work(client, st, cluster_desc, progress, t0, speed, timings,
                          None if max_seconds is None else t0 + max_seconds)
@@ -862,7 +882,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
 
     def args(batch, tt_, seed_, tables=True):
         return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
-                batch[0]["part"], parts, tables, run["stats"])
+                batch[0]["part"], parts, tables, run["stats"], run["part_depth"])
 
     busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
 
@@ -972,7 +992,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     total_stats = _sum_stats(st, rows) if run["stats"] else None
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
                       depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=n_units,
-                      parts=parts, counted_now=counted_now, verified=len(units_verified), verify=verify,
+                      parts=parts, part_depth=run["part_depth"], counted_now=counted_now, verified=len(units_verified), verify=verify,
                       mismatches=mismatches, count_seconds=count_seconds,
                       unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),

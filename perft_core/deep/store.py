@@ -3,7 +3,8 @@
 Tables:
   ``run``      one row: the options that define the run (FEN, depth, split ply, backend, TT, key
                seed, verify seed / sample, statistics), the parts each unit is counted in (1, or one per GPU
-               worker with tables: ``TTBfsDriver.set_part``), package version and commit
+               worker with tables: ``TTBfsDriver.set_part``) and the remaining depth they are split
+               at (``part_depth``), package version and commit
                (perft_core.provenance), start time (UTC, ISO 8601), number of units, schema version.
   ``units``    one row per unit and part: idx (row; submission order, largest unit first), unit
                (the unit's number), part (0 .. parts-1), key (128-bit Zobrist key, 32 hex digits),
@@ -69,11 +70,16 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 6  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
-# 6: statistics runs (run.stats, units.stats)
+SCHEMA = 7  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
+# 6: statistics runs (run.stats, units.stats); 7: run.part_depth (the split depth of parts; 3 before)
 # (an older store gains what it lacks when it is opened, its rows checked by its own schema's rule first)
 # The options that define a run: a resumed run must agree on every one of them.
-RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "stats")
+RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "stats",
+               "part_depth")
+PART_DEPTH = 3
+"""The split depth of parts of every run before schema 7 (``perft_core.gpu.kernels.PART_DEPTH``,
+not imported: the store must not need the GPU package). A run's identity and checksums name its
+split depth only when it is another one, so an older store's checksums stay what they were."""
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
 
 _DDL = """
@@ -81,7 +87,8 @@ CREATE TABLE run (
     id INTEGER PRIMARY KEY CHECK (id = 1), schema INTEGER NOT NULL, fen TEXT NOT NULL, depth INTEGER NOT NULL,
     split_ply INTEGER NOT NULL, backend TEXT NOT NULL, tt INTEGER NOT NULL, seed TEXT NOT NULL,
     verify_seed TEXT, verify_sample REAL, version TEXT NOT NULL, git_commit TEXT NOT NULL, started TEXT NOT NULL,
-    units INTEGER NOT NULL, parts INTEGER NOT NULL, checksum TEXT, stats INTEGER NOT NULL DEFAULT 0);
+    units INTEGER NOT NULL, parts INTEGER NOT NULL, checksum TEXT, stats INTEGER NOT NULL DEFAULT 0,
+    part_depth INTEGER NOT NULL DEFAULT 3);
 CREATE TABLE units (
     idx INTEGER PRIMARY KEY, unit INTEGER NOT NULL, part INTEGER NOT NULL, key TEXT NOT NULL, fen TEXT NOT NULL,
     depth INTEGER NOT NULL, multiplicity TEXT NOT NULL, estimate REAL NOT NULL,
@@ -173,8 +180,11 @@ def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity
 
 def run_checksum(run: dict) -> str:
     """The checksum of the run row (``_RUN_SEALED`` as stored: seeds as hex text, tt as 0/1, and
-    ``stats`` where it is 1: a plain run's checksum is the one schema 5 wrote), 32 hex digits."""
-    return _sha([*(run[k] for k in _RUN_SEALED), *(["stats"] if run.get("stats") else [])])
+    ``stats`` where it is 1: a plain run's checksum is the one schema 5 wrote, and ``part_depth``
+    where it is not PART_DEPTH), 32 hex digits."""
+    depth = run.get("part_depth") or PART_DEPTH
+    return _sha([*(run[k] for k in _RUN_SEALED), *(["stats"] if run.get("stats") else []),
+                 *(["part_depth", depth] if depth != PART_DEPTH else [])])
 
 
 def not_a_regular_file(path: str | os.PathLike) -> str:
@@ -251,8 +261,10 @@ class Store:
     @staticmethod
     def _identity(run: dict) -> str:
         """The run's options text, under every row's checksum."""
-        identity = (*(k for k in RUN_OPTIONS if k != "stats"), "started", "units", "parts")
-        return "|".join(str(run[k]) for k in identity) + ("|stats" if run["stats"] else "")
+        identity = (*(k for k in RUN_OPTIONS if k not in ("stats", "part_depth")), "started", "units", "parts")
+        depth = run.get("part_depth") or PART_DEPTH
+        return ("|".join(str(run[k]) for k in identity) + ("|stats" if run["stats"] else "")
+                + (f"|part_depth={depth}" if depth != PART_DEPTH else ""))
 
     def _register(self, name: str, options: str) -> None:
         """SQL function ``name``: the checksum of a row's sealed fields under ``options``."""
@@ -340,10 +352,10 @@ class Store:
                    "tt": int(run["tt"]), "seed": _seed_text(run["seed"]), "verify_seed": _seed_text(run["verify_seed"]),
                    "verify_sample": run["verify_sample"], "version": provenance.package_version(),
                    "git_commit": provenance.package_commit(), "started": _now(), "units": len(units), "parts": parts,
-                   "stats": int(bool(run.get("stats")))}
-            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, stats, checksum) "
-                         f"VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?, ?)",
-                         (SCHEMA, *(row[k] for k in _RUN_SEALED), row["stats"], run_checksum(row)))
+                   "stats": int(bool(run.get("stats"))), "part_depth": int(run.get("part_depth") or PART_DEPTH)}
+            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, stats, part_depth, checksum) "
+                         f"VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?, ?, ?)",
+                         (SCHEMA, *(row[k] for k in _RUN_SEALED), row["stats"], row["part_depth"], run_checksum(row)))
             conn.executemany(
                 "INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -429,10 +441,11 @@ class Store:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
         self._run_row = dict(run)  # as stored, for its checksum
-        if run["schema"] not in (2, 3, 4, 5, SCHEMA):
+        if run["schema"] not in (2, 3, 4, 5, 6, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         run["stats"] = bool(run.get("stats") or 0)
+        run["part_depth"] = run.get("part_depth") or PART_DEPTH
         for k in ("seed", "verify_seed"):
             run[k] = None if run[k] is None else int(run[k], 16)
         return run
@@ -476,9 +489,11 @@ class Store:
         if schema >= 5:  # its run row has a checksum: proven before anything is resealed
             self._check_run()
         with self._transaction():
-            for table, column in (("run", "stats INTEGER NOT NULL DEFAULT 0"), ("units", "stats TEXT")):
-                # before schema 6 every run is a plain one: no statistics, its checksums stay what they were
-                if "stats" not in {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}:
+            for table, column in (("run", "stats INTEGER NOT NULL DEFAULT 0"), ("units", "stats TEXT"),
+                                  ("run", f"part_depth INTEGER NOT NULL DEFAULT {PART_DEPTH}")):
+                # before schema 6 every run is a plain one: no statistics; before schema 7 every run
+                # with parts split them at PART_DEPTH: its checksums stay what they were
+                if column.split()[0] not in {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
             if schema < 3:
                 self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
@@ -494,6 +509,7 @@ class Store:
             self.conn.execute("UPDATE run SET schema = ?, checksum = ?", (SCHEMA, run_checksum(self._run_row)))
         self.run["schema"] = self._run_row["schema"] = SCHEMA
         self._run_row["stats"] = self._run_row.get("stats") or 0
+        self._run_row["part_depth"] = self._run_row.get("part_depth") or PART_DEPTH
         self._run_row["checksum"] = run_checksum(self._run_row)
 
     def _seal(self, where: str, params: tuple = ()) -> None:

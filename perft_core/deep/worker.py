@@ -17,6 +17,7 @@ from .. import _core
 from ..gpu.registry import get_driver, table_statistics
 from ..gpu.tables import DEPTH_COUNTERS
 from ..position import Position
+from .store import PART_DEPTH
 
 
 def _not_a_cancel(record: logging.LogRecord) -> bool:
@@ -50,14 +51,15 @@ def _where(backend: str) -> tuple[str, str]:
 
 def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, seed: int | None = None,
                 run_key: str | None = None, run_fen: str | None = None, run_depth: int | None = None,
-                part: int = 0, parts: int = 1) -> list[tuple[int, ...]]:
+                part: int = 0, parts: int = 1, part_depth: int = PART_DEPTH) -> list[tuple[int, ...]]:
     """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
     run's units): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend
     counts whole units on one thread (a worker is one core), with ``tt`` through statistics tables
     of each unit's own. ``tt`` on the GPU backends: the batch is one
     ``TTBfsDriver.count_roots(stats=True)`` through statistics tables keyed by ``seed`` and kept warm
     across the units of ``run_key`` (the run of ``run_fen`` at ``run_depth``, which sizes them),
-    ``part`` of ``parts`` of each unit, as :func:`count_batch` counts a plain run's.
+    ``part`` of ``parts`` (split at remaining depth ``part_depth``) of each unit, as
+    :func:`count_batch` counts a plain run's.
 
     Raises ValueError: parts without tables or on the CPU."""
     from ..backends import BACKENDS
@@ -68,35 +70,38 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
             raise ValueError("statistics in parts are counted through a GPU backend's tables")
         engine = BACKENDS[backend](threads=1, tt=tt)
         return [engine.count_stats(p, depth).as_tuple() for p in positions]
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth)
     drv.tables = True
     return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
 
 
-def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: int, part: int, parts: int):
+def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: int, part: int, parts: int,
+                part_depth: int):
     """This process's GPU driver set for a task of a run with tables: keyed by ``seed``, counting
-    ``part`` of ``parts``, its tables kept warm for ``run_key`` (the run of ``run_fen`` at
+    ``part`` of ``parts`` split at remaining depth ``part_depth``, its tables kept warm for ``run_key`` (the run of ``run_fen`` at
     ``run_depth``, which sizes them). Returns (driver, the run's root Position)."""
     drv = get_driver(backend)
     drv.tt_enabled = True
     if drv.seed != seed:
         drv.reseed(seed)
     game = Position.from_fen(run_fen)
-    drv.set_part(part, parts)
+    drv.set_part(part, parts, part_depth)
     drv.keep_tables(run_key, run_depth, game)
     _tables_of[backend] = (run_key, seed)
     return drv, game
 
 
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
-                run_depth: int, part: int = 0, parts: int = 1, tables: bool = True) -> list[int]:
+                run_depth: int, part: int = 0, parts: int = 1, tables: bool = True,
+                part_depth: int = PART_DEPTH) -> list[int]:
     """perft(fen, depth) of each of ``fens`` (units of the run of ``run_fen`` at ``run_depth``) on
     this process's ``backend``; nodes per unit (Python ints).
 
     ``tt``: through tables keyed by ``seed``, kept warm across the counts of ``run_key``; on the
     GPU backends the batch is one ``TTBfsDriver.count_roots`` (equal positions below different
     units merged, the run's castling geometry and distinct positions per ply sizing the tables).
-    ``part`` of ``parts``: that part of each count (``TTBfsDriver.set_part``; GPU backends only).
+    ``part`` of ``parts``: that part of each count, split at remaining depth ``part_depth``
+    (``TTBfsDriver.set_part``; GPU backends only).
     ``tables`` False: a part counted without any table (a recount after a verify mismatch).
     Without tt and with one part: each unit's plain count.
     """
@@ -122,7 +127,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         drv.whole_counts()
         drv.tt_enabled = False
         return [drv.perft(p, depth) for p in positions]
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth)
     drv.tables = tt and tables
     try:
         return drv.count_roots(positions, depth, game)
@@ -136,7 +141,8 @@ def _process() -> str:
 
 
 def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
-             run_depth: int, part: int = 0, parts: int = 1, tables: bool = True, stats: bool = False) -> dict:
+             run_depth: int, part: int = 0, parts: int = 1, tables: bool = True, stats: bool = False,
+             part_depth: int = PART_DEPTH) -> dict:
     """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
     [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
     name, "probes": device TT probes of the batch, "hits": its device TT hits, "tables": {"process":
@@ -151,10 +157,12 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
         before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
     counted = None
     if stats:
-        counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts)
+        counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts,
+                              part_depth)
         counts = [c[0] for c in counted]
     else:
-        counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables)
+        counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables,
+                             part_depth)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
     probes = hits = stats = None

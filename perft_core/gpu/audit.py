@@ -9,18 +9,19 @@ import numpy as np
 from .. import _core
 from ..hostbatch import expand_host
 from ..stats import STATS_FIELDS
-from .kernels import PART_DEPTH, key_part
+from .kernels import key_part
 
 
 def part_counts(driver, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.ndarray:
     """``driver``'s part (``TTBfsDriver.set_part``) of perft(b, r) for host boards (uint64 (n, 5)),
-    on the CPU: uint64 (n,). The whole count when the driver counts one part or r < PART_DEPTH."""
+    on the CPU: uint64 (n,). The whole count when the driver counts one part or r is below its
+    split depth (``driver.part_depth``)."""
     n = len(boards)
-    if driver.parts == 1 or r < PART_DEPTH:
+    if driver.parts == 1 or r < driver.part_depth:
         return np.asarray(_core.batch_perft(np.ascontiguousarray(boards).reshape(-1), n, side, ci, r),
                           dtype=np.uint64)
     out = np.zeros(n, dtype=np.uint64)
-    if r == PART_DEPTH:
+    if r == driver.part_depth:
         keys = np.empty((n, 2), dtype=np.uint64)
         _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), n, side, ci, driver.z_host, keys)
         mine = np.nonzero(key_part(keys, driver.parts) == driver.part)[0]
@@ -37,10 +38,10 @@ def stats_counts(board: np.ndarray, side: int, ci: bytes, r: int, driver=None) -
     depth ``r`` >= 1, on the CPU: its subtree expanded ``r - 1`` plies by the host batch kernels, the
     leaf parents' moves classified (kernels/pc_stats.h ``leaf_stats``) and summed. With ``driver``
     counting a part (``TTBfsDriver.set_part``): that part's, the boards at remaining depth
-    PART_DEPTH kept only where their key is in the part."""
+    ``driver.part_depth`` kept only where their key is in the part."""
     boards = np.ascontiguousarray(board, dtype=np.uint64).reshape(1, -1)
     for left in range(r, 1, -1):
-        if driver is not None and driver.parts > 1 and left == PART_DEPTH:
+        if driver is not None and driver.parts > 1 and left == driver.part_depth:
             keys = np.empty((len(boards), 2), dtype=np.uint64)
             _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), side, ci, driver.z_host, keys)
             boards = boards[key_part(keys, driver.parts) == driver.part]

@@ -94,7 +94,7 @@ def _slots_per_position(gain: float) -> float:
 
 
 def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool = True,
-               value: float = LEVEL_VALUE, above_lowest: float = 1.0) -> dict[int, int]:
+               value: float = LEVEL_VALUE, above_lowest: float = 1.0, split: int | None = None) -> dict[int, int]:
     """Slots per remaining depth for a set of tables.
 
     ``distinct``: {remaining depth r: distinct positions the table of r serves (float)};
@@ -104,21 +104,22 @@ def plan_slots(distinct: dict[int, float], budget_slots: float, cap_lowest: bool
     (bisection on it), each table bounded by SLOTS_PER_POSITION x its positions, except the lowest
     when ``cap_lowest`` is False (a deep run's shared tables: it takes whatever is left). With
     ``value`` 1 every table gets the same slots per position: shares in proportion to the
-    positions. ``above_lowest``: the share of the work below a position above the lowest table
-    that a hit saves this driver (1 / parts for a count split into parts at the lowest table's
-    depth, ``TTBfsDriver.set_part``: a part counts only its share of the leaf under any upper
-    position, so an upper hit saves it that share, while a hit at the split level saves a whole
-    leaf count). The lowest table keeps at least LOWEST_FLOOR of the share the positions alone
-    would give it (the model's one known blind spot: the leaf level's repeats are closer in time
-    than uniform keys assume). Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or
+    positions. ``above_lowest``: the share of the work below a position above remaining depth
+    ``split`` (default: the lowest table's) that a hit saves this driver (1 / parts for a count
+    split into parts at that depth, ``TTBfsDriver.set_part``: a part counts only its share of the
+    work under any position above the split, so a hit there saves it that share, while a hit at or
+    below the split level saves the whole count under it). The lowest table keeps at least
+    LOWEST_FLOOR of the share the positions alone would give it (the model's one known blind spot:
+    the leaf level's repeats are closer in time than uniform keys assume). Returns {r: slots (int, >= MIN_SLOTS)}; their sum is the budget, or
     less when every table is at its bound, or more only through MIN_SLOTS.
     """
     if not distinct:
         return {}
     low = min(distinct)
+    split = low if split is None else split
     pos = {r: max(float(d), 1.0) for r, d in distinct.items()}
     bound = {r: (math.inf if (r == low and not cap_lowest) else SLOTS_PER_POSITION * pos[r]) for r in pos}
-    logw = {r: (r - low) * math.log(max(value, 1e-300)) + (math.log(above_lowest) if r > low else 0.0)
+    logw = {r: (r - low) * math.log(max(value, 1e-300)) + (math.log(above_lowest) if r > split else 0.0)
             for r in pos}  # the worth of a slot, in logs
 
     def slots_at(log_gain: float, floor: float) -> dict[int, float]:
@@ -211,12 +212,13 @@ class DeviceTables:
         return got
 
     def plan(self, distinct: dict[int, float], cap_lowest: bool = True, value: float = LEVEL_VALUE,
-             above_lowest: float = 1.0) -> list[str]:
+             above_lowest: float = 1.0, split: int | None = None) -> list[str]:
         """Allocate and zero a table for each remaining depth of ``distinct`` ({r: distinct positions
-        it serves}), sized by :func:`plan_slots` from 95 % of the arena. Returns the arena sites that
+        it serves}), sized by :func:`plan_slots` (``split``, ``above_lowest`` as there) from 95 % of
+        the arena. Returns the arena sites that
         did not fit (those depths get no table)."""
         per_slot = 8 * self.entry_words + (AUDIT_BYTES if self.audit_mode else 0)
-        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value, above_lowest)
+        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value, above_lowest, split)
         failed = []
         for r in sorted(sizes, key=sizes.get):  # smallest first: a shortfall hits the largest table only
             slots = sizes[r]

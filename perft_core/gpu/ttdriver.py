@@ -105,6 +105,7 @@ class TTBfsDriver(TTLevels, BfsDriver):
         self.locality = True
         self._last_call = (0, 0)  # (arena bytes, boards of its largest merged level) of the last BFS call
         self.parts, self.part = 1, 0  # set_part: this driver counts one part of a count split by key
+        self.part_depth = PART_DEPTH  # ... at this remaining depth
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0, "leaf_moves": 0, "leaf_positions": 0}
@@ -252,25 +253,29 @@ class TTBfsDriver(TTLevels, BfsDriver):
                 self._level_bound = (depth, distinct)
         return g
 
-    def set_part(self, part: int, parts: int) -> None:
+    def set_part(self, part: int, parts: int, depth: int = PART_DEPTH) -> None:
         """Count only part ``part`` (0 .. parts-1) of every count from now on (``parts`` = 1: whole
-        counts, the default).
+        counts, the default), split at remaining depth ``depth`` (>= 3; default ``PART_DEPTH``).
 
-        A count split into parts is split by key at remaining depth ``PART_DEPTH`` (3): part c of
-        perft(pos, d) counts the paths whose position at remaining depth 3 has
+        A count split into parts is split by key at remaining depth ``depth``: part c of
+        perft(pos, d) counts the paths whose position at remaining depth ``depth`` has
         ``key_part(key, parts) == c`` (kernels/pc_tt.h: the top bits of the key's high word); with
-        d < 3 a path has no such position and every part counts it. The parts of a count with
-        d >= 3 add up to the count. The levels above are the same work in every part, the leaf
-        level (most of the work) is split, and so are its table entries: a deep run gives each
-        GPU one part, and each GPU's tables hold only its own part's positions at that level.
-        Every table entry then holds a part's count, so changing the part resets the tables.
+        d < ``depth`` a path has no such position and every part counts it. The parts of a count
+        with d >= ``depth`` add up to the count. The levels above the split are the same work in
+        every part; the split level and everything below it are divided among the parts, and so
+        are the split level's table entries: a deep run gives each GPU one part, and each GPU's
+        table of the split level holds only its own part's positions. Entries above the split
+        hold a part's count, so changing the part or its depth resets the tables (entries below
+        it hold whole counts).
 
-        Raises ValueError unless 0 <= part < parts.
+        Raises ValueError unless 0 <= part < parts and depth is an integer >= 3.
         """
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1 or not 0 <= part < parts:
             raise ValueError(f"part must be in 0..parts-1 with parts >= 1, got part {part!r} of {parts!r}")
-        if (part, parts) != (self.part, self.parts):
-            self.part, self.parts = part, parts
+        if isinstance(depth, bool) or not isinstance(depth, int) or depth < 3:
+            raise ValueError(f"the split depth of parts must be an integer >= 3 (remaining plies), got {depth!r}")
+        if (part, parts, depth) != (self.part, self.parts, self.part_depth):
+            self.part, self.parts, self.part_depth = part, parts, depth
             self._reset_tables()
             self._kept = None
 
@@ -428,18 +433,20 @@ class TTBfsDriver(TTLevels, BfsDriver):
         """Allocate device TTs for remaining depths 3 .. g-1 (statistics: ``stats_lowest_table`` .. g-1):
         the TT of remaining depth r serves ply
         ``depth - r`` and its ``distinct[depth - r]`` positions (distinct positions per ply, plies
-        0..depth; divided by the parts at the split level PART_DEPTH, where a part stores only its
-        own positions); ``tables.plan_slots`` shares the budget (``cap``: the lowest table too is
+        0..depth; divided by the parts at and below the split level ``part_depth``, where a part
+        meets only its own share of them); ``tables.plan_slots`` shares the budget (``cap``: the lowest table too is
         bounded by its positions; False: a deep run's shared tables, it takes the rest)."""
         rs = list(range(self.stats_lowest_table if self._stats_mode else 3, g))
         if not rs:
             return
         positions = {r: max(float(distinct[depth - r]), 1.0) for r in rs}
-        if PART_DEPTH in positions:  # a part stores only its own share of the split level's positions
-            positions[PART_DEPTH] = max(positions[PART_DEPTH] / self.parts, 1.0)
-        # A part counts only its share of the leaf under an upper position: an upper hit saves it that share.
-        above = 1.0 / self.parts if PART_DEPTH in positions else 1.0
-        for site in self.device_tables.plan(positions, cap, self.table_value, above):
+        split = self.part_depth if self.parts > 1 else None
+        if split is not None:  # a part serves its share of the positions at and below the split level
+            positions = {r: (max(p / self.parts, 1.0) if r <= split else p) for r, p in positions.items()}
+        # A part counts only its share of the work under a position above the split: a hit there
+        # saves it that share; at or below the split a hit saves the whole count under it.
+        above = 1.0 / self.parts if split is not None and split < max(positions) else 1.0
+        for site in self.device_tables.plan(positions, cap, self.table_value, above, split):
             self.stats.oom_sites.append(site)
             self.tt_stats["tt_disabled"] += 1
 

@@ -14,7 +14,7 @@ from ..stats import STATS_FIELDS
 from .arena import DeviceOutOfMemory
 from .chunks import roots_per_call
 from .driver import BYTES_PER_MOVE, WORDS, expand_host
-from .kernels import PART_DEPTH, key_part
+from .kernels import key_part
 from .merge import (
     MERGE_TEMP_BYTES_PER_BOARD,
     leaf_merged,
@@ -56,7 +56,7 @@ class TTLevels:
         self.tt_stats["unique_roots"] += int(len(uniq))
         values = np.zeros((len(boards),) + shape, dtype=np.uint64)
         live = np.arange(len(boards))
-        if self.parts > 1 and depth == PART_DEPTH:  # the split level: other parts' positions count 0 here
+        if self.parts > 1 and depth == self.part_depth:  # the split level: other parts' positions count 0 here
             live = live[key_part(keys, self.parts) == self.part]
         if depth > g:
             children, parents = expand_host(boards[live], us, self._ci_bytes)
@@ -193,13 +193,13 @@ class TTLevels:
                     k.stats_probe(keys, n, tt.entries, tt.slots, counts, values)
             else:
                 k.count_probe(boards, keys, n, side, tt.entries if tt else None, tt.slots if tt else 0, counts, values)
-            split = left == PART_DEPTH and self.parts > 1
+            split = left == self.part_depth and self.parts > 1
             if (tt is not None or split) and self._hits_dev is None:
                 self._hits_dev = k.xp.empty(HITS_SLOTS, dtype=np.uint64)
                 k.zero(self._hits_dev)
             if split:  # this part's boards (slot OWN_SLOT): the probes the part made here
                 # Statistics: the filter zeroes a board's count and node value only. Its other 12
-                # counters stay 0 (no children); none came from the table, whose remaining-depth-3
+                # counters stay 0 (no children); none came from the table, whose split-level
                 # entries are all this part's positions (set_part resets the tables).
                 k.part_filter(keys, n, self.parts, self.part, counts, values, self._hits_dev[OWN_SLOT:OWN_SLOT + 1])
             if tt is not None:  # hits counted on the device, per remaining depth; read once at the end of the call
