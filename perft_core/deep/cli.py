@@ -192,8 +192,8 @@ def register(sub) -> None:
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
     p.add_argument("--part-depth", type=_part_depth, metavar="R",
-                   help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default: "
-                        "chosen; a resumed run keeps its own)")
+                   help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default 3, "
+                        "the fastest measured; a resumed run keeps its own)")
     p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
                    "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
     p.add_argument("--resume", metavar="FILE", help="continue the run of this store")

@@ -332,12 +332,6 @@ def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int, part_dep
     return 1
 
 
-def choose_part_depth(pos, depth: int, split_ply: int) -> int:
-    """The remaining depth at which a run's units are split into parts (``deep_perft``'s default
-    ``part_depth``): PART_DEPTH (3), the level the fused leaf expands."""
-    return PART_DEPTH
-
-
 def sampled(key_hex: str, fraction: float) -> bool:
     """Is the unit of this key in a verify sample of ``fraction``? (low 32 bits of the key: uniform)"""
     return fraction >= 1 or int(key_hex[-8:], 16) < fraction * 2**32
@@ -733,8 +727,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             row's counters under its checksum and the result's ``stats`` is their sum. A resumed
             run keeps its own (asking otherwise is a StoreError).
         part_depth: the remaining depth (plies, >= 3) at which a unit counted in parts is split
-            among them (``TTBfsDriver.set_part``; default :func:`choose_part_depth`). A resumed
-            run keeps its own (asking otherwise is a StoreError); a run of whole units ignores it.
+            among them (``TTBfsDriver.set_part``; default PART_DEPTH, 3: splits at 4 measured 1.44x
+            slower at perft 12 and about 1.5x slower at perft 13 on four H200s, NOTES.md session
+            17). A resumed run keeps its own (asking otherwise is a StoreError); a run of whole
+            units ignores it.
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -826,7 +822,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                 timings["split"] = time.perf_counter() - t
                 t = time.perf_counter()
                 unit_depth = depth - split_ply
-                split_at = choose_part_depth(pos, depth, split_ply) if part_depth is None else part_depth
+                split_at = PART_DEPTH if part_depth is None else part_depth
                 parts = choose_parts(backend, tt, unit_depth, n_workers, split_at)
                 if parts == 1:
                     split_at = PART_DEPTH  # whole units: no split, the run's identity as before
