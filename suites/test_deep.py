@@ -469,7 +469,6 @@ def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store,
     CLI counts statistics with tables on the cpu backend; a statistics store's run row seals its flag
     (a store edited into a plain run fails its checksum)."""
     from perft_core.deep.store import StoreError, StoreTampered
-    from perft_core.errors import StatsUnsupported
 
     with pytest.raises(StoreError, match="stats=False, not True"):
         deep_perft(resume=small_store, scheduler=cluster.scheduler_address, stats=True)
@@ -477,8 +476,8 @@ def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store,
                  "--store", str(tmp_path / "y.sqlite"), "--json"]) == 0
     cpw, published = json.loads(capsys.readouterr().out)["stats"]["cpw"], _cpw_detail("rnbqkbnr/pppppppp", 3)
     assert {k: v for k, v in cpw.items() if k in published} == published
-    with pytest.raises(StatsUnsupported, match="no verify pass"):
-        deep_perft(STARTPOS, 3, backend="gpu-emulated", tt=True, stats=True, verify_seed=5,
+    with pytest.raises(ValueError, match="verify seed needs tt"):
+        deep_perft(STARTPOS, 3, backend="gpu-emulated", stats=True, verify_seed=5,
                    scheduler=cluster.scheduler_address, store=tmp_path / "z.sqlite")
     store = tmp_path / "s.sqlite"
     deep_perft(STARTPOS, 3, split_ply=1, scheduler=cluster.scheduler_address, store=store, stats=True)
@@ -522,6 +521,11 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
         assert st.run["schema"] == SCHEMA and not st.run["stats"] and not st.tampered
         assert sum(r["count"] is not None for r in st.checked_rows()) == 20
         assert st.run["part_depth"] == 3  # before schema 7 every run split its parts at 3
+    seven = tmp_path / "s17.sqlite"  # schema 7 (session 17's perft 13, a verify seed added on resume)
+    shutil.copy(src.with_name("perft13-h200x4-s17.sqlite"), seven)
+    with Store.open(seven) as st:
+        assert st.run["schema"] == SCHEMA and st.run["verify_seed"] == 0x5EED2026 and not st.tampered
+        assert sum(r["count"] is not None for r in st.checked_rows()) == 309 and st.run["part_depth"] == 3
     six = tmp_path / "s16.sqlite"  # schema 6 (session 16's perft 12 statistics on two GPUs)
     shutil.copy(src.with_name("perft12-stats-h200x2-s16.sqlite"), six)
     with Store.open(six) as st:
@@ -729,3 +733,40 @@ def test_a_run_split_at_remaining_depth_4_is_exact_and_keeps_its_split(cluster, 
     one_line_error(capsys, ["deep", STARTPOS, "5", "--part-depth", "2"], "part depth must be at least 3")
     with pytest.raises(ValueError, match="part_depth must be an integer >= 3"):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_depth=2)
+
+
+@pytest.mark.parametrize("backend", ["gpu-emulated", "cpu"])
+def test_a_statistics_run_is_verified_counter_by_counter_and_a_lie_in_one_counter_is_recounted(cluster, tmp_path,
+                                                                                                backend):
+    """A statistics run with a verify seed counts every unit again under the second seed and
+    compares the unit's 13 counters (summed over its parts, which the second seed cuts
+    differently). A first count wrong in one counter only, its node count right (planted in the
+    store with its checksum, as a poisoned statistics entry would make it), is a mismatch; the unit
+    is counted again without tables (in parts on the GPU backends) and that count's counters are
+    the ones summed: the total equals the CPW row again."""
+    from perft_core.stats import STATS_FIELDS
+
+    path = tmp_path / "sv.sqlite"
+    published = _cpw_detail("rnbqkbnr/pppppppp", 5)
+    res = deep_perft(STARTPOS, 5, backend=backend, tt=True, stats=True, verify_seed=7, split_ply=1,
+                     scheduler=cluster.scheduler_address, store=path)
+    assert res.nodes == expected(5) and res.verified == res.units == 20 and not res.mismatches
+    assert {k: v for k, v in res.stats.cpw().items() if k in published} == published
+    rs = rows(path)
+    assert all(r["status"] == "verified" and r["verify_stats"] for r in rs)
+    if backend == "gpu-emulated":
+        assert res.parts == 2 and any(r["stats"] != r["verify_stats"] for r in rs)  # parts cut by each seed's keys
+    with Store.open(path) as st:
+        (idx, unit, text), = st.conn.execute("SELECT idx, unit, stats FROM units ORDER BY idx LIMIT 1").fetchall()
+        lie = text.split(",")
+        lie[STATS_FIELDS.index("captures")] = str(int(lie[STATS_FIELDS.index("captures")]) + 1)
+        st.conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (",".join(lie), idx))
+        st.conn.execute("UPDATE units SET status = 'counted', verify_count = NULL, verify_stats = NULL "
+                        "WHERE unit = ?", (unit,))
+        st._seal("unit = ?", (unit,))
+    again = deep_perft(resume=path, scheduler=cluster.scheduler_address)
+    assert again.nodes == expected(5)
+    assert {m["idx"] for m in again.mismatches} == {r["idx"] for r in rs if r["unit"] == unit}
+    assert all(m["recount"] is not None for m in again.mismatches)
+    assert {k: v for k, v in again.stats.cpw().items() if k in published} == published
+    assert "differed and were counted again without tables" in again.verify

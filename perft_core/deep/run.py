@@ -639,17 +639,18 @@ def _read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed
 
 def _sum_stats(st: Store, rows: list[dict]):
     """A statistics run's total: each row's counters (proven by its checksum: ``rows`` from
-    ``Store.checked_rows``) times its multiplicity. Raises DeepError for a counted row without
-    counters or whose nodes differ from its count."""
+    ``Store.checked_rows``; a recounted row's recount's) times its multiplicity. Raises DeepError for
+    a counted row without counters or whose nodes differ from its count."""
     from ..stats import Stats
 
     total = Stats()
     for r in rows:
-        text = r.get("stats")
+        recounted = r["recount"] is not None
+        text, count = (r.get("recount_stats"), r["recount"]) if recounted else (r.get("stats"), r["count"])
         values = text.split(",") if text else []
-        if len(values) != 13 or not all(v.isdigit() for v in values) or values[0] != r["count"]:
+        if len(values) != 13 or not all(v.isdigit() for v in values) or values[0] != count:
             raise DeepError(f"store {st.path}: unit {r['unit']} part {r['part']} has statistics {text!r} that do not "
-                            f"match its count {r['count']}")
+                            f"match its {'recount' if recounted else 'count'} {count}")
         total = total + Stats.from_tuple(int(v) for v in values) * int(r["multiplicity"])
     return total
 
@@ -724,7 +725,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             with ``tt`` on the GPU backends in parts as a plain run's (a part's counters are its leaf
             moves') through statistics tables each worker keeps warm across the run's units
             (``worker.count_stats``, ``TTBfsDriver.count_roots``), else whole; the store keeps each
-            row's counters under its checksum and the result's ``stats`` is their sum. A resumed
+            row's counters under its checksum and the result's ``stats`` is their sum; with a
+            verify seed each sampled unit's 13 counters are counted again and compared. A resumed
             run keeps its own (asking otherwise is a StoreError).
         part_depth: the remaining depth (plies, >= 3) at which a unit counted in parts is split
             among them (``TTBfsDriver.set_part``; default PART_DEPTH, 3: splits at 4 measured 1.44x
@@ -742,7 +744,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
         (nothing lost: resume); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a
-        backend without statistics tables (every backend has them now), or with a verify seed.
+        backend without statistics tables (every backend has them now).
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
@@ -769,12 +771,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         backend = backend or "cpu"
         tt = bool(tt)
         stats = bool(stats)
-        if stats and ((tt and not BACKENDS[backend].stats_tables) or verify_seed is not None):
+        if stats and tt and not BACKENDS[backend].stats_tables:
             from ..errors import StatsUnsupported
 
-            raise StatsUnsupported(f"backend {backend!r} counts no statistics through tables"
-                                   if verify_seed is None else "a deep run of statistics has no verify pass yet: "
-                                   "leave out the verify seed")
+            raise StatsUnsupported(f"backend {backend!r} counts no statistics through tables")
         if verify_seed is not None and not tt:
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
         if verify_seed is not None and verify_sample is None:
@@ -900,11 +900,11 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
 
     def verified(batch, res, task):
         stored(lambda: st.verified(batch, res["counts"], _share(res["seconds"], batch), res["worker"], task,
-                                   res.get("tables")))
+                                   res.get("tables"), res.get("stats")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def recounted(batch, res, task):
-        stored(lambda: st.recounted(batch, res["counts"], _share(res["seconds"], batch)))
+        stored(lambda: st.recounted(batch, res["counts"], _share(res["seconds"], batch), res.get("stats")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     failures = []

@@ -70,8 +70,9 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 7  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
-# 6: statistics runs (run.stats, units.stats); 7: run.part_depth (the split depth of parts; 3 before)
+SCHEMA = 8  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
+# 6: statistics runs (run.stats, units.stats); 7: run.part_depth (the split depth of parts; 3 before);
+# 8: units.verify_stats, units.recount_stats (a statistics run's verify pass and recount)
 # (an older store gains what it lacks when it is opened, its rows checked by its own schema's rule first)
 # The options that define a run: a resumed run must agree on every one of them.
 RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "stats",
@@ -95,7 +96,7 @@ CREATE TABLE units (
     status TEXT NOT NULL DEFAULT 'pending', count TEXT, seconds REAL, worker TEXT, device TEXT, task TEXT,
     attempts INTEGER NOT NULL DEFAULT 0, finishes INTEGER NOT NULL DEFAULT 0, verify_count TEXT,
     verify_seconds REAL, recount TEXT, recount_seconds REAL, finished TEXT, probes INTEGER, hits INTEGER,
-    checksum TEXT, stats TEXT, UNIQUE (key, part), UNIQUE (unit, part));
+    checksum TEXT, stats TEXT, verify_stats TEXT, recount_stats TEXT, UNIQUE (key, part), UNIQUE (unit, part));
 CREATE TABLE sessions (
     id INTEGER PRIMARY KEY, started TEXT NOT NULL, ended TEXT, host TEXT NOT NULL, pid INTEGER NOT NULL,
     cluster TEXT NOT NULL, counted INTEGER NOT NULL DEFAULT 0);
@@ -130,6 +131,7 @@ _PLAN = ("unit", "part", "key", "fen", "depth", "multiplicity")  # what units.sp
 _RUN_SEALED = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "version",
                "git_commit", "started", "units", "parts")
 _COUNTS = ("multiplicity", "count", "verify_count", "recount")
+_STATS = ("stats", "verify_stats", "recount_stats")  # a statistics run's counters of its three counts
 
 
 _HELD_LOCKS: set[int] = set()
@@ -168,7 +170,11 @@ def row_checksum(options: str, idx: int, unit: int, part: int, key: str, fen: st
                  count: str | None, verify_count: str | None, recount: str | None, *stats: str | None) -> str:
     """The checksum of one unit row: SHA-256 of the run's ``options`` text (its identity) and the
     row's fields (``_SEALED``: every field the total depends on; in a statistics run also its
-    ``stats`` text, given as one more argument), first 16 bytes as 32 hex digits."""
+    ``stats``, ``verify_stats`` and ``recount_stats`` texts, given as more arguments), first 16
+    bytes as 32 hex digits. Trailing statistics that are None are left out, so a row without a
+    verify pass has the checksum schema 6 gave it."""
+    while len(stats) > 1 and stats[-1] is None:
+        stats = stats[:-1]
     return _sha((options, idx, unit, part, key, fen, depth, multiplicity, count, verify_count, recount, *stats))
 
 
@@ -176,6 +182,15 @@ def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity
                      verify_count: str | None, recount: str | None) -> str:
     """A schema-3/4 row's checksum (``_SEALED_V3``), to check an older store's rows before they are resealed."""
     return _sha((options, key, part, depth, multiplicity, count, verify_count, recount))
+
+
+def _sum_texts(texts) -> tuple[int, ...]:
+    """The sum of statistics texts (13 comma-separated decimals each), counter by counter."""
+    total = [0] * 13
+    for text in texts:
+        for i, v in enumerate(text.split(",")):
+            total[i] += int(v)
+    return tuple(total)
 
 
 def run_checksum(run: dict) -> str:
@@ -252,7 +267,7 @@ class Store:
         self.tampered: list[dict] = []  # rows whose checksum failed when the store was opened
         # a plain run's identity and rows are sealed as schema 5 sealed them; a statistics run's
         # identity says so, and its rows' checksums cover their counters too
-        self._sealed = (*_SEALED, "stats") if self.run["stats"] else _SEALED
+        self._sealed = (*_SEALED, *_STATS) if self.run["stats"] else _SEALED
         self._options = self._identity(self.run)
         self._register("row_checksum", self._options)
         conn.create_function("row_checksum_v3", len(_SEALED_V3), lambda *a: _row_checksum_v3(self._options, *a),
@@ -441,7 +456,7 @@ class Store:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
         self._run_row = dict(run)  # as stored, for its checksum
-        if run["schema"] not in (2, 3, 4, 5, 6, SCHEMA):
+        if run["schema"] not in (2, 3, 4, 5, 6, 7, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         run["stats"] = bool(run.get("stats") or 0)
@@ -490,9 +505,11 @@ class Store:
             self._check_run()
         with self._transaction():
             for table, column in (("run", "stats INTEGER NOT NULL DEFAULT 0"), ("units", "stats TEXT"),
-                                  ("run", f"part_depth INTEGER NOT NULL DEFAULT {PART_DEPTH}")):
+                                  ("run", f"part_depth INTEGER NOT NULL DEFAULT {PART_DEPTH}"),
+                                  ("units", "verify_stats TEXT"), ("units", "recount_stats TEXT")):
                 # before schema 6 every run is a plain one: no statistics; before schema 7 every run
-                # with parts split them at PART_DEPTH: its checksums stay what they were
+                # with parts split them at PART_DEPTH; before schema 8 no statistics run had a verify
+                # pass: its checksums stay what they were
                 if column.split()[0] not in {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
             if schema < 3:
@@ -555,7 +572,8 @@ class Store:
             self.conn.executemany(f"UPDATE units SET {', '.join(f'{k} = ?' for k in _PLAN)} WHERE idx = ?",
                                   (plan[i] + (i,) for i in idxs))
             self.conn.executemany(
-                "UPDATE units SET count = NULL, verify_count = NULL, recount = NULL, stats = NULL, status = 'pending', "
+                "UPDATE units SET count = NULL, verify_count = NULL, recount = NULL, stats = NULL, verify_stats = NULL, "
+                "recount_stats = NULL, status = 'pending', "
                 "finishes = 0 WHERE unit = ?", ((u,) for u in units))
             self.conn.executemany("UPDATE units SET checksum = NULL WHERE unit = ?", ((u,) for u in units))
             for u in units:
@@ -582,16 +600,14 @@ class Store:
         The run row's checksum is rewritten. (Perft 13's store of session 14 was made without a
         verify seed; issue 33 asks for a verify sample of it.)
 
-        Raises StoreError: the run has a verify seed already, counts without tables or counts
-        statistics (no verify pass for those), or ``verify_seed`` is its key seed; ValueError: a
-        sample outside (0, 1]."""
+        Raises StoreError: the run has a verify seed already, counts without tables (no verify
+        pass for those), or ``verify_seed`` is its key seed; ValueError: a sample outside (0, 1]."""
         run = self.run
         if run["verify_seed"] is not None:
             raise StoreError(f"store {self.path} is a run with verify_seed={run['verify_seed']:#x} already; resume it "
                              "without --verify-seed or with that seed")
-        if not run["tt"] or run["stats"]:
-            raise StoreError(f"store {self.path} is a run {'of statistics' if run['stats'] else 'without tables'}: "
-                             "it has no verify pass")
+        if not run["tt"]:
+            raise StoreError(f"store {self.path} is a run without tables: it has no verify pass")
         if verify_seed == run["seed"]:
             raise StoreError(f"verify seed must differ from the run's key seed {run['seed']:#x}")
         if isinstance(verify_sample, bool) or not isinstance(verify_sample, (int, float)) or not 0 < verify_sample <= 1:
@@ -669,14 +685,7 @@ class Store:
 
         Raises StoreError if a row's statistics are missing or their nodes differ from its count."""
         probes = probes or [None] * len(rows)
-        texts = [None] * len(rows)
-        if self.run["stats"]:
-            if stats is None or len(stats) != len(rows):
-                raise StoreError(f"store {self.path} is a statistics run: a task's counts came without statistics")
-            for r, c, st in zip(rows, counts, stats):
-                if len(st) != 13 or int(st[0]) != int(c):
-                    raise StoreError(f"unit {r['unit']}: statistics {st!r} do not match its count {c}")
-            texts = [",".join(str(int(v)) for v in st) for st in stats]
+        texts = self._stats_texts(rows, counts, stats)
         hits = hits or [None] * len(rows)
         written = 0
         now = _now()
@@ -741,38 +750,63 @@ class Store:
         return out
 
     def verified(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str = "", task: str = "",
-                 tables: dict | None = None) -> int:
+                 tables: dict | None = None, stats: list | None = None) -> int:
         """Write the second-seed counts of one task's rows (one transaction), and the task's table
         statistics (``tables``, as for :meth:`finish`) as ``verify`` rows when any count was written
-        (``worker``: its address, ``task``: its Dask key). A unit is judged once
-        every part has its second count: the parts are cut by key, so a second seed cuts them
-        differently and only the unit's totals compare; its rows become ``verified`` (the totals
-        agree) or ``mismatch``. Returns the rows written (rows already verified are skipped)."""
+        (``worker``: its address, ``task``: its Dask key); in a statistics run also each row's 13
+        counters (``stats``, as for :meth:`finish`). A unit is judged once every part has its
+        second count: the parts are cut by key, so a second seed cuts them differently and only the
+        unit's totals compare (in a statistics run all 13 of them); its rows become ``verified``
+        (the totals agree) or ``mismatch``. Returns the rows written (rows already verified are
+        skipped).
+
+        Raises StoreError: a statistics run's counts without statistics, or not matching them."""
+        texts = self._stats_texts(rows, counts, stats)
         with self._transaction():
-            written = self._update_rows("UPDATE units SET verify_count = ?, verify_seconds = ? "
+            written = self._update_rows("UPDATE units SET verify_count = ?, verify_seconds = ?, verify_stats = ? "
                                         "WHERE idx = ? AND status = 'counted' AND verify_count IS NULL",
-                                        rows, counts, seconds)
+                                        rows, counts, seconds, texts)
             if written:
                 self._record_tables("verify", worker, task, _now(), tables)
             for unit in {r["unit"] for r in rows}:
-                got = self.conn.execute("SELECT count, verify_count FROM units WHERE unit = ? AND status = 'counted'",
-                                        (unit,)).fetchall()
-                if len(got) < self.run["parts"] or any(v is None for _, v in got):
+                got = self.conn.execute("SELECT count, verify_count, stats, verify_stats FROM units "
+                                        "WHERE unit = ? AND status = 'counted'", (unit,)).fetchall()
+                if len(got) < self.run["parts"] or any(v is None for _, v, _, _ in got):
                     continue  # judged when its last part's second count arrives
-                same = sum(int(c) for c, _ in got) == sum(int(v) for _, v in got)
+                if self.run["stats"]:
+                    same = _sum_texts(s for _, _, s, _ in got) == _sum_texts(v for _, _, _, v in got)
+                else:
+                    same = sum(int(c) for c, _, _, _ in got) == sum(int(v) for _, v, _, _ in got)
                 self.conn.execute("UPDATE units SET status = ? WHERE unit = ? AND status = 'counted'",
                                   ("verified" if same else "mismatch", unit))
         return written
 
-    def recounted(self, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
-        """Write the counts without tables of mismatched rows (their counts from now on; one transaction)."""
+    def recounted(self, rows: list[dict], counts: list[int], seconds: list[float], stats: list | None = None) -> int:
+        """Write the counts without tables of mismatched rows (their counts from now on; in a
+        statistics run with their counters, ``stats``; one transaction)."""
+        texts = self._stats_texts(rows, counts, stats)
         with self._transaction():
-            return self._update_rows("UPDATE units SET recount = ?, recount_seconds = ?, status = 'recounted' "
-                                     "WHERE idx = ? AND status = 'mismatch'", rows, counts, seconds)
+            return self._update_rows("UPDATE units SET recount = ?, recount_seconds = ?, recount_stats = ?, "
+                                     "status = 'recounted' WHERE idx = ? AND status = 'mismatch'",
+                                     rows, counts, seconds, texts)
 
-    def _update_rows(self, sql: str, rows: list[dict], counts: list[int], seconds: list[float]) -> int:
-        """Run ``sql`` (parameters: count, seconds, idx) for each row; the rows it changed."""
-        written = sum(self.conn.execute(sql, (str(c), sec, r["idx"])).rowcount for r, c, sec in zip(rows, counts, seconds))
+    def _stats_texts(self, rows: list[dict], counts: list[int], stats: list | None) -> list[str | None]:
+        """Each row's 13 counters as stored (comma-separated decimals, nodes first) in a statistics
+        run, else None each. Raises StoreError: statistics missing, or their nodes not the count."""
+        if not self.run["stats"]:
+            return [None] * len(rows)
+        if stats is None or len(stats) != len(rows):
+            raise StoreError(f"store {self.path} is a statistics run: a task's counts came without statistics")
+        for r, c, st in zip(rows, counts, stats):
+            if len(st) != 13 or int(st[0]) != int(c):
+                raise StoreError(f"unit {r['unit']}: statistics {st!r} do not match its count {c}")
+        return [",".join(str(int(v)) for v in st) for st in stats]
+
+    def _update_rows(self, sql: str, rows: list[dict], counts: list[int], seconds: list[float],
+                     texts: list[str | None]) -> int:
+        """Run ``sql`` (parameters: count, seconds, statistics text, idx) for each row; the rows it changed."""
+        written = sum(self.conn.execute(sql, (str(c), sec, t, r["idx"])).rowcount
+                      for r, c, sec, t in zip(rows, counts, seconds, texts))
         for r in rows:
             self._seal("idx = ?", (r["idx"],))
         return written

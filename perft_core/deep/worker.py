@@ -59,20 +59,28 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
     ``TTBfsDriver.count_roots(stats=True)`` through statistics tables keyed by ``seed`` and kept warm
     across the units of ``run_key`` (the run of ``run_fen`` at ``run_depth``, which sizes them),
     ``part`` of ``parts`` (split at remaining depth ``part_depth``) of each unit, as
-    :func:`count_batch` counts a plain run's.
+    :func:`count_batch` counts a plain run's; without ``tt`` and in parts, the same part counted
+    without any table (a recount after a verify mismatch).
 
-    Raises ValueError: parts without tables or on the CPU."""
+    Raises ValueError: parts on the CPU."""
     from ..backends import BACKENDS
 
     positions = [Position.from_fen(f) for f in fens]
-    if backend == "cpu" or not tt:
+    if backend == "cpu" or (not tt and parts == 1):
         if parts != 1:
-            raise ValueError("statistics in parts are counted through a GPU backend's tables")
-        engine = BACKENDS[backend](threads=1, tt=tt)
-        return [engine.count_stats(p, depth).as_tuple() for p in positions]
+            raise ValueError("the cpu backend counts whole units (parts = 1)")
+        if tt:  # through statistics tables of each unit's own, keyed by the run's seed (or the verify pass's)
+            from .. import stats_tt, zobrist
+
+            return [stats_tt.perft_stats_tt(p, depth, threads=1, tt_mb=zobrist.DEFAULT_TT_MB, seed=seed).as_tuple()
+                    for p in positions]
+        return [BACKENDS[backend](threads=1).count_stats(p, depth).as_tuple() for p in positions]
     drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth)
-    drv.tables = True
-    return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
+    drv.tables = tt  # False: a part counted without any table (a recount after a verify mismatch)
+    try:
+        return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
+    finally:
+        drv.tables = True
 
 
 def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: int, part: int, parts: int,
