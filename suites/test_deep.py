@@ -531,6 +531,9 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
     with Store.open(six) as st:
         assert st.run["schema"] == SCHEMA and st.run["stats"] and st.run["part_depth"] == 3 and not st.tampered
         assert sum(r["count"] is not None for r in st.checked_rows()) > 0
+        st.add_verification(0x5EED, 0.1)  # a statistics run takes a verify pass too (schema 8)
+    with Store.open(six) as st:
+        assert (st.run["verify_seed"], st.run["verify_sample"]) == (0x5EED, 0.1) and not st.tampered
     for name, change in (("five.sqlite", None), ("changed.sqlite", "UPDATE run SET depth = 5")):
         path = tmp_path / name
         shutil.copy(small_store, path)
