@@ -220,6 +220,18 @@ def small_store(tmp_path):
     return path
 
 
+def assert_run_row_sealed(path, edit: str) -> None:
+    """The run row changed by hand (the SQL ``edit``) is found: the store is refused as tampered."""
+    from perft_core.deep.store import StoreTampered
+
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(edit)
+    conn.close()
+    with pytest.raises(StoreTampered):
+        Store.open(path)
+
+
 def one_line_error(capsys, argv, *needles) -> None:
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -468,7 +480,7 @@ def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store,
     """A plain store resumed with stats, or stats with a verify seed, is refused with one line; the
     CLI counts statistics with tables on the cpu backend; a statistics store's run row seals its flag
     (a store edited into a plain run fails its checksum)."""
-    from perft_core.deep.store import StoreError, StoreTampered
+    from perft_core.deep.store import StoreError
 
     with pytest.raises(StoreError, match="stats=False, not True"):
         deep_perft(resume=small_store, scheduler=cluster.scheduler_address, stats=True)
@@ -481,12 +493,7 @@ def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store,
                    scheduler=cluster.scheduler_address, store=tmp_path / "z.sqlite")
     store = tmp_path / "s.sqlite"
     deep_perft(STARTPOS, 3, split_ply=1, scheduler=cluster.scheduler_address, store=store, stats=True)
-    conn = sqlite3.connect(store)
-    with conn:
-        conn.execute("UPDATE run SET stats = 0")
-    conn.close()
-    with pytest.raises(StoreTampered):
-        Store.open(store)
+    assert_run_row_sealed(store, "UPDATE run SET stats = 0")
 
 
 def test_cli_counts_statistics_with_stats_after_the_run_and_still_reads_a_store_with_stats_file(cluster, tmp_path,
@@ -708,7 +715,7 @@ def test_a_run_split_at_remaining_depth_4_is_exact_and_keeps_its_split(cluster, 
     under its run row's checksum: resuming with another split is refused, and the run row changed
     by hand to another split is found (StoreTampered), so no part counted at one split is ever
     added to a part counted at another."""
-    from perft_core.deep.store import StoreError, StoreTampered
+    from perft_core.deep.store import StoreError
 
     four, three = tmp_path / "four.sqlite", tmp_path / "three.sqlite"
     assert main(["deep", STARTPOS, "5", "--backend", "gpu-emulated", "--tt", "--split-ply", "1", "--part-depth", "4",
@@ -727,12 +734,7 @@ def test_a_run_split_at_remaining_depth_4_is_exact_and_keeps_its_split(cluster, 
     assert deep_perft(resume=four, scheduler=cluster.scheduler_address, part_depth=4).nodes == expected(5)
     with Store.open(four) as st:
         assert st.run["part_depth"] == 4 and not st.tampered
-    conn = sqlite3.connect(four)
-    with conn:
-        conn.execute("UPDATE run SET part_depth = 3")
-    conn.close()
-    with pytest.raises(StoreTampered):
-        Store.open(four)
+    assert_run_row_sealed(four, "UPDATE run SET part_depth = 3")
     one_line_error(capsys, ["deep", STARTPOS, "5", "--part-depth", "2"], "part depth must be at least 3")
     with pytest.raises(ValueError, match="part_depth must be an integer >= 3"):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_depth=2)
