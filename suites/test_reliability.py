@@ -252,11 +252,31 @@ def test_f8_ctrl_c_on_a_deep_run_is_one_line_and_leaves_nothing(tmp_path):
 
 # ----- F4, F13: the deep store -----------------------------------------------------------------------
 
+def _created_store_bytes(path, depth: int, split_ply: int) -> int:
+    """The largest file a new store of startpos ``depth`` split at ``split_ply`` leaves (the
+    database or its WAL, before any count), measured with this version's schema."""
+    import glob
+
+    from perft_core import Position
+    from perft_core.deep import split
+    from perft_core.deep.store import Store
+
+    pos = Position.from_fen(START)
+    st = Store.create(path, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply, "backend": "cpu", "tt": False,
+                             "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, depth, split_ply))
+    try:
+        return max(os.path.getsize(f) for f in glob.glob(f"{path}*"))
+    finally:
+        st.close()
+
+
 def test_f4_a_full_disk_is_one_line_and_the_store_resumes(tmp_path):
     pytest.importorskip("distributed", reason="Dask is not installed")
     store = tmp_path / "full.sqlite"
+    # room to create the store (its size measured, plus 4 pages), not to write its counts
+    room = _created_store_bytes(tmp_path / "measure.sqlite", 5, 2) + 4 * 4096
     p = perft_cmd("deep", START, "5", "--workers", "1", "--split-ply", "2", "--store", str(store),
-                  preexec=file_size_limit(200_000), timeout=180)
+                  preexec=file_size_limit(room), timeout=180)
     one_error_line(p, "cannot write store", str(store), "--resume")
     done = perft_cmd("deep", "--resume", str(store), "--json", timeout=180)
     assert done.returncode == 0, done.stderr
