@@ -809,26 +809,25 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             timings["cluster_start"] = time.perf_counter() - t_cluster
             if st is None:
                 seed = _core.ZOBRIST_DEFAULT_SEED
+                split_at = PART_DEPTH if part_depth is None else part_depth
                 if split_ply is None:
                     t = time.perf_counter()
                     speed = _calibrate(client, pos.fen(), depth, backend, tt, seed, stats)
                     timings["calibrate"] = time.perf_counter() - t
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
-                    parts = choose_parts(backend, tt, depth - 1, n_workers, part_depth or PART_DEPTH)
+                    parts = choose_parts(backend, tt, depth - 1, n_workers, split_at)
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
                 t = time.perf_counter()
                 units = units_mod.split(pos, depth, split_ply, seed)
                 timings["split"] = time.perf_counter() - t
                 t = time.perf_counter()
-                unit_depth = depth - split_ply
-                split_at = PART_DEPTH if part_depth is None else part_depth
-                parts = choose_parts(backend, tt, unit_depth, n_workers, split_at)
-                if parts == 1:
-                    split_at = PART_DEPTH  # whole units: no split, the run's identity as before
+                parts = choose_parts(backend, tt, depth - split_ply, n_workers, split_at)
                 st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
                                           "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
-                                          "verify_sample": verify_sample, "stats": stats, "part_depth": split_at},
+                                          "verify_sample": verify_sample, "stats": stats,
+                                          # whole units have no split: their identity as before
+                                          "part_depth": split_at if parts > 1 else PART_DEPTH},
                                   units, parts)
                 timings["store_create"] = time.perf_counter() - t
                 if progress:
