@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One device call of a deep run resumed on four GPUs, as a paired A/B of the table plan (NOTES.md
+# "Session 18"): the workers on the devices in ARM (default 2,3) plan their tables with the
+# experiment's settings (SPP: SLOTS_PER_POSITION, FLOOR: LOWEST_FLOOR, VALUE: LEVEL_VALUE; see
+# sitecustomize.py here), the others with the shipped plan; every count is exact and stored
+# whatever its arm. ARM= (empty) with no settings resumes the run with the shipped plan everywhere.
+#
+#   ST=ci/stores/perft13-h200x4-s17.sqlite NAME=c1 LEFT=545 SPP=1 bash ci/table_value/paired_call.sh
+#
+# Copies ST into $OUT/NAME, resumes it with --max-seconds (LEFT less the seconds spent before the
+# count), writes the run's JSON, stderr and paired_summary.py's JSON beside it, and tars the folder
+# to $OUT/NAME.tgz (copy the store back into ST after the call).
+set -uo pipefail
+export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+T0=$(date +%s)
+. ci/gpu-env.sh
+export PYTHONPATH="$PWD:$PWD/ci/table_value:$PYTHONPATH"
+N=${NAME:-call}; O=$OUT/$N; mkdir -p "$O"
+nvidia-smi -L > "$O/info.txt"; free -g >> "$O/info.txt"
+ST=${ST:-ci/stores/perft13-h200x4-s17.sqlite}
+cp "$ST" "$O/store.sqlite"
+env=()
+[ -n "${SPP:-}" ] && env+=("PERFT_EXPERIMENT_SLOTS_PER_POSITION=$SPP")
+[ -n "${FLOOR:-}" ] && env+=("PERFT_EXPERIMENT_LOWEST_FLOOR=$FLOOR")
+[ -n "${VALUE:-}" ] && env+=("PERFT_EXPERIMENT_TABLE_VALUE=$VALUE")
+[ ${#env[@]} -gt 0 ] && env+=("PERFT_EXPERIMENT_ARM_DEVICES=${ARM-2,3}")
+left=$(( ${LEFT:-545} - ($(date +%s) - T0) ))
+echo "== resumed for ${left} s: ${env[*]:-the shipped plan}" | tee -a "$O/info.txt"
+t=$(date +%s)
+env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep --resume "$O/store.sqlite" --gpus 4 \
+    --max-seconds "$left" --json > "$O/run.json" 2> "$O/err.txt"
+echo "rc=$? whole=$(( $(date +%s) - t )) s"; head -c 1200 "$O/run.json"; echo
+grep -v '^\[table_value\]' "$O/err.txt" | tail -3; grep '^\[table_value\]' "$O/err.txt" | sort -u | head -8
+python3 ci/table_value/paired_summary.py "$O/store.sqlite" > "$O/paired.json" && head -c 2000 "$O/paired.json"
+tar czf "$OUT/$N.tgz" -C "$OUT" "$N" && rm -rf "$O"

@@ -1,0 +1,80 @@
+"""Summarise one call of a paired A/B of the table plan (``paired_call.sh``) from a deep run's store.
+
+    python ci/table_value/paired_summary.py STORE [--session N] [--threshold SLOTS]
+
+Reads the store (never writes it). For the session (default: the last one, i.e. the call just
+made): each worker's arm, told by its r = 5 table's slots (arm B: fewer than ``--threshold``,
+default 1.2e9, the shipped plan's 2.02 G at startpos perft 13 on an H200 against 1.08 G for the
+arms of NOTES.md "Session 18"; a worker that planned no r = 5 table is "?"); per part, the seconds
+summed over the units whose every part finished in the session (each GPU counts its own part of
+every unit, and the parts of a unit cost alike, so the parts compare in pairs); and per arm and
+remaining depth the tables' probes, hits, stores, slots and occupied slots. Prints JSON.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+from pathlib import Path
+
+A13 = 1981066775000396239  # OEIS A048987: perft(startpos, 13), for the share counted
+
+
+def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9) -> dict:
+    """The summary above as a dict (JSON-ready). Raises ValueError if the store has no such session."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        sid = session or con.execute("SELECT max(id) FROM sessions").fetchone()[0]
+        got = con.execute("SELECT started, ended FROM sessions WHERE id = ?", (sid,)).fetchone()
+        if got is None:
+            raise ValueError(f"store {path} has no session {session}")
+        start, end = got
+        end = end or "9999"
+        rows = con.execute("SELECT unit, part, seconds, worker FROM units WHERE count IS NOT NULL AND finished >= ? "
+                           "AND finished <= ?", (start, end)).fetchall()
+        slots5 = dict(con.execute("SELECT worker, max(slots) FROM tables WHERE session = ? AND r = 5 GROUP BY worker",
+                                  (sid,)).fetchall())
+        arm = {w: ("?" if s is None else "B" if s < threshold else "A") for w, s in slots5.items()}
+        by_unit: dict[int, dict[int, tuple]] = {}
+        for unit, part, seconds, worker in rows:
+            by_unit.setdefault(unit, {})[part] = (seconds, worker)
+        parts = sorted({p for d in by_unit.values() for p in d})
+        common = [u for u, d in by_unit.items() if len(d) == len(parts)]
+        out = {"session": sid, "rows": len(rows), "units_every_part": len(common), "per_part": {}, "tables": {}}
+        for p in parts:
+            out["per_part"][p] = {"seconds": round(sum(by_unit[u][p][0] for u in common), 2),
+                                  "arms": sorted({arm.get(by_unit[u][p][1], "?") for u in common}),
+                                  "rows": sum(1 for d in by_unit.values() if p in d)}
+        for worker, r, probes, hits, stores, slots, occupied in con.execute(
+                "SELECT worker, r, sum(probes), sum(hits), sum(stores), max(slots), max(occupied) FROM tables "
+                "WHERE session = ? AND phase = 'count' GROUP BY worker, r", (sid,)):
+            t = out["tables"].setdefault(arm.get(worker, "?"), {}).setdefault(
+                r, {"probes": 0, "hits": 0, "stores": 0, "slots": 0, "occupied": 0})
+            t["probes"] += probes
+            t["hits"] += hits
+            t["stores"] += stores
+            t["slots"] = max(t["slots"], slots or 0)
+            t["occupied"] = max(t["occupied"], occupied or 0)
+        for by_r in out["tables"].values():
+            for t in by_r.values():
+                t["hit_rate"] = round(t["hits"] / t["probes"], 4) if t["probes"] else None
+        counted, nodes = con.execute("SELECT count(*), sum(CAST(count AS REAL)) FROM units "
+                                     "WHERE count IS NOT NULL").fetchone()
+        out["store"] = {"rows_counted": counted, "share_of_a13": (nodes or 0) / A13}
+        return out
+    finally:
+        con.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("store", type=Path)
+    ap.add_argument("--session", type=int)
+    ap.add_argument("--threshold", type=float, default=1.2e9)
+    args = ap.parse_args()
+    print(json.dumps(summarise(args.store, args.session, args.threshold), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,90 @@
+"""The A/B tools of the table plan (ci/table_value/): the arm a process plans with, and the paired
+summary of a call (NOTES.md "Session 18"). Benchmark tools, but their answer decides a rule, so a
+tool that put every worker in one arm, or told the arms apart wrongly, would decide it wrongly."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOLS = ROOT / "ci" / "table_value"
+STORE = ROOT / "ci" / "stores" / "perft13-h200x4-s17.sqlite"
+
+# The distinct positions per ply that size perft 13's tables at split 3 in four parts (A083276,
+# plies 10..6), and a budget of about one H200's table memory.
+PLAN = ("from perft_core.gpu import tables as T; import json; "
+        "d = {3: 85375278064 / 4, 4: 9183421888, 5: 988187354, 6: 96400068, 7: 9417681}; "
+        "print(json.dumps(T.plan_slots(d, 4.53e9, False, 10.0, 0.25, 3)))")
+
+
+def _plan(device: str | None, **env) -> dict[int, int]:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PERFT_EXPERIMENT") and k != "CUDA_VISIBLE_DEVICES"}
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TOOLS)])
+    if device is not None:
+        e["CUDA_VISIBLE_DEVICES"] = device
+    e.update(env)
+    out = subprocess.run([sys.executable, "-c", PLAN], env=e, capture_output=True, text=True, timeout=120, check=True)
+    return {int(r): s for r, s in json.loads(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def test_only_the_listed_devices_plan_with_the_arm():
+    shipped = _plan(None)
+    arm = {"PERFT_EXPERIMENT_SLOTS_PER_POSITION": "1", "PERFT_EXPERIMENT_ARM_DEVICES": "2,3"}
+    in_arm = _plan("2,3,0,1", **arm)
+    out_of_arm = _plan("1,2,3,0", **arm)  # device 2 is listed, but it is not this worker's (the first)
+    assert out_of_arm == shipped
+    assert in_arm != shipped
+    # the arm's bound: no table above the lowest gets more than one slot a position of its ply
+    assert in_arm[5] <= 988187354 < shipped[5]
+    assert in_arm[4] > shipped[4]  # what the upper tables gave up went where the plan values it
+    assert sum(in_arm.values()) == pytest.approx(sum(shipped.values()), rel=1e-6)
+
+
+def test_without_listed_devices_every_process_is_in_the_arm():
+    arm = _plan("0", PERFT_EXPERIMENT_SLOTS_PER_POSITION="1")
+    assert arm == _plan("3", PERFT_EXPERIMENT_SLOTS_PER_POSITION="1") != _plan("0")
+
+
+def _summary(session: int) -> dict:
+    out = subprocess.run([sys.executable, str(TOOLS / "paired_summary.py"), str(STORE), "--session", str(session)],
+                         capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(out.stdout)
+
+
+def test_the_paired_summary_tells_the_arms_apart_from_the_tables():
+    """Session 18's three calls ran the shipped plan on two GPUs and an arm on the other two; the
+    sessions before ran the shipped plan everywhere."""
+    for session in (4, 5, 6):
+        got = _summary(session)
+        arms = [p["arms"] for p in got["per_part"].values()]
+        assert sorted(arms) == [["A"], ["A"], ["B"], ["B"]], (session, arms)
+        assert got["units_every_part"] > 0
+        assert set(got["tables"]) == {"A", "B"}
+        assert got["tables"]["B"]["5"]["slots"] < got["tables"]["A"]["5"]["slots"]
+    before = _summary(3)
+    assert [p["arms"] for p in before["per_part"].values()] == [["A"]] * 4
+
+
+def test_the_paired_summary_sums_the_units_every_part_finished():
+    import sqlite3
+
+    got = _summary(6)
+    con = sqlite3.connect(f"file:{STORE}?mode=ro", uri=True)
+    start, end = con.execute("SELECT started, ended FROM sessions WHERE id = 6").fetchone()
+    rows = con.execute("SELECT unit, part, seconds FROM units WHERE count IS NOT NULL AND finished BETWEEN ? AND ?",
+                       (start, end)).fetchall()
+    con.close()
+    parts_of: dict[int, dict[int, float]] = {}
+    for unit, part, seconds in rows:
+        parts_of.setdefault(unit, {})[part] = seconds
+    common = [u for u, d in parts_of.items() if len(d) == 4]
+    assert got["units_every_part"] == len(common) < len(parts_of)
+    for p in range(4):
+        assert got["per_part"][str(p)]["seconds"] == pytest.approx(sum(parts_of[u][p] for u in common), abs=0.01)
+    with pytest.raises(subprocess.CalledProcessError):
+        _summary(99)
