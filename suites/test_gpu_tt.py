@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import perft_core
 from oracle.strategies import random_walk_fens
 from perft_core.gpu.arena import FaultPlan
+from perft_core.hostbatch import WORDS
 from perft_core.gpu.ttdriver import TTBfsDriver, distinct_per_ply
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
@@ -402,6 +403,77 @@ def test_parts_add_up_on_random_positions(kernels, fen, parts, depth):
         got.append(drv.perft(pos, depth))
         assert_clean(drv)
     assert sum(got) == perft_core.perft(pos, depth)
+
+
+@pytest.mark.parametrize("fen,depth,expected", OOM_CASES)
+def test_keeping_the_parts_own_boards_changes_the_work_not_the_counts(kernels, fen, depth, expected):
+    """``part_compact`` (merge.keep_part): the split level's boards of other parts are dropped before
+    it is merged, probed and expanded, instead of zeroed after. Per part the count, every table
+    counter per remaining depth (the same own boards probed, found and stored in the same order)
+    and a clean audit are those of the filter alone; only the boards that went on are fewer. The
+    same through count_roots, as a deep run's task counts its units."""
+    pos = perft_core.Position.from_fen(fen)
+    units = [pos.push(m) for m in sorted(pos.legal_moves())[:3]]
+    for parts in (2, 3):
+        got = {}
+        for compact in (False, True):
+            rows = []
+            for c in range(parts):
+                drv = make_driver(kernels)
+                drv.part_compact = compact
+                drv.set_part(c, parts)
+                n = drv.perft(pos, depth)
+                assert assert_clean(drv) > 0
+                stats = {r: {key: row[key] for key in ("probes", "hits", "host_probes", "host_hits", "stores")}
+                         for r, row in drv.depth_stats.items()}
+                drv.keep_tables("run", depth, pos)
+                roots = drv.count_roots(units, depth - 1, pos)
+                rows.append((n, stats, roots, drv.tt_stats["other_parts"]))
+            got[compact] = rows
+        assert sum(n for n, *_ in got[True]) == expected
+        for (n0, s0, r0, o0), (n1, s1, r1, o1) in zip(got[False], got[True]):
+            assert (n1, r1) == (n0, r0)
+            if kernels.name == "gpu-emulated":
+                assert s1 == s0
+            else:  # on a GPU concurrent stores to one slot may keep either entry: the probes are the same
+                assert {r: v["probes"] for r, v in s1.items()} == {r: v["probes"] for r, v in s0.items()}
+            assert o0 == 0 < o1  # boards of other parts were dropped, and only with part_compact
+
+
+def test_keep_part_groups_each_own_board_alone_and_the_rest_together():
+    """merge.keep_part on a level whose parts are known: own boards in order, then the first board
+    of another part; every other board maps to that last group; a level of own boards only comes
+    back unchanged."""
+    from perft_core.gpu.kernels import key_part
+    from perft_core.gpu.merge import keep_part, then_group
+
+    k = _emulated()
+    rng = np.random.default_rng(7)
+    n = 64
+    keys = rng.integers(0, 2**63, size=(n, 2), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    boards = np.arange(n * WORDS, dtype=np.uint64)
+    part_of = key_part(keys, 3)
+
+    class Arena:
+        def alloc(self, site, count, dtype):
+            return np.zeros(count, dtype=dtype)
+
+    for part in range(3):
+        mine = np.flatnonzero(part_of == part)
+        other = int(np.flatnonzero(part_of != part)[0])
+        kb, kk, m, group_of = keep_part(k, Arena(), boards, keys.reshape(-1), n, 5, 3, part)
+        assert m == len(mine) + 1
+        assert (kb.reshape(m, WORDS) == boards.reshape(n, WORDS)[list(mine) + [other]]).all()
+        assert (kk.reshape(m, 2) == keys[list(mine) + [other]]).all()
+        want = np.full(n, len(mine), dtype=np.uint32)
+        want[mine] = np.arange(len(mine))
+        assert (group_of == want).all()
+    own = keys.copy()
+    own[:, 1] = np.uint64(5)  # every key in part 0 of 3
+    assert keep_part(k, Arena(), boards, own.reshape(-1), n, 5, 3, 0)[2:] == (n, None)
+    first = np.array([2, 0, 1, 2], dtype=np.uint32)
+    assert then_group(k, first, np.array([1, 1, 0], dtype=np.uint32)).tolist() == [0, 1, 1, 0]
+    assert then_group(k, None, first) is first and then_group(k, first, None) is first
 
 
 # ----- issue 27: table statistics, tables shared by a watched count's root moves ---------------------

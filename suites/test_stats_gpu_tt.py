@@ -209,23 +209,27 @@ def _stats_in_parts(drv, positions, depth, game, parts):
     return out
 
 
+@pytest.mark.parametrize("compact", [False, True])
 @pytest.mark.parametrize("fen,depth", [(POS3, 6), (DOUBLE_DISCOVERED, 6), (CHESS960, 5)])
-def test_statistics_in_parts_add_up_and_every_entry_is_its_part_s(kernels, fen, depth):
+def test_statistics_in_parts_add_up_and_every_entry_is_its_part_s(kernels, fen, depth, compact):
     """A deep statistics run's task: its units through one count_roots(stats=True), each part
     counting the leaf moves below its own positions at remaining depth 3. The parts add up to each
     unit's statistics on the CPU in every counter, no part is empty, and every entry stored in the
     tables and the host cache is its part's statistics (the audit recounts it on the CPU, its
-    positions at remaining depth 3 filtered by key)."""
+    positions at remaining depth 3 filtered by key). ``compact``: the other parts' boards of the
+    split level dropped before it is expanded (``part_compact``) instead of zeroed after."""
     game = position(fen)
     units = [game.push(m) for m in sorted(game.legal_moves())[:2]]
     want = [cpu_stats(u, depth) for u in units]
     drv = make_driver(kernels)  # GPU depth 4: device tables at remaining depth 3, host entries at 4 (part values)
+    drv.part_compact = compact
     for parts in (2, 3):
         got = _stats_in_parts(drv, units, depth, game, parts)
         for i, w in enumerate(want):
             assert sum((g[i] for g in got), Stats()) == w
         assert all(sum(g[i].nodes for i in range(len(units))) > 0 for g in got)
     assert drv.tts and drv.tt_stats["hits"] > 0  # later calls and units found what earlier ones stored
+    assert (drv.tt_stats["other_parts"] > 0) == compact
 
 
 # ----- random positions (emulated device; the gpu twins below) ----------------------------------------

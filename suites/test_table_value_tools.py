@@ -50,10 +50,46 @@ def test_without_listed_devices_every_process_is_in_the_arm():
     assert arm == _plan("3", PERFT_EXPERIMENT_SLOTS_PER_POSITION="1") != _plan("0")
 
 
-def _summary(session: int) -> dict:
-    out = subprocess.run([sys.executable, str(TOOLS / "paired_summary.py"), str(STORE), "--session", str(session)],
-                         capture_output=True, text=True, timeout=120, check=True)
+DRIVER = ("from perft_core.gpu.kernels import EmulatedKernels; from perft_core.gpu.ttdriver import TTBfsDriver; "
+          "print(TTBfsDriver(EmulatedKernels(), memory_bytes=1 << 20, tt_bytes=1 << 16).part_compact)")
+
+
+@pytest.mark.parametrize("device,setting,want", [("2,3,0,1", "1", "True"), ("0,1,2,3", "1", "False"),
+                                                 ("3", "1", "True"), (None, None, "False")])
+def test_part_compact_is_set_in_the_arm_s_drivers_only(device, setting, want):
+    e = {k: v for k, v in os.environ.items() if not k.startswith("PERFT_EXPERIMENT") and k != "CUDA_VISIBLE_DEVICES"}
+    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TOOLS)])
+    if device is not None:
+        e["CUDA_VISIBLE_DEVICES"] = device
+    if setting is not None:
+        e.update(PERFT_EXPERIMENT_PART_COMPACT=setting, PERFT_EXPERIMENT_ARM_DEVICES="2,3")
+    out = subprocess.run([sys.executable, "-c", DRIVER], env=e, capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == want
+    assert ("arm B: part_compact True" in out.stderr) == (want == "True")
+
+
+def _summary(session: int, log: str | None = None, tmp: Path | None = None) -> dict:
+    cmd = [sys.executable, str(TOOLS / "paired_summary.py"), str(STORE), "--session", str(session)]
+    if log is not None:
+        (tmp / "err.txt").write_text(log)
+        cmd += ["--log", str(tmp / "err.txt")]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(out.stdout)
+
+
+def test_the_arms_said_in_the_log_outrank_the_slots(tmp_path):
+    """An A/B whose arms plan the same slots (part_compact) is told apart by the workers' own lines."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{STORE}?mode=ro", uri=True)
+    workers = sorted(w for (w,) in con.execute("SELECT DISTINCT worker FROM tables WHERE session = 3"))
+    con.close()
+    assert len(workers) == 4
+    log = "\n".join([f"[table_value] worker {w} pid 1 device {i} arm {'B' if i % 2 else 'A'}: part_compact x"
+                      for i, w in enumerate(workers)] + ["perft deep: something else", "[table_value] pid 2 arm B: x"])
+    got = _summary(3, log, tmp_path)
+    assert sorted(p["arms"][0] for p in got["per_part"].values()) == ["A", "A", "B", "B"]
+    assert set(got["tables"]) == {"A", "B"}
 
 
 def test_the_paired_summary_tells_the_arms_apart_from_the_tables():

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One device call of a deep run resumed on four GPUs, as a paired A/B of the table plan (NOTES.md
 # "Session 18"): the workers on the devices in ARM (default 2,3) plan their tables with the
-# experiment's settings (SPP: SLOTS_PER_POSITION, FLOOR: LOWEST_FLOOR, VALUE: LEVEL_VALUE; see
-# sitecustomize.py here), the others with the shipped plan; every count is exact and stored
+# experiment's settings (SPP: SLOTS_PER_POSITION, FLOOR: LOWEST_FLOOR, VALUE: LEVEL_VALUE, COMPACT:
+# 1 or 0 for the drivers' part_compact; see sitecustomize.py here), the others with the shipped ones; every count is exact and stored
 # whatever its arm. ARM= (empty) with no settings resumes the run with the shipped plan everywhere.
 #
 #   ST=ci/stores/perft13-h200x4-s17.sqlite NAME=c1 LEFT=545 SPP=1 bash ci/table_value/paired_call.sh
@@ -23,6 +23,7 @@ env=()
 [ -n "${SPP:-}" ] && env+=("PERFT_EXPERIMENT_SLOTS_PER_POSITION=$SPP")
 [ -n "${FLOOR:-}" ] && env+=("PERFT_EXPERIMENT_LOWEST_FLOOR=$FLOOR")
 [ -n "${VALUE:-}" ] && env+=("PERFT_EXPERIMENT_TABLE_VALUE=$VALUE")
+[ -n "${COMPACT:-}" ] && env+=("PERFT_EXPERIMENT_PART_COMPACT=$COMPACT")
 [ ${#env[@]} -gt 0 ] && env+=("PERFT_EXPERIMENT_ARM_DEVICES=${ARM-2,3}")
 left=$(( ${LEFT:-545} - ($(date +%s) - T0) ))
 echo "== resumed for ${left} s: ${env[*]:-the shipped plan}" | tee -a "$O/info.txt"
@@ -31,5 +32,5 @@ env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep --resu
     --max-seconds "$left" --json > "$O/run.json" 2> "$O/err.txt"
 echo "rc=$? whole=$(( $(date +%s) - t )) s"; head -c 1200 "$O/run.json"; echo
 grep -v '^\[table_value\]' "$O/err.txt" | tail -3; grep '^\[table_value\]' "$O/err.txt" | sort -u | head -8
-python3 ci/table_value/paired_summary.py "$O/store.sqlite" > "$O/paired.json" && head -c 2000 "$O/paired.json"
+python3 ci/table_value/paired_summary.py "$O/store.sqlite" --log "$O/err.txt" > "$O/paired.json" && head -c 2000 "$O/paired.json"
 tar czf "$OUT/$N.tgz" -C "$OUT" "$N" && rm -rf "$O"

@@ -1,11 +1,12 @@
 """Summarise one call of a paired A/B of the table plan (``paired_call.sh``) from a deep run's store.
 
-    python ci/table_value/paired_summary.py STORE [--session N] [--threshold SLOTS]
+    python ci/table_value/paired_summary.py STORE [--session N] [--threshold SLOTS] [--log STDERR]
 
 Reads the store (never writes it). For the session (default: the last one, i.e. the call just
-made): each worker's arm, told by its r = 5 table's slots (arm B: fewer than ``--threshold``,
-default 1.2e9, the shipped plan's 2.02 G at startpos perft 13 on an H200 against 1.08 G for the
-arms of NOTES.md "Session 18"; a worker that planned no r = 5 table is "?"); per part, the seconds
+made): each worker's arm, from the call's stderr (``--log``: the lines sitecustomize.py writes,
+"[table_value] worker ADDRESS ... arm B: ..."), else told by its r = 5 table's slots (arm B: fewer
+than ``--threshold``, default 1.2e9, the shipped plan's 2.02 G at startpos perft 13 on an H200
+against 1.08 G for the arms of NOTES.md "Session 18"; a worker with neither is "?"); per part, the seconds
 summed over the units whose every part finished in the session (each GPU counts its own part of
 every unit, and the parts of a unit cost alike, so the parts compare in pairs); and per arm and
 remaining depth the tables' probes, hits, stores, slots and occupied slots. Prints JSON.
@@ -14,14 +15,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sqlite3
 from pathlib import Path
 
 A13 = 1981066775000396239  # OEIS A048987: perft(startpos, 13), for the share counted
 
 
-def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9) -> dict:
-    """The summary above as a dict (JSON-ready). Raises ValueError if the store has no such session."""
+ARM_LINE = re.compile(r"^\[table_value\] worker (\S+) .* arm ([AB]):")
+
+
+def arms_from_log(text: str) -> dict[str, str]:
+    """{worker address: arm} from sitecustomize.py's stderr lines (the last line of a worker wins)."""
+    return {m.group(1): m.group(2) for m in map(ARM_LINE.match, text.splitlines()) if m}
+
+
+def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9, log: str | None = None) -> dict:
+    """The summary above as a dict (JSON-ready); ``log``: the call's stderr text. Raises ValueError
+    if the store has no such session."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         sid = session or con.execute("SELECT max(id) FROM sessions").fetchone()[0]
@@ -35,6 +46,7 @@ def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9) 
         slots5 = dict(con.execute("SELECT worker, max(slots) FROM tables WHERE session = ? AND r = 5 GROUP BY worker",
                                   (sid,)).fetchall())
         arm = {w: ("?" if s is None else "B" if s < threshold else "A") for w, s in slots5.items()}
+        arm.update(arms_from_log(log or ""))
         by_unit: dict[int, dict[int, tuple]] = {}
         for unit, part, seconds, worker in rows:
             by_unit.setdefault(unit, {})[part] = (seconds, worker)
@@ -71,8 +83,10 @@ def main() -> int:
     ap.add_argument("store", type=Path)
     ap.add_argument("--session", type=int)
     ap.add_argument("--threshold", type=float, default=1.2e9)
+    ap.add_argument("--log", type=Path, help="the call's stderr: the arms sitecustomize.py says each worker used")
     args = ap.parse_args()
-    print(json.dumps(summarise(args.store, args.session, args.threshold), indent=1))
+    log = args.log.read_text(errors="replace") if args.log else None
+    print(json.dumps(summarise(args.store, args.session, args.threshold, log), indent=1))
     return 0
 
 

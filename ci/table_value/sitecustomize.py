@@ -8,11 +8,13 @@ F) instead of the defaults of perft_core/gpu/tables.py: an A/B of the table rule
         perft deep startpos 13 --backend gpu --gpus 4 --tt --split-ply 2 --store A.sqlite
 
 PERFT_EXPERIMENT_SLOTS_PER_POSITION=S plans with SLOTS_PER_POSITION S (the bound of every table
-but a deep run's lowest). With PERFT_EXPERIMENT_ARM_DEVICES=2,3 the experiment's settings apply
+but a deep run's lowest); PERFT_EXPERIMENT_PART_COMPACT=1 (or 0) sets every new TT driver's
+``part_compact`` (merge.keep_part). With PERFT_EXPERIMENT_ARM_DEVICES=2,3 the experiment's settings apply
 only in the processes whose device (the first of CUDA_VISIBLE_DEVICES, which dask-cuda sets per
 worker, after a forked worker started) is listed: the other workers keep the defaults, so one
 ``perft deep --gpus 4`` call is a paired A/B, each arm counting its parts of the same units
-(NOTES.md "Session 18"). Each plan is written to stderr with the arm it used.
+(NOTES.md "Session 18"). Each plan and each new driver is written to stderr with the arm it used
+and, in a Dask worker, the worker's address (``paired_summary.py --log`` reads the arms from it).
 """
 import os
 import sys
@@ -21,6 +23,41 @@ _value = os.environ.get("PERFT_EXPERIMENT_TABLE_VALUE")
 _floor = os.environ.get("PERFT_EXPERIMENT_LOWEST_FLOOR")
 _spp = os.environ.get("PERFT_EXPERIMENT_SLOTS_PER_POSITION")
 _devices = os.environ.get("PERFT_EXPERIMENT_ARM_DEVICES")
+_compact = os.environ.get("PERFT_EXPERIMENT_PART_COMPACT")
+
+
+def _in_arm() -> bool:
+    if not _devices:
+        return True
+    device = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+    return device in {d.strip() for d in _devices.split(",")}
+
+
+def _say(arm: bool, what: str) -> None:
+    try:
+        from distributed import get_worker
+
+        where = f"worker {get_worker().address} "
+    except (ImportError, ValueError):
+        where = ""
+    print(f"[table_value] {where}pid {os.getpid()} device {os.environ.get('CUDA_VISIBLE_DEVICES', '?')} "
+          f"arm {'B' if arm else 'A'}: {what}", file=sys.stderr, flush=True)
+
+
+if _compact:
+    import perft_core.gpu.ttdriver as _ttdriver
+
+    _init = _ttdriver.TTBfsDriver.__init__
+
+    def __init__(self, *args, **kwargs):
+        _init(self, *args, **kwargs)
+        arm = _in_arm()
+        if arm:
+            self.part_compact = _compact == "1"
+        _say(arm, f"part_compact {self.part_compact}")
+
+    _ttdriver.TTBfsDriver.__init__ = __init__
+
 if _value or _floor or _spp:
     import perft_core.gpu.tables as _tables
     import perft_core.gpu.ttdriver as _driver
@@ -29,12 +66,6 @@ if _value or _floor or _spp:
     _arm = (float(_value) if _value else _defaults[0], float(_floor) if _floor else _defaults[1],
             float(_spp) if _spp else _defaults[2])
     _plan = _tables.plan_slots
-
-    def _in_arm() -> bool:
-        if not _devices:
-            return True
-        device = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
-        return device in {d.strip() for d in _devices.split(",")}
 
     def _set(values) -> None:
         _tables.LEVEL_VALUE = _driver.LEVEL_VALUE = values[0]
@@ -49,8 +80,7 @@ if _value or _floor or _spp:
             got = _plan(distinct, budget_slots, cap_lowest, value, above_lowest, split)
         finally:
             _set(_defaults)
-        print(f"[table_value] pid {os.getpid()} device {os.environ.get('CUDA_VISIBLE_DEVICES', '?')} "
-              f"arm {'B ' + repr(_arm) if arm else 'A (defaults)'}: slots {got}", file=sys.stderr, flush=True)
+        _say(arm, f"{repr(_arm) if arm else '(defaults)'} slots {got}")
         return got
 
     _tables.plan_slots = plan_slots

@@ -168,6 +168,9 @@ class EmulatedKernels:
     def count_hits(self, counts, values, n, hits):
         hits[0] += np.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
 
+    def part_mask(self, keys, n, parts, part):
+        return key_part(keys[:2 * n].reshape(n, 2), parts) == part
+
     def part_filter(self, keys, n, parts, part, counts, values, own):
         other = key_part(keys[:2 * n].reshape(n, 2), parts) != part
         counts[:n][other] = 0
@@ -527,6 +530,13 @@ class CupyKernels:
 
     def count_hits(self, counts, values, n, hits):
         self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
+
+    def part_mask(self, keys, n, parts, part):
+        """Which of the first ``n`` keys (uint64 pairs lo, hi) are in part ``part`` of ``parts``
+        (:func:`key_part`): a device bool array (n,)."""
+        cp = self.xp
+        hi = keys[1:2 * n:2]
+        return ((hi >> cp.uint64(32)) * cp.uint64(parts)) >> cp.uint64(32) == cp.uint64(part)
 
     def part_filter(self, keys, n, parts, part, counts, values, own):
         """Boards of ``keys`` outside part ``part`` of ``parts`` count 0 (counts and values zeroed);

@@ -44,6 +44,44 @@ def merge_level(kernels, arena, boards, keys, n: int, ply: int):
     return ub, uk, groups, group_of
 
 
+def keep_part(kernels, arena, boards, keys, n: int, ply: int, parts: int, part: int):
+    """The boards of part ``part`` (of ``parts``, ``kernels.key_part``) of a level about to be merged
+    at the split level, and one board of another part: (boards, keys, count, group of each board).
+
+    A part counts only its own boards at the split level; the others count 0 there (the part
+    filter), but merged, probed and counted they cost as much as its own, so a part of P did the
+    split level's work P times over. Here each own board keeps a group of its own, in order, and
+    every other board joins the group of the first of them (the last group), which the part filter
+    then sets to 0 as before: the level that is merged, probed and expanded is the part's own
+    share. The kept boards are copied into ``arena`` (sites ``part_boards[ply]``,
+    ``part_keys[ply]``); group_of (uint32, n) maps each board to its group for the upsweep, None
+    when every board is this part's (then the inputs come back unchanged)."""
+    xp = kernels.xp
+    mine = kernels.part_mask(keys, n, parts, part)
+    own = xp.flatnonzero(mine)
+    m = int(own.size)
+    if m == n:
+        return boards, keys, n, None
+    sel = xp.empty(m + 1, dtype=xp.int64)
+    sel[:m] = own
+    sel[m] = int(xp.argmin(mine.view(xp.uint8)))  # the first board of another part
+    kept_boards = arena.alloc(f"part_boards[{ply}]", (m + 1) * WORDS, np.uint64)
+    kept_keys = arena.alloc(f"part_keys[{ply}]", (m + 1) * 2, np.uint64)
+    xp.take(boards[:n * WORDS].reshape(n, WORDS), sel, axis=0, out=kept_boards.reshape(m + 1, WORDS))
+    xp.take(keys[:2 * n].reshape(n, 2), sel, axis=0, out=kept_keys.reshape(m + 1, 2))
+    group_of = xp.full(n, m, dtype=xp.uint32)
+    group_of[own] = xp.arange(m, dtype=xp.uint32)
+    return kept_boards, kept_keys, m + 1, group_of
+
+
+def then_group(kernels, first, second):
+    """The groups of two grouping steps one after the other (uint32 maps, board -> group of the first
+    step, that group -> group of the second; None: the identity): board -> final group."""
+    if first is None or second is None:
+        return second if first is None else first
+    return kernels.xp.take(second, first)
+
+
 def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int, values, temp_bytes: int,
                 max_slice: int = LEAF_MERGE_SLICE) -> tuple[int, int]:
     """The fused leaf of a remaining-depth-3 level with its children merged: the ``total`` moves

@@ -108,7 +108,11 @@ class TTBfsDriver(TTLevels, BfsDriver):
         self.part_depth = PART_DEPTH  # ... at this remaining depth
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
-                         "merged": 0, "leaf_moves": 0, "leaf_positions": 0}
+                         "merged": 0, "other_parts": 0, "leaf_moves": 0, "leaf_positions": 0}
+        # With parts: drop the other parts' boards of the split level before it is merged, probed
+        # and expanded (merge.keep_part), instead of after (the part filter). Off until measured on
+        # GPUs (NOTES.md "Session 18"): it removes work but adds a gather of each split level.
+        self.part_compact = False
         # Merge the children of each remaining-depth-3 level (the fused leaf's moves) by key and
         # count each distinct child once (merge.leaf_merged); needs merge.
         self.leaf_merge = merge

@@ -17,9 +17,11 @@ from .driver import BYTES_PER_MOVE, WORDS, expand_host
 from .kernels import key_part
 from .merge import (
     MERGE_TEMP_BYTES_PER_BOARD,
+    keep_part,
     leaf_merged,
     merge_level,
     stats_leaf_merged,
+    then_group,
 )
 from .tables import HITS_SLOTS
 
@@ -169,9 +171,15 @@ class TTLevels:
         while True:
             left = depth - ply
             n_made, group_of = n, None
+            if ply >= 1 and self.part_compact and self.parts > 1 and left == self.part_depth and n > 1:
+                # the split level: only this part's boards go on (merge.keep_part)
+                boards, keys, n, group_of = keep_part(k, a, boards, keys, n, ply, self.parts, self.part)
+                self.tt_stats["other_parts"] += n_made - n
             if ply >= 1 and self.merge and n > 1 and (root_ply is None or root_ply + ply >= FIRST_TRANSPOSITION_PLY):
+                kept, kept_of = n, group_of
                 boards, keys, n, group_of = merge_level(k, a, boards, keys, n, ply)
-                self.tt_stats["merged"] += n_made - n
+                self.tt_stats["merged"] += kept - n
+                group_of = then_group(k, kept_of, group_of)
             values = a.alloc(f"values[{ply}]", n * words, np.uint64)
             counts = a.alloc(f"counts[{ply}]", n, np.uint32)
             level = {"boards": boards, "keys": keys, "n": n, "values": values, "side": side,
