@@ -796,20 +796,30 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             gpus = 1
         else:
             workers = 1
-    if st is None:
+    new_run = st is None
+    if new_run:
         store = default_store_path() if store is None else store
         if on_new_store is not None:
             on_new_store(store)
+        seed = _core.ZOBRIST_DEFAULT_SEED
+        split_at = PART_DEPTH if part_depth is None else part_depth
+
+        def create(n_workers: int, split: int):
+            return _create_store(store, pos, depth, split, backend, tt, seed, verify_seed, verify_sample, stats,
+                                 choose_parts(backend, tt, depth - split, n_workers, split_at), split_at, timings)
     timings: dict[str, float] = {}
-    t_cluster = time.perf_counter()
     try:
+        # A local cluster's workers are known before it starts: with the split given, the store is
+        # made first, so a store that cannot be made (a full disk, say) is one error line with no
+        # cluster started and torn down under it.
+        if new_run and split_ply is not None and scheduler is None:
+            st = create(gpus if gpus is not None else workers, split_ply)
+        t_cluster = time.perf_counter()
         with _client(backend, workers, gpus, scheduler) as (client, cluster_desc):
             n_workers = max(len(client.nthreads()), 1)  # every worker (some scheduler_info versions list 5)
             speed = None
             timings["cluster_start"] = time.perf_counter() - t_cluster
             if st is None:
-                seed = _core.ZOBRIST_DEFAULT_SEED
-                split_at = PART_DEPTH if part_depth is None else part_depth
                 if split_ply is None:
                     t = time.perf_counter()
                     speed = _calibrate(client, pos.fen(), depth, backend, tt, seed, stats)
@@ -818,23 +828,12 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     # over the speed of all its parts' workers.
                     parts = choose_parts(backend, tt, depth - 1, n_workers, split_at)
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
-                t = time.perf_counter()
-                units = units_mod.split(pos, depth, split_ply, seed)
-                timings["split"] = time.perf_counter() - t
-                t = time.perf_counter()
-                parts = choose_parts(backend, tt, depth - split_ply, n_workers, split_at)
-                st = Store.create(store, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply,
-                                          "backend": backend, "tt": tt, "seed": seed, "verify_seed": verify_seed,
-                                          "verify_sample": verify_sample, "stats": stats,
-                                          # whole units have no split: their identity as before
-                                          "part_depth": split_at if parts > 1 else PART_DEPTH},
-                                  units, parts)
-                timings["store_create"] = time.perf_counter() - t
-                if progress:
-                    print(f"perft deep: {len(units)} units at split ply {split_ply}"
-                          + (f", each in {st.run['parts']} parts split at remaining depth {st.run['part_depth']}"
-                             if st.run["parts"] > 1 else "")
-                          + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
+                st = create(n_workers, split_ply)
+            if new_run and progress:
+                print(f"perft deep: {st.run['units']} units at split ply {st.run['split_ply']}"
+                      + (f", each in {st.run['parts']} parts split at remaining depth {st.run['part_depth']}"
+                         if st.run["parts"] > 1 else "")
+                      + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
             return _work(client, st, cluster_desc, progress, t0, speed, timings,
                          None if max_seconds is None else t0 + max_seconds)
     finally:
@@ -844,6 +843,24 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             except StoreWriteError:  # a full disk: the error that stopped the run is the one to show
                 pass
             st.close()
+
+
+def _create_store(path, pos: Position, depth: int, split_ply: int, backend: str, tt: bool, seed: int,
+                  verify_seed: int | None, verify_sample: float | None, stats: bool, parts: int, split_at: int,
+                  timings: dict) -> Store:
+    """A new run's units (split at ``split_ply``) in a new store at ``path``, each in ``parts``
+    parts split at remaining depth ``split_at``; the split's and the store's seconds go into
+    ``timings`` ("split", "store_create"). Raises as :func:`units.split` and :meth:`Store.create`."""
+    t = time.perf_counter()
+    units = units_mod.split(pos, depth, split_ply, seed)
+    timings["split"] = time.perf_counter() - t
+    t = time.perf_counter()
+    st = Store.create(path, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply, "backend": backend, "tt": tt,
+                             "seed": seed, "verify_seed": verify_seed, "verify_sample": verify_sample, "stats": stats,
+                             # whole units have no split: their identity as before
+                             "part_depth": split_at if parts > 1 else PART_DEPTH}, units, parts)
+    timings["store_create"] = time.perf_counter() - t
+    return st
 
 
 def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
