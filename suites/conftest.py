@@ -70,7 +70,7 @@ def cluster():
     """A 2-worker Dask LocalCluster (processes, one thread each) for a test module's deep runs;
     the module skips when Dask is not installed."""
     distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
-    from perft_core.deep.run import NO_DASHBOARD
+    from perft_core.deep.cluster import NO_DASHBOARD
 
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as c:
         yield c

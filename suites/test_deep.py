@@ -91,10 +91,10 @@ def test_tasks_are_cut_to_the_task_time_on_a_new_run_and_on_a_resumed_one(cluste
     """With MAX_TASK_SECONDS below one unit's time every task is one unit: on a new run (explicit
     split ply, so the pace comes from a calibration on a worker) and on a resumed one (the pace
     measured on the store's counted rows). Without the bound the 400 units go in 32 tasks."""
-    from perft_core.deep import run as run_mod
+    from perft_core.deep import dispatch, worker
 
     store = tmp_path / "paced.sqlite"
-    monkeypatch.setattr(run_mod, "MAX_TASK_SECONDS", 1e-9)
+    monkeypatch.setattr(dispatch, "MAX_TASK_SECONDS", 1e-9)
     res = deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=store)
     assert res.nodes == expected(4)
     assert len({r["task"] for r in rows(store)}) == 400
@@ -103,14 +103,14 @@ def test_tasks_are_cut_to_the_task_time_on_a_new_run_and_on_a_resumed_one(cluste
         conn.execute("UPDATE units SET status = 'pending', count = NULL, seconds = NULL, task = NULL WHERE idx >= 200")
     conn.close()
     # the store's counted rows give the pace: no calibration (it would raise on the worker)
-    monkeypatch.setattr(run_mod.worker, "calibrate", lambda *a: (_ for _ in ()).throw(AssertionError("calibrated")))
+    monkeypatch.setattr(worker, "calibrate", lambda *a: (_ for _ in ()).throw(AssertionError("calibrated")))
     res = deep_perft(resume=store, scheduler=cluster.scheduler_address)
     assert res.nodes == expected(4) and res.counted_now == 200
     assert len({r["task"] for r in rows(store)[200:]}) == 200
     monkeypatch.undo()
-    monkeypatch.setattr(run_mod, "MAX_TASK_SECONDS", 1e9)
+    monkeypatch.setattr(dispatch, "MAX_TASK_SECONDS", 1e9)
     res = deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=tmp_path / "long.sqlite")
-    assert len({r["task"] for r in rows(tmp_path / "long.sqlite")}) == 2 * run_mod.TASKS_PER_WORKER
+    assert len({r["task"] for r in rows(tmp_path / "long.sqlite")}) == 2 * dispatch.TASKS_PER_WORKER
 
 
 def test_gpu_emulated_with_tables_and_a_verify_seed_is_exact(cluster, tmp_path):
@@ -328,11 +328,12 @@ def test_max_seconds_stops_before_work_that_cannot_end_in_time_and_the_run_resum
 
 
 def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
-    from perft_core.deep import run as run_mod
+    from perft_core import watch
+    from perft_core.deep import dispatch
 
     clock = [0.0]
-    monkeypatch.setattr(run_mod, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
-    progress = run_mod._Progress("lines")
+    monkeypatch.setattr(dispatch, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    progress = dispatch.Progress("lines")
     rows = [{"estimate": 3e9}, {"estimate": 1e9}, {"estimate": 1e9}]
     progress.phase("count", rows)
     clock[0] = 30.0
@@ -345,7 +346,7 @@ def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
     clock[0] = 100.0
     progress.advance(None, rows[2:], 1_000_000_000)  # the phase's end: always a line, no ETA
     assert capsys.readouterr().err.endswith("4,000,000,000 nodes in 1 min 40 s, 40 M nodes/s\n")
-    assert run_mod._duration(3 * 3600 + 5 * 60 + 2) == "3 h 05 min"
+    assert watch.duration(3 * 3600 + 5 * 60 + 2) == "3 h 05 min"
 
 
 def test_a_key_collision_stops_the_run_before_any_store(cluster, tmp_path, capsys, monkeypatch):
@@ -383,7 +384,7 @@ def test_a_store_that_cannot_be_made_starts_no_local_cluster(monkeypatch, tmp_pa
     which choose the parts, are known only there)."""
     from contextlib import contextmanager
 
-    from perft_core.deep import run as run_mod
+    from perft_core.deep import cluster, run as run_mod
     from perft_core.deep.store import StoreWriteError
 
     order = []
@@ -399,7 +400,7 @@ def test_a_store_that_cannot_be_made_starts_no_local_cluster(monkeypatch, tmp_pa
         yield  # pragma: no cover
 
     monkeypatch.setattr(run_mod.Store, "create", refuse)
-    monkeypatch.setattr(run_mod, "_client", client)
+    monkeypatch.setattr(cluster, "dask_client", client)
     for kw, first in ((dict(split_ply=2, workers=2), "store"), (dict(split_ply=2), "store"),
                       (dict(split_ply=2, backend="gpu-emulated", tt=True, workers=3), "store"),
                       (dict(), "cluster"), (dict(split_ply=2, scheduler="tcp://127.0.0.1:1"), "cluster")):
@@ -412,10 +413,10 @@ def test_a_store_that_cannot_be_made_starts_no_local_cluster(monkeypatch, tmp_pa
 def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch, tmp_path):
     """A scheduler whose workers never come up (say they cannot import perft_core): the run says so
     after WORKER_START_SECONDS instead of waiting for ever; nothing is stored."""
-    from perft_core.deep import run as run_mod
+    from perft_core.deep import cluster, run as run_mod
 
-    monkeypatch.setattr(run_mod, "WORKER_START_SECONDS", 1.0)
-    from perft_core.deep.run import NO_DASHBOARD
+    monkeypatch.setattr(cluster, "WORKER_START_SECONDS", 1.0)
+    from perft_core.deep.cluster import NO_DASHBOARD
 
     with distributed.LocalCluster(n_workers=0, processes=False, **NO_DASHBOARD) as empty:
         t = time.monotonic()
@@ -642,35 +643,35 @@ def test_local_workers_are_forked_unless_the_client_loaded_cuda_or_the_environme
     one-GPU perft 11 on an H200), unless this process initialised the CUDA driver (a forked child of
     a CUDA process cannot use CUDA) or PERFT_WORKER_START says otherwise. A module only this process
     has is seen by a forked worker, not by a spawned one."""
-    from perft_core.deep import run as run_mod
+    from perft_core.deep import cluster as cluster_mod
 
     sentinel = "perft_test_only_in_the_client"
     monkeypatch.setitem(sys.modules, sentinel, types.ModuleType(sentinel))
-    monkeypatch.delenv(run_mod.START_METHOD_ENV, raising=False)
+    monkeypatch.delenv(cluster_mod.START_METHOD_ENV, raising=False)
     clean = tmp_path / "fd"
     clean.mkdir()
     (clean / "3").symlink_to("/usr/lib/x86_64-linux-gnu/libcuda.so.1")  # the library loaded, not initialised
     (clean / "4").symlink_to("/dev/null")
-    monkeypatch.setattr(run_mod, "PROC_FD", str(clean))
-    assert run_mod.worker_start_method() == ("fork" if sys.platform.startswith("linux") else "spawn")
+    monkeypatch.setattr(cluster_mod, "PROC_FD", str(clean))
+    assert cluster_mod.worker_start_method() == ("fork" if sys.platform.startswith("linux") else "spawn")
     for forced in ("spawn", None):
         if forced:
-            monkeypatch.setenv(run_mod.START_METHOD_ENV, forced)
+            monkeypatch.setenv(cluster_mod.START_METHOD_ENV, forced)
         else:
-            monkeypatch.delenv(run_mod.START_METHOD_ENV)
-        with run_mod._client("cpu", 1, None, None) as (client, desc):
+            monkeypatch.delenv(cluster_mod.START_METHOD_ENV)
+        with cluster_mod.dask_client("cpu", 1, None, None) as (client, desc):
             seen = client.submit(_has_module, sentinel, pure=False).result()
         assert seen == (forced is None and sys.platform.startswith("linux"))
         assert desc.endswith("(forked)" if seen else "(spawned)")
     (clean / "5").symlink_to("/dev/nvidiactl")  # what cuInit opens
-    assert run_mod.worker_start_method() == "spawn"
-    monkeypatch.setattr(run_mod, "PROC_FD", str(tmp_path / "absent"))
-    assert run_mod.worker_start_method() == "spawn"
-    monkeypatch.setenv(run_mod.START_METHOD_ENV, "fork")
-    assert run_mod.worker_start_method() == "fork"
-    monkeypatch.setenv(run_mod.START_METHOD_ENV, "threads")
+    assert cluster_mod.worker_start_method() == "spawn"
+    monkeypatch.setattr(cluster_mod, "PROC_FD", str(tmp_path / "absent"))
+    assert cluster_mod.worker_start_method() == "spawn"
+    monkeypatch.setenv(cluster_mod.START_METHOD_ENV, "fork")
+    assert cluster_mod.worker_start_method() == "fork"
+    monkeypatch.setenv(cluster_mod.START_METHOD_ENV, "threads")
     with pytest.raises(ValueError, match="PERFT_WORKER_START='threads'"):
-        run_mod.worker_start_method()
+        cluster_mod.worker_start_method()
 
 
 def test_a_verify_pass_is_added_to_a_run_made_without_one(cluster, tmp_path, capsys):

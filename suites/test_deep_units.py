@@ -213,7 +213,7 @@ def test_kept_tables_reset_when_the_run_changes(change, monkeypatch):
 
 
 def test_batches_keep_parts_apart_cover_every_row_once_and_interleave():
-    from perft_core.deep.run import MAX_UNITS_PER_TASK, TASKS_PER_WORKER, batches
+    from perft_core.deep.dispatch import MAX_UNITS_PER_TASK, TASKS_PER_WORKER, batches
 
     rows = [{"idx": u * 2 + p, "unit": u, "part": p, "estimate": float(1000 - u)} for u in range(400) for p in range(2)]
     tasks = batches(rows, 2)
@@ -234,7 +234,7 @@ def test_merged_tasks_are_not_cut_for_balance_where_each_worker_owns_a_part():
     part's units into 16 tasks costs work (perft 11 through one GPU: 1.39x the one-process count);
     where each worker owns a part, or one worker counts everything, a part is one task (bounded by
     MAX_UNITS_PER_TASK and the task time). Workers sharing a part still get balancing tasks."""
-    from perft_core.deep.run import MAX_TASK_SECONDS, MAX_UNITS_PER_TASK, TASKS_PER_WORKER, batches
+    from perft_core.deep.dispatch import MAX_TASK_SECONDS, MAX_UNITS_PER_TASK, TASKS_PER_WORKER, batches
 
     rows = [{"idx": u * 4 + p, "unit": u, "part": p, "estimate": float(1000 - u)} for u in range(200) for p in range(4)]
     assert len(batches(rows, 4, merged=True)) == 4  # one task a part
@@ -250,7 +250,7 @@ def test_batches_are_cut_to_the_task_time_once_the_speed_is_known():
     """A perft 13-sized run on one worker: without a speed, 16 tasks of over an hour each; with the
     measured seconds per estimated node, no task is much over MAX_TASK_SECONDS (a killed client
     loses minutes), and a short run keeps its 16 tasks (the bound never merges)."""
-    from perft_core.deep.run import MAX_TASK_SECONDS, TASKS_PER_WORKER, batches, seconds_per_estimate
+    from perft_core.deep.dispatch import MAX_TASK_SECONDS, TASKS_PER_WORKER, batches, seconds_per_estimate
 
     rows = [{"idx": u, "unit": u, "part": 0, "estimate": 1e17 / (u + 50), "count": None, "seconds": None}
             for u in range(400)]
@@ -293,7 +293,7 @@ def test_calibration_stops_before_a_count_that_would_take_far_longer(monkeypatch
 
 
 def test_parts_only_where_tables_split_by_key_pay():
-    from perft_core.deep.run import MAX_PARTS, choose_parts
+    from perft_core.deep.dispatch import MAX_PARTS, choose_parts
 
     assert choose_parts("gpu", True, 9, 2) == 2
     assert choose_parts("gpu-emulated", True, 3, 3) == 3
@@ -307,7 +307,7 @@ def test_a_time_budget_takes_only_the_rows_that_fit_each_part_on_its_own_clock()
     """batches(budget=...): a part's rows are taken in order while their seconds (times
     BUDGET_MARGIN) fit its workers' time left; a row longer than the budget is passed over for
     smaller ones after it; a part with no time gets no task; no task is longer than the budget."""
-    from perft_core.deep.run import BUDGET_MARGIN, batches
+    from perft_core.deep.dispatch import BUDGET_MARGIN, batches
 
     pace = 1.0  # seconds per estimated node
     rows = [{"idx": i * 2 + p, "unit": i, "part": p, "estimate": e} for i, e in enumerate([50.0, 30, 30, 10, 5])
@@ -338,11 +338,11 @@ class _FakeFuture:
 
 
 def _fake_phase(monkeypatch, rows, true_pace, **kw):
-    """_run_phase on a fake one-worker cluster whose clock advances by each task's true seconds
+    """run_phase on a fake one-worker cluster whose clock advances by each task's true seconds
     (its rows' estimates x ``true_pace``) when its result is taken: (tasks submitted, rows counted,
     rows left, the clock at the end)."""
     distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
-    from perft_core.deep import run as run_mod
+    from perft_core.deep import dispatch
 
     clock = [0.0]
     submitted, counted = [], []
@@ -376,7 +376,7 @@ def _fake_phase(monkeypatch, rows, true_pace, **kw):
                 yield fut
 
     monkeypatch.setattr(distributed, "as_completed", AsCompleted)
-    monkeypatch.setattr(run_mod, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    monkeypatch.setattr(dispatch, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     st = types.SimpleNamespace(submitted=lambda idxs: list(idxs))
     progress = types.SimpleNamespace(phase=lambda *a: None, advance=lambda *a: None)
 
@@ -384,7 +384,7 @@ def _fake_phase(monkeypatch, rows, true_pace, **kw):
         counted.extend(batch)
         return 0
 
-    failures, left = run_mod._run_phase(Client(), st, rows, lambda b: ([r["fen"] for r in b],), on_result, ["w0"],
+    failures, left = dispatch.run_phase(Client(), st, rows, lambda b: ([r["fen"] for r in b],), on_result, ["w0"],
                                         progress, "count", **kw)
     assert not failures
     return submitted, counted, left, clock[0]
@@ -411,7 +411,7 @@ def test_tasks_cut_by_a_calibrated_pace_are_cut_again_by_the_first_measured_one(
     perft 13 on four H200s got 400 one-unit tasks a part) cuts every unit into a task of its own;
     after the first result the rest are cut by the measured pace: TASKS_PER_WORKER tasks, not 384
     more. With measured=True (a pace from the store's rows) the plan is kept."""
-    from perft_core.deep.run import MAX_TASK_SECONDS, TASKS_PER_WORKER
+    from perft_core.deep.dispatch import MAX_TASK_SECONDS, TASKS_PER_WORKER
 
     rows = _rows(400)
     slow = 2 * MAX_TASK_SECONDS / 1e12  # one unit takes two task lengths by the calibration
@@ -439,7 +439,7 @@ def test_a_statistics_run_is_calibrated_at_the_statistics_speed():
     import types
 
     from perft_core.backends import BACKENDS
-    from perft_core.deep import run as run_mod
+    from perft_core.deep import dispatch
     from perft_core.deep import worker
 
     class Client:
@@ -448,6 +448,6 @@ def test_a_statistics_run_is_calibrated_at_the_statistics_speed():
             return types.SimpleNamespace(result=lambda: 1e12)
 
     for backend in ("gpu", "gpu-emulated", "cpu"):
-        assert run_mod._calibrate(Client(), STARTPOS, 12, backend, True, SEED, False) == 1e12
-        assert run_mod._calibrate(Client(), STARTPOS, 12, backend, True, SEED, True) == 1e12 / BACKENDS[backend].stats_cost
+        assert dispatch.calibrate_speed(Client(), STARTPOS, 12, backend, True, SEED, False) == 1e12
+        assert dispatch.calibrate_speed(Client(), STARTPOS, 12, backend, True, SEED, True) == 1e12 / BACKENDS[backend].stats_cost
         assert BACKENDS[backend].stats_cost > 1

@@ -137,7 +137,7 @@ _STATS = ("stats", "verify_stats", "recount_stats")  # a statistics run's counte
 _HELD_LOCKS: set[int] = set()
 """The descriptors of the stores this process has locked. A flock belongs to the open file, which a
 forked child shares: a local cluster forks its workers while a resumed run holds its store
-(``run.worker_start_method``), and a worker that outlived a killed client kept the store locked.
+(``cluster.worker_start_method``), and a worker that outlived a killed client kept the store locked.
 A forked child closes its copies (:func:`_drop_locks_in_child`); the parent's lock stays."""
 
 

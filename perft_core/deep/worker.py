@@ -189,7 +189,7 @@ OCCUPANCY_SHARE = 0.01
 H200, ttdriver.tt_statistics; more on the emulated GPU's NumPy) may take at most this share of a worker's counting time:
 after a batch the pass runs only when the batches since the last pass took at least its last
 cost / OCCUPANCY_SHARE (the first batch always reads it). A run's tasks hold up to
-``run.MAX_TASK_SECONDS`` of work, but its first tasks, a small run's, or a resumed run's last, can
+``dispatch.MAX_TASK_SECONDS`` of work, but its first tasks, a small run's, or a resumed run's last, can
 take milliseconds: those rows then carry no occupancy, and the last reading stands."""
 _occupancy = {"cost": 0.0, "since": 0.0}  # this process's last pass (seconds), counting seconds since it
 

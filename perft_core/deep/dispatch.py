@@ -1,0 +1,340 @@
+"""How a deep run's phases go out to the workers: the parts of a unit, the verify sample, units
+grouped into tasks (by estimated nodes, under a time limit), tasks submitted a few per worker and
+their results taken as they come, the progress they make, and the speed and table readings the
+run asks of its workers.
+"""
+from __future__ import annotations
+
+import math
+import time
+import uuid
+
+from .. import watch
+from ..api import BACKENDS
+from . import worker
+from .store import PART_DEPTH, Store
+
+RETRIES = 2
+"""Dask retries a task that raised this many times (a worker that died is Dask's own
+``allowed-failures``)."""
+
+MAX_PARTS = 8
+"""At most this many parts a unit: every part repeats the levels above the split (measured: nothing
+extra at two parts of startpos perft 11, 17 % in total at four parts of perft 10, a 3-s count), so
+beyond a host's GPUs the workers share parts: part p goes to workers p, p + MAX_PARTS, ..."""
+
+
+def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int, part_depth: int = PART_DEPTH) -> int:
+    """Parts each unit is counted in: one per worker, at most MAX_PARTS, on the GPU backends with
+    tables (each GPU counts its part of every unit, ``TTBfsDriver.set_part``: the levels above
+    remaining depth ``part_depth`` are the same work on every GPU, the levels from there down are
+    split, and no GPU's tables miss what another GPU's hold, which units dealt out whole would: two
+    H200s split startpos perft 11 at ply 2 into whole units did 1.71x the work of one), else 1
+    (whole units: the CPU backend, counts without tables, units shallower than the split)."""
+    if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= part_depth:
+        return max(1, min(workers, MAX_PARTS))
+    return 1
+
+
+def sampled(key_hex: str, fraction: float) -> bool:
+    """Is the unit of this key in a verify sample of ``fraction``? (low 32 bits of the key: uniform)"""
+    return fraction >= 1 or int(key_hex[-8:], 16) < fraction * 2**32
+
+
+PROGRESS_LINE_SECONDS = watch.PROGRESS_LINE_SECONDS
+"""Without a terminal (a log file, a batch job), a progress line at most this often, and one at the
+end of each phase (:class:`perft_core.watch.ProgressLines`)."""
+
+
+class Progress:
+    """Progress on stderr: a rich bar (units done/total, nodes/s, ETA) on a terminal (``mode``
+    True or "bar"), lines of the same facts at most every PROGRESS_LINE_SECONDS and at each phase's
+    end without one ("lines"), or nothing (False / None). The ETA is in estimated nodes (the units'
+    estimates, ``units.unit_estimates``), so it holds when the estimates are right relative to
+    each other, whatever their common scale."""
+
+    def __init__(self, mode: bool | str | None):
+        self.bar = None
+        self.lines = mode == "lines"
+        if mode is True or mode == "bar":
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[units]}"),
+                                TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                                console=Console(stderr=True))
+
+    def phase(self, name: str, rows: list[dict]):
+        self.t0, self.nodes, self.done, self.total = time.perf_counter(), 0, 0, len(rows)
+        self.name, self.est_total, self.est_done = name, sum(r["estimate"] for r in rows) or 1, 0.0
+        self.printer = watch.ProgressLines(f"perft deep: {name}", of=" of the estimated nodes",
+                                           every=PROGRESS_LINE_SECONDS)
+        if self.bar is None:
+            return None
+        return self.bar.add_task(name, total=self.est_total, units=f"0/{len(rows)} units", rate="")
+
+    def advance(self, task, rows: list[dict], nodes: int) -> None:
+        if self.bar is None and not self.lines:
+            return
+        est = sum(r["estimate"] for r in rows)
+        self.done += len(rows)
+        self.nodes += nodes
+        self.est_done += est
+        elapsed = max(time.perf_counter() - self.t0, 1e-9)
+        rate = self.nodes / elapsed
+        if self.bar is not None:
+            self.bar.update(task, advance=est, units=f"{self.done}/{self.total} units",
+                            rate=f"{rate / 1e6:,.0f} M nodes/s")
+            return
+        self.printer.report(f"{self.done}/{self.total} units", self.est_done / self.est_total, self.nodes, elapsed,
+                            final=self.done >= self.total)
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()
+
+
+TASKS_PER_WORKER = 16
+"""A phase sends each worker at least this many tasks (batches of units): small enough to bound
+what a lost worker or client costs and to spread the work, large enough that one GPU call merges
+many units' positions and Dask's few milliseconds a task vanish."""
+MAX_UNITS_PER_TASK = 256
+BUDGET_MARGIN = 1.25
+"""Under a time limit (``deep_perft(max_seconds=...)``) a task is started only if its estimated
+seconds times this margin fit in the time left: the measured pace (seconds per estimated node) of a
+run's tasks varies from task to task (the first five of perft 13 on four H200s: within 6 % of their
+mean; tables warm up, the estimates err)."""
+MAX_TASK_SECONDS = 300.0
+"""Once the run's speed is known, a task holds at most about this many seconds of work: a killed
+client or worker loses the tasks it was counting, so a run of many hours loses minutes, not a
+sixteenth of a worker's share (startpos perft 13 on one H200 would otherwise run 55-min tasks)."""
+
+
+def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None,
+            merged: bool = False, budget: dict[int, float] | None = None, share: float = 1.0) -> list[list[dict]]:
+    """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
+    that part's tables), in row order (largest units first), each part in
+    ``max(balance, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds / cap))`` batches of
+    about equal estimated nodes (never more batches than rows), where seconds = the part's
+    estimated nodes x ``seconds_per_estimate`` (seconds per estimated node,
+    :func:`seconds_per_estimate`; None: no time bound), cap = MAX_TASK_SECONDS (or the part's
+    budget, if less) and balance = TASKS_PER_WORKER x workers / parts, so that the workers sharing
+    a part's tasks finish together. ``merged``: a task's units
+    are counted as one count whose equal positions merge (GPU backends with tables,
+    ``TTBfsDriver.count_roots``), so a task split in two costs work: balance is then 1 where no two
+    workers share a part (a part's worker counts its part of every unit, balanced by key).
+    ``budget``: part -> seconds each of its workers has left (a time limit; needs
+    ``seconds_per_estimate``): only rows that fit are taken, in order, each row's seconds counted
+    BUDGET_MARGIN times, a part's workers sharing its budget (the rest of the rows are left out of
+    the tasks). ``share``: the share of the phase's estimated nodes that ``rows`` are (a phase's rest,
+    cut again): balance is scaled by it. Tasks are returned part by part interleaved (batch 0 of every part, then batch 1,
+    ...), so every worker starts at once."""
+    by_part: dict[int, list[dict]] = {}
+    for r in rows:
+        by_part.setdefault(r["part"], []).append(r)
+    parts = max(len(by_part), 1)
+    per_worker = max(1, workers // parts)  # workers counting one part (a pool of them when parts = 1)
+    per_part = []
+    for part, part_rows in by_part.items():
+        cap = MAX_TASK_SECONDS
+        if budget is not None and seconds_per_estimate is not None:
+            left, cap = budget.get(part, 0.0) * per_worker, min(cap, budget.get(part, 0.0))
+            fitting = []
+            for r in part_rows:
+                s = max(r["estimate"], 1.0) * seconds_per_estimate * BUDGET_MARGIN
+                if left > 0 and s <= min(left, cap):  # no time left: nothing starts, however small
+                    fitting.append(r)
+                    left -= s
+            part_rows = fitting
+            if not part_rows:
+                continue
+        total = sum(max(r["estimate"], 1.0) for r in part_rows)
+        by_time = math.ceil(total * seconds_per_estimate / cap) if seconds_per_estimate else 1
+        balance = math.ceil(share * -(-TASKS_PER_WORKER * workers // parts)) if workers > parts or not merged else 1
+        n = min(len(part_rows), max(balance, -(-len(part_rows) // MAX_UNITS_PER_TASK), by_time))
+        out, cur, acc = [], [], 0.0
+        for r in part_rows:
+            cur.append(r)
+            acc += max(r["estimate"], 1.0)
+            if acc >= total * (len(out) + 1) / n and len(out) < n - 1:
+                out.append(cur)
+                cur = []
+        if cur:
+            out.append(cur)
+        per_part.append(out)
+    tasks = []
+    for i in range(max(len(p) for p in per_part) if per_part else 0):
+        tasks += [p[i] for p in per_part if i < len(p)]
+    return tasks
+
+
+def seconds_per_estimate(rows: list[dict], nodes_per_second: float | None) -> float | None:
+    """Seconds a task takes per estimated node: measured on this run's counted rows (their seconds
+    over their estimates, so the estimates' own scale error cancels) when any has seconds, else
+    1 / ``nodes_per_second`` (a calibration on a worker; estimates are then taken as nodes), else
+    None (unknown)."""
+    done = [(r["seconds"], r["estimate"]) for r in rows if r.get("seconds") and r["count"] is not None]
+    est = sum(max(e, 1.0) for _, e in done)
+    if done and est > 0:
+        return sum(t for t, _ in done) / est
+    return 1.0 / nodes_per_second if nodes_per_second else None
+
+
+def share_by_estimate(total, rows: list[dict]) -> list:
+    """``total`` (seconds, or an int count) shared over a task's rows in proportion to their
+    estimates (ints: exact sum, the remainder on the last row); None stays None."""
+    if total is None:
+        return [None] * len(rows)
+    w = [max(r["estimate"], 1.0) for r in rows]
+    s = sum(w)
+    if isinstance(total, float):
+        return [total * x / s for x in w]
+    out = [int(total * x // s) for x in w]
+    out[-1] += total - sum(out)
+    return out
+
+
+def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: Progress,
+               name: str, parts: int = 1, pace: float | None = None, merged: bool = False,
+               measured: bool = True, deadline: float | None = None) -> tuple[list[str], int]:
+    """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
+    worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
+    -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
+    for each result as it completes; ``pace``: seconds per estimated node and ``merged``: a task's
+    units merge inside one count (both shape the tasks, see :func:`batches`).
+
+    ``measured`` False: ``pace`` came from a calibration count, not from this run's tasks (a small
+    count without deep tables; it was at least 15x slower than perft 13's units on four H200s,
+    whose tasks it cut to one unit each): the tasks not yet submitted are cut again with the pace
+    of the first result. Once results come in, their pace (this phase's own: tables warm up, later
+    units are smaller) is the one later cuts and the deadline use.
+    ``deadline`` (``time.perf_counter()`` seconds): a task is submitted only if it is estimated to
+    end before it (``batches``' budget, counting the work already in flight for its part); rows
+    that fit no more are left pending in the store.
+
+    Returns (failures as lines: tasks that raised on every try, rows left unsubmitted by the
+    deadline)."""
+    from collections import deque
+
+    from distributed import as_completed
+
+    if not rows:
+        return [], 0
+    bar = progress.phase(name, rows)
+    per_worker = max(1, len(workers) // max(parts, 1))
+    unsubmitted = {r["idx"]: r for r in rows}
+    inflight: dict[str, float] = {}  # key -> the task's estimated seconds
+    ends: dict[int, float] = {}  # part -> when its workers are estimated to finish what they were sent
+    tally = [0.0, 0.0]  # this phase's results: seconds, estimates
+    phase_estimate = sum(max(r["estimate"], 1.0) for r in rows)
+
+    def est_seconds(batch) -> float:
+        return sum(max(r["estimate"], 1.0) for r in batch) * (pace or 0.0)
+
+    def plan() -> deque:
+        budget = None
+        if deadline is not None and pace is not None:
+            now = time.perf_counter()
+            budget = {p: max(0.0, deadline - max(now, ends.get(p, now))) for p in {r["part"] for r in unsubmitted.values()}}
+        rest = list(unsubmitted.values())
+        share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
+        return deque(batches(rest, max(len(workers), 1), pace, merged, budget, share))
+
+    tasks = plan()
+    futures: dict = {}
+    ac = as_completed()
+    run_tag = uuid.uuid4().hex[:8]
+
+    def submit_next() -> None:
+        if not tasks:
+            return
+        batch = tasks.popleft()
+        for r in batch:
+            unsubmitted.pop(r["idx"])
+        st.submitted(r["idx"] for r in batch)
+        # A part's tasks prefer its workers (their tables hold that part's entries); whole units go anywhere.
+        where = [w for i, w in enumerate(workers) if i % parts == batch[0]["part"] % parts] if parts > 1 else None
+        where = where or None
+        fut = client.submit(worker.run_task, *task(batch), key=f"perft-{name}-{batch[0]['idx']}-{run_tag}",
+                            retries=RETRIES, pure=False, priority=-batch[0]["idx"], workers=where,
+                            allow_other_workers=where is not None)
+        futures[fut.key] = batch
+        inflight[fut.key] = est = est_seconds(batch)
+        now, p = time.perf_counter(), batch[0]["part"]
+        ends[p] = max(now, ends.get(p, now)) + est / per_worker
+        ac.add(fut)
+
+    failures = []
+    try:
+        for _ in range(max(4 * len(workers), 16)):
+            submit_next()
+        for fut in ac:
+            batch = futures.pop(fut.key)
+            est = inflight.pop(fut.key, 0.0)
+            try:
+                result = fut.result()
+            except Exception as exc:  # the task raised on every try, or its workers kept dying
+                failures.append(f"units {batch[0]['unit']}.. ({len(batch)} rows, first {batch[0]['fen']}): "
+                                f"{type(exc).__name__}: {exc}")
+            else:
+                nodes = on_result(batch, result, fut.key)
+                progress.advance(bar, batch, nodes)
+                tally[0] += result["seconds"]
+                tally[1] += sum(max(r["estimate"], 1.0) for r in batch)
+                p = batch[0]["part"]  # its workers' queue ends as much sooner (later) as it took less (more)
+                ends[p] = ends.get(p, 0.0) - (est - result["seconds"]) / per_worker
+                pace = tally[0] / tally[1]  # this phase's own pace from now on (tables warm up, units shrink)
+                if not measured and unsubmitted:  # the first measured pace: cut the rest again
+                    measured = True
+                    tasks = plan()
+            fut.release()
+            if deadline is not None and not tasks and unsubmitted:
+                tasks = plan()  # rows passed over for time: smaller ones may fit what is left
+            submit_next()
+    finally:  # stopped (Ctrl-C, a full disk): nothing left running or queued on the cluster
+        if futures:
+            client.cancel(list(ac.futures), force=True)
+    return failures, len(unsubmitted)
+
+
+READ_TABLES_SECONDS = 60.0
+"""How long the end of a phase waits for the workers' readings of their tables (one pass over
+them: milliseconds) before it goes on without them."""
+
+
+def calibrate_speed(client, fen: str, depth: int, backend: str, tt: bool, seed: int, stats: bool) -> float:
+    """Nodes per second of the run's counts, measured on a worker (``worker.calibrate``, plain
+    counts); a statistics run's divided by the backend's ``stats_cost`` (its statistics against its
+    plain count: 12 on the GPU). Without it a statistics run's units and tasks were cut for the
+    plain count's speed: two H200s counting perft 12 statistics finished no task in 210 s of a
+    190-s ``--max-seconds`` (session 16, call C)."""
+    speed = client.submit(worker.calibrate, fen, depth, backend, tt, seed, pure=False).result()
+    return speed / BACKENDS[backend].stats_cost if stats else speed
+
+
+def read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed: int) -> None:
+    """At the end of a phase, the tables of each worker there is now as they stand
+    (``worker.table_reading``: their last batch may have skipped the occupancy pass), recorded in
+    the store's ``tables``. Statistics only: a worker that is gone, fails or does not answer within
+    READ_TABLES_SECONDS is skipped (its statistics stay as last recorded), never an error of the run."""
+    if backend == "cpu":
+        return
+    workers = sorted(client.nthreads())  # a worker lost in the phase may have been restarted elsewhere
+    futures = [client.submit(worker.table_reading, backend, run_key, seed, pure=False, workers=[addr],
+                             allow_other_workers=False) for addr in workers]
+    end = time.monotonic() + READ_TABLES_SECONDS
+    try:
+        for addr, fut in zip(workers, futures):
+            try:
+                reading = fut.result(timeout=max(end - time.monotonic(), 0.0))
+            except Exception:  # noqa: BLE001 - a lost or silent worker (TimeoutError, a CancelledError...)
+                continue
+            if reading is not None:
+                st.tables_read(phase, addr, reading)
+    finally:
+        client.cancel(futures, force=True)

@@ -1,0 +1,30 @@
+"""The errors of a deep run that are not the store's (``store.StoreError``) nor bad options
+(``ValueError``): a run that cannot go on, and one stopped at its time limit."""
+from __future__ import annotations
+
+
+class DeepError(RuntimeError):
+    """A deep run that cannot go on: Dask or dask-cuda missing, or a unit failed on every try
+    (finished units stay in the store; resume the run)."""
+
+
+class DeepStopped(DeepError):
+    """A deep run stopped at its time limit (``deep_perft(max_seconds=...)``) before every unit was
+    counted: nothing is lost, resume it. Attributes: ``store`` (path, str), ``phase`` (the phase it
+    stopped in: "count", "verify" or "recount"), ``rows`` / ``counted`` (unit rows of the run / with
+    a first count), ``counted_now`` (rows counted by this call), ``done`` (the counted rows' share of
+    the run's estimated nodes, 0..1), ``seconds`` (this call's wall time), ``timings`` (as
+    ``DeepResult.timings``)."""
+
+    def __init__(self, store: str, phase: str, rows: int, counted: int, counted_now: int, done: float,
+                 seconds: float, timings: dict):
+        self.store, self.phase, self.rows, self.counted, self.counted_now = store, phase, rows, counted, counted_now
+        self.done, self.seconds, self.timings = done, seconds, timings
+        super().__init__(f"stopped at the time limit in the {phase} phase after {seconds:.0f} s: {counted} of {rows} "
+                         f"unit rows counted ({done:.1%} of the run's estimated nodes), {counted_now} by this command; "
+                         f"resume with --resume {store}")
+
+    def as_dict(self) -> dict:
+        return {"finished": False, "store": self.store, "phase": self.phase, "rows": self.rows,
+                "counted": self.counted, "counted_now": self.counted_now, "done": self.done,
+                "seconds": self.seconds, "timings": self.timings}
