@@ -440,6 +440,23 @@ def test_keeping_the_parts_own_boards_changes_the_work_not_the_counts(kernels, f
             assert o0 == 0 < o1  # boards of other parts were dropped, and only with part_compact
 
 
+@pytest.mark.parametrize("site", ["part_boards[*]", "part_keys[*]"])
+def test_oom_where_the_part_keeps_its_boards_is_exact(kernels, site):
+    """Out of memory where keep_part copies the kept boards: the call is retried smaller, exact."""
+    fen, depth, expected = OOM_CASES[2]
+    got = []
+    plan = None
+    for c in range(3):
+        plan = FaultPlan(site=site, times=1)
+        drv = make_driver(kernels, plan)
+        drv.part_compact = True
+        drv.set_part(c, 3)
+        got.append(drv.perft(perft_core.Position.from_fen(fen), depth))
+        assert plan.fired == 1 and drv.stats.oom_sites
+        assert_clean(drv)
+    assert sum(got) == expected
+
+
 def test_keep_part_groups_each_own_board_alone_and_the_rest_together():
     """merge.keep_part on a level whose parts are known: own boards in order, then the first board
     of another part; every other board maps to that last group; a level of own boards only comes

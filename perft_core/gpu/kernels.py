@@ -11,6 +11,7 @@ Boards are five uint64 words each (pbq, nbk, rqk, black, state), ``_core.BOARD_B
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.resources
 import time
@@ -57,6 +58,10 @@ class EmulatedKernels:
 
     def free_bytes(self) -> int:
         return 1 << 30
+
+    def temporaries(self, site: str):
+        """NumPy's temporaries: a MemoryError of the host is no device's (see CupyKernels)."""
+        return contextlib.nullcontext()
 
     def to_device(self, host: np.ndarray):
         return np.ascontiguousarray(host)
@@ -297,6 +302,17 @@ class CupyKernels:
     def free_bytes(self) -> int:
         free, _total = self.xp.cuda.runtime.memGetInfo()
         return int(free)
+
+    @contextlib.contextmanager
+    def temporaries(self, site: str):
+        """Array operations whose temporaries CuPy's pool allocates (``merge.keep_part``): out of
+        memory there is a DeviceOutOfMemory at ``site``, as in :meth:`_temp`."""
+        try:
+            yield
+        except self.xp.cuda.memory.OutOfMemoryError:
+            from .arena import DeviceOutOfMemory
+
+            raise DeviceOutOfMemory(site, 0, 0, self.free_bytes()) from None
 
     def to_device(self, host: np.ndarray):
         return self.xp.asarray(host)

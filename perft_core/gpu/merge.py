@@ -57,20 +57,23 @@ def keep_part(kernels, arena, boards, keys, n: int, ply: int, parts: int, part: 
     ``part_keys[ply]``); group_of (uint32, n) maps each board to its group for the upsweep, None
     when every board is this part's (then the inputs come back unchanged)."""
     xp = kernels.xp
-    mine = kernels.part_mask(keys, n, parts, part)
-    own = xp.flatnonzero(mine)
-    m = int(own.size)
-    if m == n:
-        return boards, keys, n, None
-    sel = xp.empty(m + 1, dtype=xp.int64)
-    sel[:m] = own
-    sel[m] = int(xp.argmin(mine.view(xp.uint8)))  # the first board of another part
-    kept_boards = arena.alloc(f"part_boards[{ply}]", (m + 1) * WORDS, np.uint64)
-    kept_keys = arena.alloc(f"part_keys[{ply}]", (m + 1) * 2, np.uint64)
-    xp.take(boards[:n * WORDS].reshape(n, WORDS), sel, axis=0, out=kept_boards.reshape(m + 1, WORDS))
-    xp.take(keys[:2 * n].reshape(n, 2), sel, axis=0, out=kept_keys.reshape(m + 1, 2))
-    group_of = xp.full(n, m, dtype=xp.uint32)
-    group_of[own] = xp.arange(m, dtype=xp.uint32)
+    with kernels.temporaries(f"part_mask[{ply}]"):  # out of memory: the driver halves the chunk
+        mine = kernels.part_mask(keys, n, parts, part)
+        own = xp.flatnonzero(mine)
+        m = int(own.size)
+        if m == n:
+            return boards, keys, n, None
+        sel = xp.empty(m + 1, dtype=xp.int64)
+        sel[:m] = own
+        sel[m] = int(xp.argmin(mine.view(xp.uint8)))  # the first board of another part
+        del mine
+        kept_boards = arena.alloc(f"part_boards[{ply}]", (m + 1) * WORDS, np.uint64)
+        kept_keys = arena.alloc(f"part_keys[{ply}]", (m + 1) * 2, np.uint64)
+        xp.take(boards[:n * WORDS].reshape(n, WORDS), sel, axis=0, out=kept_boards.reshape(m + 1, WORDS))
+        xp.take(keys[:2 * n].reshape(n, 2), sel, axis=0, out=kept_keys.reshape(m + 1, 2))
+        del sel
+        group_of = xp.full(n, m, dtype=xp.uint32)
+        group_of[own] = xp.arange(m, dtype=xp.uint32)
     return kept_boards, kept_keys, m + 1, group_of
 
 
@@ -79,7 +82,8 @@ def then_group(kernels, first, second):
     step, that group -> group of the second; None: the identity): board -> final group."""
     if first is None or second is None:
         return second if first is None else first
-    return kernels.xp.take(second, first)
+    with kernels.temporaries("part_groups"):
+        return kernels.xp.take(second, first)
 
 
 def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int, values, temp_bytes: int,
