@@ -410,6 +410,25 @@ def test_a_store_that_cannot_be_made_starts_no_local_cluster(monkeypatch, tmp_pa
         assert order == [first], (kw, order)
 
 
+def test_a_missing_dask_is_said_before_any_store_is_made(monkeypatch, tmp_path):
+    """Dask (or, for --gpus, dask-cuda) not installed: the run says which extra to install, and
+    leaves no store behind (a store made first would have to be resumed, not created again)."""
+    from perft_core.deep import run as run_mod
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed: ImportError
+    for kw in (dict(split_ply=2), dict()):
+        path = tmp_path / f"nodask{len(kw)}.sqlite"
+        with pytest.raises(run_mod.DeepError, match=r"needs Dask: pip install 'perft-oracle\[dist\]'"):
+            deep_perft(STARTPOS, 4, store=path, **kw)
+        assert not path.exists()
+    monkeypatch.undo()
+    monkeypatch.setitem(sys.modules, "dask_cuda", None)
+    path = tmp_path / "nocuda.sqlite"
+    with pytest.raises(run_mod.DeepError, match=r"--gpus needs dask-cuda"):
+        deep_perft(STARTPOS, 4, backend="gpu", gpus=2, split_ply=2, force=True, store=path)
+    assert not path.exists()
+
+
 def test_a_cluster_without_workers_is_an_error_not_a_hang(monkeypatch, tmp_path):
     """A scheduler whose workers never come up (say they cannot import perft_core): the run says so
     after WORKER_START_SECONDS instead of waiting for ever; nothing is stored."""

@@ -17,26 +17,35 @@ without one) on a free port: ``dashboard_address=None`` means its default port 8
 run on one machine then printed Dask's four-line "Port 8787 is already in use" warning (issue 34 N8)."""
 
 
+def require_dask(gpus: bool) -> None:
+    """Raise DeepError naming the extra to install unless Dask (and with ``gpus`` dask-cuda) imports."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise DeepError("deep perft needs Dask: pip install 'perft-oracle[dist]'") from None
+    if gpus:
+        try:
+            import dask_cuda  # noqa: F401
+        except ImportError:
+            raise DeepError("--gpus needs dask-cuda: pip install 'perft-oracle[dist,gpu]'") from None
+
+
 @contextmanager
 def dask_client(backend: str, workers: int | None, gpus: int | None, scheduler: str | None):
     """A dask.distributed Client: of ``scheduler``, or of a LocalCUDACluster of ``gpus`` workers
     (one per device), or of a LocalCluster of ``workers`` processes with one thread each.
-    Yields (client, description)."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise DeepError("deep perft needs Dask: pip install 'perft-oracle[dist]'") from None
+    Yields (client, description). Raises DeepError (:func:`require_dask`, or no worker came up)."""
+    require_dask(gpus is not None and scheduler is None)
+    from distributed import Client, LocalCluster
+
     if scheduler is not None:
         with Client(scheduler) as client:
             _wait_for_workers(client, 1, f"scheduler {scheduler}")
             yield client, f"scheduler {scheduler}"
         return
     if gpus is not None:
-        try:
-            from dask_cuda import LocalCUDACluster
-        except ImportError:
-            raise DeepError("--gpus needs dask-cuda: pip install 'perft-oracle[dist,gpu]'") from None
         import dask
+        from dask_cuda import LocalCUDACluster
 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).

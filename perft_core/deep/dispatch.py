@@ -58,11 +58,12 @@ class Progress:
         self.lines = mode == "lines"
         if mode is True or mode == "bar":
             from rich.console import Console
-            from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+            from rich.progress import BarColumn, TextColumn, TimeRemainingColumn
+            from rich.progress import Progress as RichProgress
 
-            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[units]}"),
-                                TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
-                                console=Console(stderr=True))
+            self.bar = RichProgress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[units]}"),
+                                    TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+                                    console=Console(stderr=True))
 
     def phase(self, name: str, rows: list[dict]):
         self.t0, self.nodes, self.done, self.total = time.perf_counter(), 0, 0, len(rows)

@@ -324,6 +324,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         # made first, so a store that cannot be made (a full disk, say) is one error line with no
         # cluster started and torn down under it.
         if new_run and split_ply is not None and scheduler is None:
+            cluster.require_dask(gpus is not None)  # a missing Dask is said before a store is made
             st = create(gpus if gpus is not None else workers, split_ply)
         t_cluster = time.perf_counter()
         with cluster.dask_client(backend, workers, gpus, scheduler) as (client, cluster_desc):
