@@ -22,13 +22,23 @@ PLAN = ("from perft_core.gpu import tables as T; import json; "
         "print(json.dumps(T.plan_slots(d, 4.53e9, False, 10.0, 0.25, 3)))")
 
 
-def _plan(device: str | None, **env) -> dict[int, int]:
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PERFT_EXPERIMENT") and k != "CUDA_VISIBLE_DEVICES"}
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TOOLS)])
+def _python(code: str, device: str | None, **env) -> subprocess.CompletedProcess:
+    """``python -c code`` with the tools' sitecustomize.py on its path and perft_core as installed
+    (run from the tools' folder: the checkout's own perft_core, which may hold no built extension,
+    is not on the path), ``CUDA_VISIBLE_DEVICES`` = ``device`` and the experiment's ``env``."""
+    e = {k: v for k, v in os.environ.items()
+         if not k.startswith("PERFT_EXPERIMENT") and k not in ("CUDA_VISIBLE_DEVICES", "PYTHONPATH")}
+    e["PYTHONPATH"] = str(TOOLS)
     if device is not None:
         e["CUDA_VISIBLE_DEVICES"] = device
     e.update(env)
-    out = subprocess.run([sys.executable, "-c", PLAN], env=e, capture_output=True, text=True, timeout=120, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=e, cwd=TOOLS, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def _plan(device: str | None, **env) -> dict[int, int]:
+    out = _python(PLAN, device, **env)
     return {int(r): s for r, s in json.loads(out.stdout.strip().splitlines()[-1]).items()}
 
 
@@ -57,13 +67,8 @@ DRIVER = ("from perft_core.gpu.kernels import EmulatedKernels; from perft_core.g
 @pytest.mark.parametrize("device,setting,want", [("2,3,0,1", "1", "True"), ("0,1,2,3", "1", "False"),
                                                  ("3", "1", "True"), (None, None, "False")])
 def test_part_compact_is_set_in_the_arm_s_drivers_only(device, setting, want):
-    e = {k: v for k, v in os.environ.items() if not k.startswith("PERFT_EXPERIMENT") and k != "CUDA_VISIBLE_DEVICES"}
-    e["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(TOOLS)])
-    if device is not None:
-        e["CUDA_VISIBLE_DEVICES"] = device
-    if setting is not None:
-        e.update(PERFT_EXPERIMENT_PART_COMPACT=setting, PERFT_EXPERIMENT_ARM_DEVICES="2,3")
-    out = subprocess.run([sys.executable, "-c", DRIVER], env=e, capture_output=True, text=True, timeout=120, check=True)
+    env = {} if setting is None else dict(PERFT_EXPERIMENT_PART_COMPACT=setting, PERFT_EXPERIMENT_ARM_DEVICES="2,3")
+    out = _python(DRIVER, device, **env)
     assert out.stdout.strip() == want
     assert ("arm B: part_compact True" in out.stderr) == (want == "True")
 
