@@ -457,6 +457,22 @@ def test_oom_where_the_part_keeps_its_boards_is_exact(kernels, site):
     assert sum(got) == expected
 
 
+def test_the_device_part_mask_is_key_part():
+    """CupyKernels.part_mask's array arithmetic (CuPy's, here run on NumPy arrays, which take the
+    same operators) picks the boards that key_part, the part filter's rule, gives this part."""
+    import types
+
+    from perft_core.gpu.kernels import CupyKernels, key_part
+
+    keys = np.random.default_rng(3).integers(0, 2**64 - 1, size=(500, 2), dtype=np.uint64, endpoint=True)
+    fake = types.SimpleNamespace(xp=np)
+    for parts in (2, 3, 4, 8):
+        for part in range(parts):
+            got = CupyKernels.part_mask(fake, keys.reshape(-1), 400, parts, part)
+            assert (got == (key_part(keys[:400], parts) == part)).all()
+            assert 0 < got.sum() < 400
+
+
 def test_keep_part_groups_each_own_board_alone_and_the_rest_together():
     """merge.keep_part on a level whose parts are known: own boards in order, then the first board
     of another part; every other board maps to that last group; a level of own boards only comes
