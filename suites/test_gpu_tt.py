@@ -458,17 +458,14 @@ def test_oom_where_the_part_keeps_its_boards_is_exact(kernels, site):
 
 
 def test_the_device_part_mask_is_key_part():
-    """CupyKernels.part_mask's array arithmetic (CuPy's, here run on NumPy arrays, which take the
+    """part_mask's array arithmetic (CuPy's on the device, here on NumPy arrays, which take the
     same operators) picks the boards that key_part, the part filter's rule, gives this part."""
-    import types
-
-    from perft_core.gpu.kernels import CupyKernels, key_part
+    from perft_core.gpu.kernels import key_part, part_mask
 
     keys = np.random.default_rng(3).integers(0, 2**64 - 1, size=(500, 2), dtype=np.uint64, endpoint=True)
-    fake = types.SimpleNamespace(xp=np)
     for parts in (2, 3, 4, 8):
         for part in range(parts):
-            got = CupyKernels.part_mask(fake, keys.reshape(-1), 400, parts, part)
+            got = part_mask(keys.reshape(-1), 400, parts, part)
             assert (got == (key_part(keys[:400], parts) == part)).all()
             assert 0 < got.sum() < 400
 

@@ -36,11 +36,23 @@ level whose positions the fused leaf expands, by far the most expensive one, so 
 whole count's upper levels (the same on every part) plus 1/parts of the leaf work."""
 
 
+def _part_of_high(hi, parts: int):
+    """``((hi >> 32) * parts) >> 32`` of a uint64 array of keys' high words, NumPy's or CuPy's
+    (kernels/pc_tt.h ``key_part``)."""
+    return ((hi >> np.uint64(32)) * np.uint64(parts)) >> np.uint64(32)
+
+
 def key_part(keys: np.ndarray, parts: int) -> np.ndarray:
     """The part (0 .. parts-1) of each 128-bit key among ``parts`` (keys: uint64 (n, 2) as lo, hi;
     returns uint64 (n,)): ``((hi >> 32) * parts) >> 32``, kernels/pc_tt.h ``key_part``."""
-    hi = np.asarray(keys, dtype=np.uint64).reshape(-1, 2)[:, 1]
-    return ((hi >> np.uint64(32)) * np.uint64(parts)) >> np.uint64(32)
+    return _part_of_high(np.asarray(keys, dtype=np.uint64).reshape(-1, 2)[:, 1], parts)
+
+
+def part_mask(keys, n: int, parts: int, part: int):
+    """Which of the first ``n`` keys of ``keys`` (a flat uint64 array of lo, hi pairs, on the host
+    or the device) are in part ``part`` of ``parts`` (:func:`key_part`): a bool array (n,) of the
+    same library."""
+    return _part_of_high(keys[1:2 * n:2], parts) == np.uint64(part)
 
 
 class EmulatedKernels:
@@ -172,9 +184,6 @@ class EmulatedKernels:
 
     def count_hits(self, counts, values, n, hits):
         hits[0] += np.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
-
-    def part_mask(self, keys, n, parts, part):
-        return key_part(keys[:2 * n].reshape(n, 2), parts) == part
 
     def part_filter(self, keys, n, parts, part, counts, values, own):
         other = key_part(keys[:2 * n].reshape(n, 2), parts) != part
@@ -546,13 +555,6 @@ class CupyKernels:
 
     def count_hits(self, counts, values, n, hits):
         self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
-
-    def part_mask(self, keys, n, parts, part):
-        """Which of the first ``n`` keys (uint64 pairs lo, hi) are in part ``part`` of ``parts``
-        (:func:`key_part`): a device bool array (n,)."""
-        cp = self.xp
-        hi = keys[1:2 * n:2]
-        return ((hi >> cp.uint64(32)) * cp.uint64(parts)) >> cp.uint64(32) == cp.uint64(part)
 
     def part_filter(self, keys, n, parts, part, counts, values, own):
         """Boards of ``keys`` outside part ``part`` of ``parts`` count 0 (counts and values zeroed);

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..hostbatch import WORDS
+from .kernels import part_mask
 
 MERGE_TEMP_BYTES_PER_BOARD = 36
 """The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
@@ -58,7 +59,7 @@ def keep_part(kernels, arena, boards, keys, n: int, ply: int, parts: int, part: 
     when every board is this part's (then the inputs come back unchanged)."""
     xp = kernels.xp
     with kernels.temporaries(f"part_mask[{ply}]"):  # out of memory: the driver halves the chunk
-        mine = kernels.part_mask(keys, n, parts, part)
+        mine = part_mask(keys, n, parts, part)
         own = xp.flatnonzero(mine)
         m = int(own.size)
         if m == n:
