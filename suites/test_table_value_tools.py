@@ -64,13 +64,15 @@ DRIVER = ("from perft_core.gpu.kernels import EmulatedKernels; from perft_core.g
           "print(TTBfsDriver(EmulatedKernels(), memory_bytes=1 << 20, tt_bytes=1 << 16).part_compact)")
 
 
-@pytest.mark.parametrize("device,setting,want", [("2,3,0,1", "1", "True"), ("0,1,2,3", "1", "False"),
-                                                 ("3", "1", "True"), (None, None, "False")])
+@pytest.mark.parametrize("device,setting,want", [("2,3,0,1", "0", "False"), ("0,1,2,3", "0", "True"),
+                                                 ("3", "0", "False"), (None, None, "True")])
 def test_part_compact_is_set_in_the_arm_s_drivers_only(device, setting, want):
+    """part_compact is on by default (session 19); an arm with PERFT_EXPERIMENT_PART_COMPACT=0 turns
+    it off in its own drivers only, and says so in one whole line."""
     env = {} if setting is None else dict(PERFT_EXPERIMENT_PART_COMPACT=setting, PERFT_EXPERIMENT_ARM_DEVICES="2,3")
     out = _python(DRIVER, device, **env)
     assert out.stdout.strip() == want
-    assert ("arm B: part_compact True" in out.stderr) == (want == "True")
+    assert ("arm B: part_compact False\n" in out.stderr) == (want == "False")
 
 
 def _summary(session: int, log: str | None = None, tmp: Path | None = None) -> dict:
@@ -95,6 +97,21 @@ def test_the_arms_said_in_the_log_outrank_the_slots(tmp_path):
     got = _summary(3, log, tmp_path)
     assert sorted(p["arms"][0] for p in got["per_part"].values()) == ["A", "A", "B", "B"]
     assert set(got["tables"]) == {"A", "B"}
+
+
+def test_worker_lines_that_ran_together_keep_each_worker_s_arm():
+    """Two workers' lines written into one pipe at once shared a line in session 19's call A; each
+    worker keeps its own arm (a greedy match gave the first worker the second's)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("paired_summary", TOOLS / "paired_summary.py")
+    paired_summary = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(paired_summary)
+    text = ("[table_value] worker tcp://127.0.0.1:37069 pid 1127 device 2,3,0,1 arm B: part_compact True"
+            "[table_value] worker tcp://127.0.0.1:36373 pid 1122 device 1,2,3,0 arm A: part_compact False\n"
+            "[table_value] worker tcp://127.0.0.1:43211 pid 1131 device 3,0,1,2 arm B: part_compact True\n")
+    assert paired_summary.arms_from_log(text) == {"tcp://127.0.0.1:37069": "B", "tcp://127.0.0.1:36373": "A",
+                                                  "tcp://127.0.0.1:43211": "B"}
 
 
 def test_the_paired_summary_tells_the_arms_apart_from_the_tables():

@@ -22,12 +22,15 @@ from pathlib import Path
 A13 = 1981066775000396239  # OEIS A048987: perft(startpos, 13), for the share counted
 
 
-ARM_LINE = re.compile(r"^\[table_value\] worker (\S+) .* arm ([AB]):")
+ARM_LINE = re.compile(r"\[table_value\] worker (\S+) pid \d+ device \S+ arm ([AB]):")
 
 
 def arms_from_log(text: str) -> dict[str, str]:
-    """{worker address: arm} from sitecustomize.py's stderr lines (the last line of a worker wins)."""
-    return {m.group(1): m.group(2) for m in map(ARM_LINE.match, text.splitlines()) if m}
+    """{worker address: arm} from sitecustomize.py's stderr lines (the last line of a worker wins).
+    Each line is matched where it starts, not at a line start: two workers' lines written into one
+    pipe at once can share a line (session 19's call A), and a greedy match over such a line gave
+    the first worker the second's arm."""
+    return {m.group(1): m.group(2) for m in ARM_LINE.finditer(text)}
 
 
 def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9, log: str | None = None) -> dict:

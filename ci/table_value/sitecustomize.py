@@ -40,8 +40,11 @@ def _say(arm: bool, what: str) -> None:
         where = f"worker {get_worker().address} "
     except (ImportError, ValueError):
         where = ""
-    print(f"[table_value] {where}pid {os.getpid()} device {os.environ.get('CUDA_VISIBLE_DEVICES', '?')} "
-          f"arm {'B' if arm else 'A'}: {what}", file=sys.stderr, flush=True)
+    # One write a line: print's text and its newline are two writes, and the workers' lines, sharing
+    # one stderr pipe, ran together (session 19: "...part_compact True[table_value] worker ...").
+    sys.stderr.write(f"[table_value] {where}pid {os.getpid()} device {os.environ.get('CUDA_VISIBLE_DEVICES', '?')} "
+                     f"arm {'B' if arm else 'A'}: {what}\n")
+    sys.stderr.flush()
 
 
 if _compact:

@@ -110,9 +110,10 @@ class TTBfsDriver(TTLevels, BfsDriver):
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0, "other_parts": 0, "leaf_moves": 0, "leaf_positions": 0}
         # With parts: drop the other parts' boards of the split level before it is merged, probed
-        # and expanded (merge.keep_part), instead of after (the part filter). Off until measured on
-        # GPUs (NOTES.md "Session 18"): it removes work but adds a gather of each split level.
-        self.part_compact = False
+        # and expanded (merge.keep_part), instead of after (the part filter). Measured on 4x H200
+        # (NOTES.md "Session 19"): startpos perft 12 `perft deep --gpus 4 --tt`, count phase 62.25 /
+        # 62.38 s with it against 67.34 / 67.27 s without (7.4 % less); no effect on one part.
+        self.part_compact = True
         # Merge the children of each remaining-depth-3 level (the fused leaf's moves) by key and
         # count each distinct child once (merge.leaf_merged); needs merge.
         self.leaf_merge = merge
