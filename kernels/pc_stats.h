@@ -107,14 +107,27 @@ struct StatsCold {
     static constexpr int Up = Us == WHITE ? 8 : -8;
     const Board& b;
     const CastleInfo& ci;
+#if PC_HOST_CODE
     StatCounts& s;  // the caller's counters (StatsSink keeps its nodes and captures apart until finish)
+#else
+    StatCounts s;   // counters of its own, added to the caller's by finish (see below)
+#endif
     u64 occ, them, blockers;
     u64 lines;     // squares between their king and our sliders that see it on an empty board
     int ksq;       // their king
     u64 chk[ROOK + 1];  // check squares by piece code, PAWN..ROOK (a queen's: BISHOP's and ROOK's)
     u64 keep[64];  // keep[sq] for sq in blockers: where that blocker still blocks
 
+    // Host builds add to the caller's counters as they go: 5 % less time for startpos 7 than 13
+    // counters zeroed and summed for every leaf parent. The GPU kernels keep their own: a reference
+    // to the caller's put the statistics kernels over their local-memory budget, with spills
+    // (ci/kernel_budgets.json; NOTES.md, session 16).
+#if PC_HOST_CODE
     PC_HD StatsCold(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
+#else
+    PC_HD StatsCold(const Board& board, const CastleInfo& info, StatCounts&) : b(board), ci(info) {
+        stats_zero(s);
+#endif
         occ = occupied(b);
         them = Us == WHITE ? b.black : occ & ~b.black;
         const u64 us = occ ^ them;
@@ -192,27 +205,23 @@ struct StatsSink {
     static constexpr int Up = Us == WHITE ? 8 : -8;
     StatsCold<Us>& cold;
     u64 nodes, captures;  // of every move but promotions (StatsCold::promo counts those)
-    const u64 them, blockers, knights, diag, orth;
-    const u64 chk_pawn, chk_knight, chk_diag, chk_orth;
 
-    PC_HD explicit StatsSink(StatsCold<Us>& c)
-        : cold(c), nodes(0), captures(0), them(c.them), blockers(c.blockers), knights(knights_of(c.b)),
-          diag(diag_of(c.b)), orth(orth_of(c.b)), chk_pawn(c.chk[PAWN]), chk_knight(c.chk[KNIGHT]),
-          chk_diag(c.chk[BISHOP]), chk_orth(c.chk[ROOK]) {}
+    PC_HD explicit StatsSink(StatsCold<Us>& c) : cold(c), nodes(0), captures(0) {}
 
     // Knights and the king (generate_others and generate_legal call piece() for no other piece);
     // sliders: bishops and queens on the diagonals, rooks and queens on ranks and files.
     PC_HD void piece(int from, u64 to) {
         nodes += popcnt(to);
-        captures += popcnt(to & them);
-        const u64 direct = (knights >> from) & 1 ? to & chk_knight : 0;
-        if (direct || ((blockers >> from) & 1)) cold.plain(from, to, direct, MF_NORMAL);
+        captures += popcnt(to & cold.them);
+        const u64 direct = (knights_of(cold.b) >> from) & 1 ? to & cold.chk[KNIGHT] : 0;
+        if (direct || ((cold.blockers >> from) & 1)) cold.plain(from, to, direct, MF_NORMAL);
     }
     PC_HD void slider(int from, u64 to) {
         nodes += popcnt(to);
-        captures += popcnt(to & them);
-        const u64 direct = to & (((diag >> from) & 1 ? chk_diag : 0) | ((orth >> from) & 1 ? chk_orth : 0));
-        if (direct || ((blockers >> from) & 1)) cold.plain(from, to, direct, MF_NORMAL);
+        captures += popcnt(to & cold.them);
+        const u64 direct = to & (((diag_of(cold.b) >> from) & 1 ? cold.chk[BISHOP] : 0) |
+                                 ((orth_of(cold.b) >> from) & 1 ? cold.chk[ROOK] : 0));
+        if (direct || ((cold.blockers >> from) & 1)) cold.plain(from, to, direct, MF_NORMAL);
     }
 
     // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
@@ -221,8 +230,8 @@ struct StatsSink {
         const int n = popcnt(to);
         nodes += n;
         if (delta != Up && delta != 2 * Up) captures += n;
-        const u64 direct = to & chk_pawn;
-        const u64 from_blocker = to & forward(blockers, delta);  // targets whose pawn is a blocker
+        const u64 direct = to & cold.chk[PAWN];
+        const u64 from_blocker = to & forward(cold.blockers, delta);  // targets whose pawn is a blocker
         for (u64 t = direct | from_blocker; t;) {
             const int sq = pop_lsb(t);
             cold.plain(sq - delta, bit(sq), direct & bit(sq), flag);
@@ -249,7 +258,7 @@ struct StatsSink {
             ++captures;
             ++cold.s.en_passant;
             left = bit(from) | bit(to - Up);
-            direct = (chk_pawn >> to) & 1;
+            direct = (cold.chk[PAWN] >> to) & 1;
         } else {  // MF_CASTLE, encoded king takes rook
             ++cold.s.castles;
             dest = cold.ci.side[Us][to > from ? 0 : 1].rook_to;
@@ -259,10 +268,14 @@ struct StatsSink {
     }
     PC_HD void pins(u64) {}
 
-    // This sink's counters added to the cold part's (the caller's).
-    PC_HD void finish() const {
-        cold.s.nodes += nodes;
-        cold.s.captures += captures;
+    // This position's counters, the cold part's and this sink's, added to `out` (the cold part's
+    // are already there in host builds).
+    PC_HD void finish(StatCounts& out) const {
+#if !PC_HOST_CODE
+        stats_add(out, cold.s);
+#endif
+        out.nodes += nodes;
+        out.captures += captures;
     }
 };
 
@@ -273,7 +286,7 @@ PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
     StatsCold<Us> cold(b, ci, out);
     StatsSink<Us> sink(cold);
     generate_legal<Us, StatsSink<Us>, Castling>(b, ci, sink);
-    sink.finish();
+    sink.finish(out);
 }
 
 // One legal move of b (Us to move) into `s`: the statistics of a divide at depth 1.
@@ -287,7 +300,7 @@ PC_HD void move_stats(const Board& b, const CastleInfo& ci, Move m, StatCounts& 
     else if (piece_code(b, from) == PAWN) sink.pawns(bit(to), to - from, flag);
     else if (piece_code(b, from) == KNIGHT || piece_code(b, from) == KING) sink.piece(from, bit(to));
     else sink.slider(from, bit(to));
-    sink.finish();
+    sink.finish(s);
 }
 
 // Perft 2 statistics of b (Us to move): each of Us's moves is made as it is generated and the
