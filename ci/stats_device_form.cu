@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
     std::fclose(f);
     unsigned long long pbq, nbk, rqk, black, state;
     int us, depth;
-    char hex[2 * sizeof(CastleInfo) + 2];
-    while (std::scanf("%llu %llu %llu %llu %llu %d %d %s", &pbq, &nbk, &rqk, &black, &state, &us, &depth, hex) == 8) {
+    char hex[4096];  // 2 * sizeof(CastleInfo) digits expected; a longer field is cut at 4095 and refused below
+    while (std::scanf("%llu %llu %llu %llu %llu %d %d %4095s", &pbq, &nbk, &rqk, &black, &state, &us, &depth, hex) == 8) {
         if (std::strlen(hex) != 2 * sizeof(CastleInfo)) {
             std::fprintf(stderr, "castle info: %zu hex digits expected\n", 2 * sizeof(CastleInfo));
             return 2;
