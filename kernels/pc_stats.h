@@ -94,40 +94,22 @@ PC_STATS_COLD bool mated(const Board& c, const CastleInfo& ci) {
     return count_moves<Us>(c, ci) == 0;
 }
 
-// The classification of the legal moves of b (Us to move) is split in two: StatsCold holds what the
-// rare paths (checking moves, promotions, castling, en passant: out of line) need and the counters
-// they update, and its address goes to them; StatsSink, the sink of generate_legal, holds the hot
-// state (its own nodes and captures of plain moves, the check squares, the blockers, the piece
-// sets), which never leaves the function it is inlined into and so stays in registers. (One
-// object with both made every move's counters a load and a store around calls that could change
-// them: NOTES.md, session 16.) classify() runs both.
+// Classifies the legal moves of b (Us to move) into `s`: generate_legal<Us>(b, ci, sink).
 template <int Us>
-struct StatsCold {
+struct StatsSink {
     static constexpr int Them = Us ^ 1;
     static constexpr int Up = Us == WHITE ? 8 : -8;
     const Board& b;
     const CastleInfo& ci;
-#if PC_HOST_CODE
-    StatCounts& s;  // the caller's counters (StatsSink keeps its nodes and captures apart until finish)
-#else
-    StatCounts s;   // counters of its own, added to the caller's by finish (see below)
-#endif
+    StatCounts s;  // this position's counts (a member, not a reference: the counters stay in registers)
     u64 occ, them, blockers;
     u64 lines;     // squares between their king and our sliders that see it on an empty board
     int ksq;       // their king
     u64 chk[ROOK + 1];  // check squares by piece code, PAWN..ROOK (a queen's: BISHOP's and ROOK's)
     u64 keep[64];  // keep[sq] for sq in blockers: where that blocker still blocks
 
-    // Host builds add to the caller's counters as they go: 5 % less time for startpos 7 than 13
-    // counters zeroed and summed for every leaf parent. The GPU kernels keep their own: a reference
-    // to the caller's put the statistics kernels over their local-memory budget, with spills
-    // (ci/kernel_budgets.json; NOTES.md, session 16).
-#if PC_HOST_CODE
-    PC_HD StatsCold(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
-#else
-    PC_HD StatsCold(const Board& board, const CastleInfo& info, StatCounts&) : b(board), ci(info) {
+    PC_HD StatsSink(const Board& board, const CastleInfo& info) : b(board), ci(info) {
         stats_zero(s);
-#endif
         occ = occupied(b);
         them = Us == WHITE ? b.black : occ & ~b.black;
         const u64 us = occ ^ them;
@@ -171,6 +153,44 @@ struct StatsCold {
         }
     }
 
+    // Knights and the king (generate_others and generate_legal call piece() for no other piece);
+    // sliders: bishops and queens on the diagonals, rooks and queens on ranks and files.
+    PC_HD void piece(int from, u64 to) {
+        s.nodes += popcnt(to);
+        s.captures += popcnt(to & them);
+        const u64 direct = (knights_of(b) >> from) & 1 ? to & chk[KNIGHT] : 0;
+        if (direct || ((blockers >> from) & 1)) plain(from, to, direct, MF_NORMAL);
+    }
+    PC_HD void slider(int from, u64 to) {
+        s.nodes += popcnt(to);
+        s.captures += popcnt(to & them);
+        const u64 direct =
+            to & (((diag_of(b) >> from) & 1 ? chk[BISHOP] : 0) | ((orth_of(b) >> from) & 1 ? chk[ROOK] : 0));
+        if (direct || ((blockers >> from) & 1)) plain(from, to, direct, MF_NORMAL);
+    }
+
+    // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
+    PC_HD static u64 forward(u64 set, int delta) { return delta > 0 ? set << delta : set >> -delta; }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        const int n = popcnt(to);
+        s.nodes += n;
+        if (delta != Up && delta != 2 * Up) s.captures += n;
+        const u64 direct = to & chk[PAWN];
+        const u64 from_blocker = to & forward(blockers, delta);  // targets whose pawn is a blocker
+        for (u64 t = direct | from_blocker; t;) {
+            const int sq = pop_lsb(t);
+            const int from = sq - delta;
+            plain(from, bit(sq), direct & bit(sq), flag);
+        }
+    }
+
+    // Promotions: four moves per target (knight, bishop, rook, queen).
+    PC_HD void promos(u64 to, int delta) {
+        for (u64 t = to; t;) {
+            const int sq = pop_lsb(t);
+            for (int code = KNIGHT; code <= QUEEN; ++code) promo(sq - delta, sq, code);
+        }
+    }
     // One promotion to piece `code`: its check squares with the pawn lifted.
     PC_STATS_COLD void promo(int from, int to, int code) {
         ++s.nodes;
@@ -182,9 +202,26 @@ struct StatsCold {
             checking(from, to, code + 2, direct ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
     }
 
-    // Castling or en passant (StatsSink::one counts it), made, when it may give check: its
-    // checkers of their king counted on the child. `dest`: the moved piece's square (the rook's for castling).
-    PC_STATS_COLD void one(int from, int to, int flag, int dest) {
+    // Castling and en passant: made, and the checkers of their king counted on the child, when a
+    // check is possible at all: the moved piece (rook, capturing pawn) on a check square of its kind
+    // (the rook: on a rank or file of the king), or a square left empty (the king's or the rook's,
+    // the capturing or the captured pawn's) between their king and one of our sliders (a discovery).
+    PC_STATS_COLD void one(int from, int to, int flag) {
+        ++s.nodes;
+        int dest = to;
+        u64 left = bit(from) | bit(to);  // castling: king and rook squares
+        bool direct;
+        if (flag == MF_EP) {
+            ++s.captures;
+            ++s.en_passant;
+            left = bit(from) | bit(to - Up);
+            direct = (chk[PAWN] >> to) & 1;
+        } else {  // MF_CASTLE, encoded king takes rook
+            ++s.castles;
+            dest = ci.side[Us][to > from ? 0 : 1].rook_to;
+            direct = (rook_empty(ksq) >> dest) & 1;
+        }
+        if (!direct && !(left & lines)) return;
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
         const u64 cocc = occupied(c);
@@ -196,111 +233,20 @@ struct StatsCold {
         if (mated<Them>(c, ci)) ++s.mates[kind];
         else ++s.checks[kind];
     }
-};
-
-// The sink of generate_legal<Us>: counts each target set by popcounts and hands the candidates for
-// a check and the rare moves to its StatsCold.
-template <int Us>
-struct StatsSink {
-    static constexpr int Up = Us == WHITE ? 8 : -8;
-    StatsCold<Us>& cold;
-    u64 nodes, captures;  // of every move but promotions (StatsCold::promo counts those)
-
-    PC_HD explicit StatsSink(StatsCold<Us>& c) : cold(c), nodes(0), captures(0) {}
-
-    // Knights and the king (generate_others and generate_legal call piece() for no other piece);
-    // sliders: bishops and queens on the diagonals, rooks and queens on ranks and files.
-    PC_HD void piece(int from, u64 to) {
-        nodes += popcnt(to);
-        captures += popcnt(to & cold.them);
-        const u64 direct = (knights_of(cold.b) >> from) & 1 ? to & cold.chk[KNIGHT] : 0;
-        if (direct || ((cold.blockers >> from) & 1)) cold.plain(from, to, direct, MF_NORMAL);
-    }
-    PC_HD void slider(int from, u64 to) {
-        nodes += popcnt(to);
-        captures += popcnt(to & cold.them);
-        const u64 direct = to & (((diag_of(cold.b) >> from) & 1 ? cold.chk[BISHOP] : 0) |
-                                 ((orth_of(cold.b) >> from) & 1 ? cold.chk[ROOK] : 0));
-        if (direct || ((cold.blockers >> from) & 1)) cold.plain(from, to, direct, MF_NORMAL);
-    }
-
-    // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
-    PC_HD static u64 forward(u64 set, int delta) { return delta > 0 ? set << delta : set >> -delta; }
-    PC_HD void pawns(u64 to, int delta, int flag) {
-        const int n = popcnt(to);
-        nodes += n;
-        if (delta != Up && delta != 2 * Up) captures += n;
-        const u64 direct = to & cold.chk[PAWN];
-        const u64 from_blocker = to & forward(cold.blockers, delta);  // targets whose pawn is a blocker
-        for (u64 t = direct | from_blocker; t;) {
-            const int sq = pop_lsb(t);
-            cold.plain(sq - delta, bit(sq), direct & bit(sq), flag);
-        }
-    }
-
-    // Promotions: four moves per target (knight, bishop, rook, queen).
-    PC_HD void promos(u64 to, int delta) {
-        for (u64 t = to; t;) {
-            const int sq = pop_lsb(t);
-            for (int code = KNIGHT; code <= QUEEN; ++code) cold.promo(sq - delta, sq, code);
-        }
-    }
-    // Castling and en passant: counted here; made (StatsCold::one) only when a check is possible at
-    // all: the moved piece (rook, capturing pawn) on a check square of its kind (the rook: on a rank
-    // or file of the king), or a square left empty (the king's or the rook's, the capturing or the
-    // captured pawn's) between their king and one of our sliders (a discovery).
-    PC_HD void one(int from, int to, int flag) {
-        ++nodes;
-        int dest = to;
-        u64 left = bit(from) | bit(to);  // castling: king and rook squares
-        bool direct;
-        if (flag == MF_EP) {
-            ++captures;
-            ++cold.s.en_passant;
-            left = bit(from) | bit(to - Up);
-            direct = (cold.chk[PAWN] >> to) & 1;
-        } else {  // MF_CASTLE, encoded king takes rook
-            ++cold.s.castles;
-            dest = cold.ci.side[Us][to > from ? 0 : 1].rook_to;
-            direct = (rook_empty(cold.ksq) >> dest) & 1;
-        }
-        if (direct || (left & cold.lines)) cold.one(from, to, flag, dest);
-    }
     PC_HD void pins(u64) {}
-
-    // This position's counters, the cold part's and this sink's, added to `out` (the cold part's
-    // are already there in host builds).
-    PC_HD void finish(StatCounts& out) const {
-#if !PC_HOST_CODE
-        stats_add(out, cold.s);
-#endif
-        out.nodes += nodes;
-        out.captures += captures;
-    }
 };
-
-// Classifies the legal moves of b (Us to move) into `out`; Castling = false when Us has no
-// castling right (as the plain count's LeafParentSink, src/host.h).
-template <int Us, bool Castling = true>
-PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
-    StatsCold<Us> cold(b, ci, out);
-    StatsSink<Us> sink(cold);
-    generate_legal<Us, StatsSink<Us>, Castling>(b, ci, sink);
-    sink.finish(out);
-}
 
 // One legal move of b (Us to move) into `s`: the statistics of a divide at depth 1.
 template <int Us>
 PC_HD void move_stats(const Board& b, const CastleInfo& ci, Move m, StatCounts& s) {
-    StatsCold<Us> cold(b, ci, s);
-    StatsSink<Us> sink(cold);
+    StatsSink<Us> sink(b, ci);
     const int from = mv_from(m), to = mv_to(m), flag = mv_flag(m);
     if (flag == MF_EP || flag == MF_CASTLE) sink.one(from, to, flag);
-    else if (flag >= MF_PROMO_N) cold.promo(from, to, flag - 2);
+    else if (flag >= MF_PROMO_N) sink.promo(from, to, flag - 2);
     else if (piece_code(b, from) == PAWN) sink.pawns(bit(to), to - from, flag);
     else if (piece_code(b, from) == KNIGHT || piece_code(b, from) == KING) sink.piece(from, bit(to));
     else sink.slider(from, bit(to));
-    sink.finish(s);
+    stats_add(s, sink.s);
 }
 
 // Perft 2 statistics of b (Us to move): each of Us's moves is made as it is generated and the
@@ -314,7 +260,9 @@ struct StatsParentSink {
     PC_STATS_COLD void visit(int from, int to, int flag) {
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
-        classify<Us ^ 1, ThemCastle>(c, ci, s);
+        StatsSink<Us ^ 1> sink(c, ci);
+        generate_legal<Us ^ 1, StatsSink<Us ^ 1>, ThemCastle>(c, ci, sink);
+        stats_add(s, sink.s);
     }
     PC_HD void piece(int from, u64 to) {
         while (to) visit(from, pop_lsb(to), MF_NORMAL);
@@ -349,7 +297,9 @@ PC_HD void perft2_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
 
 template <int Us>
 PC_HD void leaf_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
-    classify<Us>(b, ci, s);
+    StatsSink<Us> sink(b, ci);
+    generate_legal<Us>(b, ci, sink);
+    stats_add(s, sink.s);
 }
 
 // ----- the BFS statistics leaf ------------------------------------------------------------------------
