@@ -1,7 +1,7 @@
-// The GPU build's form of the statistics leaf (kernels/pc_stats.h with PC_HOST_CODE = 0: StatsCold
-// keeps counters of its own, StatsSink::finish adds them), compiled by nvcc for the host and run on
-// the CPU. The CPU extension compiles the host form (PC_HOST_CODE = 1), so its tests never run these
-// lines; ci/stats_device_form.py compares the two on positions it chooses (no GPU needed).
+// The GPU build's form of the statistics leaf (the shared headers with PC_HOST_CODE = 0), compiled
+// by nvcc for the host and run on the CPU. The CPU extension compiles the host form (PC_HOST_CODE =
+// 1), so its tests never run the GPU-only lines; ci/stats_device_form.py compares the two on
+// positions it chooses (no GPU needed).
 //
 //   stats_device_form TABLES_FILE < records > counters
 // TABLES_FILE: perft_core._core.tables_blob()'s bytes (the GPU's g_tables_dev contents). Each input

@@ -2,25 +2,25 @@
 
     python ci/stats_device_form.py [--max-nodes N] [--random K] [--seed S] [--headers DIR] [--json FILE]
 
-kernels/pc_stats.h has lines that only GPU builds compile (``#if !PC_HOST_CODE``: StatsCold's own
-counters and StatsSink::finish adding them), so the CPU suites, which run the host form through the
-extension and the emulated device, never run them. nvcc defines ``__CUDACC__`` in its host pass too,
-so ci/stats_device_form.cu, compiled by nvcc for the host, runs the GPU form of the same header on
-the CPU: moves listed down to the leaf parents' parents, then ``bfs_stats_leaf`` (the element of
-stats_leaf_kernel) per leaf parent, or ``leaf_stats`` at depth 1, with the extension's attack tables
-(``tables_blob``, the bytes the GPU backend uploads) and root (``gpu_root``).
+The shared headers compile differently for the GPU (PC_HOST_CODE = 0: e.g. generate_legal's one
+masked path instead of the host's copy for positions without check or pin, kernels/pc_movegen.h,
+and whatever pc_stats.h keeps under ``#if !PC_HOST_CODE``), and the CPU suites run only the host
+form, through the extension and the emulated device. nvcc defines ``__CUDACC__`` in its host pass
+too, so ci/stats_device_form.cu, compiled by nvcc for the host, runs the GPU form of the same
+headers on the CPU: moves listed down to the leaf parents' parents, then ``bfs_stats_leaf`` (the
+element of stats_leaf_kernel) per leaf parent, or ``leaf_stats`` at depth 1, with the extension's
+attack tables (``tables_blob``, the bytes the GPU backend uploads) and root (``gpu_root``).
 
-Positions: every FEN of oracle/data's perftsuite.csv, pychess_tricky.csv and
-chess960_fischer_ethereal.csv at its deepest listed depth with at most N nodes (default 1,000,000),
-and K seeded random walks (oracle.strategies.seeded_walk, half Chess960) at depth 3. Each of the 13
-counters must equal ``perft_core._core.perft_stats`` (the host form). ``--headers DIR`` compiles
-against another copy of kernels/ (a planted bug, in suites/test_stats_device_form.py). Needs nvcc
-on PATH and the built extension; no GPU. Exit 0: every position agrees; 1: some differ; 2: cannot run.
+Positions: every FEN of the oracle's tricky, perftsuite and chess960 suites (oracle.tables) at its
+deepest listed depth with at most N nodes (default 1,000,000), and K seeded random walks
+(oracle.strategies.seeded_walk, half Chess960) at depth 3. Each of the 13 counters must equal
+``perft_core._core.perft_stats`` (the host form). ``--headers DIR`` compiles against another copy of
+kernels/ (a planted bug, in suites/test_stats_device_form.py). Needs nvcc on PATH and the built
+extension; no GPU. Exit 0: every position agrees; 1: some differ; 2: cannot run.
 """
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import random
 import shutil
@@ -30,19 +30,19 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-TABLES = ("perftsuite.csv", "pychess_tricky.csv", "chess960_fischer_ethereal.csv")
+SUITES = ("tricky", "perftsuite", "chess960")
 
 
 def cases(max_nodes: int, random_walks: int, seed: int) -> list[tuple[str, int]]:
-    """[(FEN, depth)]: each table FEN at its deepest listed depth within max_nodes, then the walks."""
+    """[(FEN, depth)]: each suite FEN at its deepest listed depth within max_nodes, then the walks."""
     from oracle.strategies import seeded_walk
+    from oracle.tables import load
 
     best: dict[str, int] = {}
-    for name in TABLES:
-        with open(ROOT / "oracle" / "data" / name, newline="") as f:
-            for row in csv.DictReader(f):
-                if int(row["nodes"]) <= max_nodes:
-                    best[row["fen"]] = max(best.get(row["fen"], 0), int(row["depth"]))
+    for suite in SUITES:
+        for row in load(suite):
+            if row.nodes <= max_nodes:
+                best[row.fen] = max(best.get(row.fen, 0), row.depth)
     rng = random.Random(seed)
     walks = [(seeded_walk(rng, chess960=i % 2 == 1), 3) for i in range(random_walks)]
     return sorted(best.items()) + walks
