@@ -7,9 +7,9 @@ builds nothing: it uses the carried extension and cubin, or NVRTC where the cubi
 Sections, each into the JSON (``DIR/stats_gpu_check.json``) and the log:
 
 1. ``cpw_startpos``: startpos perft 1..``--startpos-depth`` (default 9) with statistics, every
-   column compared with the CPW detail table (the repository's copy,
-   oracle/data/cpw_perft_results_detail.csv), and the internal rules (e.p. <= captures, each CPW
-   column the sum of its kinds, nodes = the plain count where it is timed).
+   published column compared (oracle.stats.statistics_rows: Grand Chess Tree's thirteen counters,
+   oracle/data/gct_perft_stats.csv, else the CPW detail table's columns), and the internal rules
+   (e.p. <= captures, each CPW column the sum of its kinds, nodes = the plain count where it is timed).
 2. ``cpw_positions``: CPW positions 2-6 at moderate depths, GPU statistics against the CPU
    backend's (every core) and against the published columns where the table has them.
 3. ``random``: ``--random`` (default 50) seeded random legal walks, half of them Chess960, GPU
@@ -32,7 +32,6 @@ comparison made agrees, 1 otherwise (2: bad arguments).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import random
@@ -50,7 +49,8 @@ import chess
 import perft_core
 from perft_core import _core
 from oracle.strategies import seeded_walk
-from perft_core.stats import CPW_COLUMNS, Stats
+from oracle.stats import statistics_rows
+from perft_core.stats import Stats
 
 START = chess.STARTING_FEN
 POSITIONS = {  # the Chess Programming Wiki's "Perft Results" positions 2-6
@@ -61,20 +61,18 @@ POSITIONS = {  # the Chess Programming Wiki's "Perft Results" positions 2-6
     "pos6": "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10",
     "startpos": START,
 }
-CSV_COLUMN = {"en_passant": "ep"}
 
 
 def published_rows() -> dict[tuple[str, int], dict[str, int]]:
-    """{(FEN's first four fields, depth): {CPW column: value}} of every row of the CPW detail table
-    (the columns it publishes; nodes only for positions 5 and 6)."""
-    path = ROOT / "oracle" / "data" / "cpw_perft_results_detail.csv"
-    out = {}
-    with open(path, encoding="utf-8") as f:
-        for r in csv.DictReader(f):
-            cols = {name: int(r[CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
-                    if r.get(CSV_COLUMN.get(name, name), "") != ""}
-            out[(" ".join(r["fen"].split()[:4]), int(r["depth"]))] = cols
-    return out
+    """{(FEN's first four fields, depth): {Stats attribute: value}} of every published statistics row
+    (oracle.stats.statistics_rows: Grand Chess Tree's thirteen counters where it has the row, startpos
+    to 12 and Kiwipete to 9, else the CPW detail row's columns)."""
+    return {(" ".join(r["fen"].split()[:4]), r["depth"]): r["columns"] for r in statistics_rows()}
+
+
+def agrees(s: Stats, want: dict[str, int]) -> bool:
+    """Does ``s`` give every published column of ``want`` (a value of :func:`published_rows`)?"""
+    return {name: getattr(s, name) for name in want} == want
 
 
 def rules(s: Stats) -> list[str]:
@@ -164,21 +162,20 @@ def cpw_startpos(c: Check, table: dict) -> list[dict]:
             print(f"startpos {depth}: skipped, over the budget", flush=True)
             continue
         s, dt = c.stats(START, depth)
-        got = s.cpw()
-        row = {"depth": depth, "seconds": dt, "stats": s.to_json(), "cpw": got,
+        row = {"depth": depth, "seconds": dt, "stats": s.to_json(), "cpw": s.cpw(),
                "nodes_per_second": s.nodes / dt if dt > 0 else None}
         if want is None:
             row["published"] = None
         else:
             row["published"] = want
-            row["agree"] = {name: got[name] for name in want} == want
+            row["agree"] = agrees(s, want)
             if not row["agree"]:
-                c.fail(f"startpos {depth}: {got} against the CPW row {want}")
+                c.fail(f"startpos {depth}: {s.to_json()} against the published row {want}")
         row["rules"] = rules(s)
         if row["rules"]:
             c.fail(f"startpos {depth}: {row['rules']}")
         print(f"startpos {depth}: {s.nodes:,} nodes in {dt:.2f} s ({s.nodes / max(dt, 1e-9) / 1e9:.1f} G/s), "
-              f"CPW row {'agrees' if row.get('agree') else 'DIFFERS' if want else 'not published'}", flush=True)
+              f"published row {'agrees' if row.get('agree') else 'DIFFERS' if want else 'not published'}", flush=True)
         rows.append(row)
     return rows
 
@@ -195,10 +192,9 @@ def against_cpu(c: Check, name: str, fen: str, depth: int, table: dict) -> dict:
         c.fail(f"{name} {depth}: GPU {s.to_json()} against CPU {cpu.to_json()}")
     want = table.get((" ".join(fen.split()[:4]), depth))
     if want:
-        got = s.cpw()
-        row["agree_published"] = {k: got[k] for k in want} == want
+        row["agree_published"] = agrees(s, want)
         if not row["agree_published"]:
-            c.fail(f"{name} {depth}: {got} against the CPW row {want}")
+            c.fail(f"{name} {depth}: {s.to_json()} against the published row {want}")
     return row
 
 
@@ -354,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         row = against_cpu(c, name, POSITIONS[name], int(depth), table)
         print(f"{name} {depth}: GPU {row['seconds']:.2f} s, CPU {row['cpu_seconds']:.2f} s, "
               f"{'agree' if row['agree_cpu'] else 'DIFFER'}"
-              + ("" if "agree_published" not in row else f"; CPW row {'agrees' if row['agree_published'] else 'DIFFERS'}"),
+              + ("" if "agree_published" not in row else f"; published row {'agrees' if row['agree_published'] else 'DIFFERS'}"),
               flush=True)
         c.result["cpw_positions"].append(row)
     c.result["random"] = random_positions(c)

@@ -8,15 +8,15 @@ Sections, each into the JSON (``DIR/stats_tt_gpu_check.json``, rewritten after e
 run cut short keeps what it finished) and the log:
 
 1. ``cpw_startpos``: startpos perft 1..``--startpos-depth`` (default 9) with statistics and tables,
-   every column compared with the CPW detail table (oracle/data/cpw_perft_results_detail.csv) and
-   the internal rules.
+   every published column compared (Grand Chess Tree's thirteen counters, else the CPW detail
+   table's columns: ci/stats_gpu_check.published_rows) and the internal rules.
 2. ``positions``: CPW positions 2-6 (``--positions``) and ``--random`` seeded random walks (half
    Chess960): GPU statistics with tables == GPU statistics without tables == the CPU backend's, and
    the published columns where the table has them.
 3. ``deep``: startpos ``--deep`` (default 10,11): the plain count with tables, then the statistics
-   with tables, same process (the tables rebuilt for each count), their times and ratio; the node
-   count against OEIS A048987 (perft 10: 69,352,859,712,417; perft 11: 2,097,651,003,696,806) and
-   against the plain count; the internal rules (e.p. <= captures, the CPW columns the sums of their
+   with tables, same process (the tables rebuilt for each count), their times and ratio; all
+   thirteen counters against Grand Chess Tree's row (published to depth 12; else the node count
+   against OEIS A048987) and the node count against the plain count; the internal rules (e.p. <= captures, the CPW columns the sums of their
    kinds, mates <= checks, no counter over nodes). At the first of these depths the statistics are
    counted again with ``stats_lowest_table`` 2 (a table also at the leaf parents' parents;
    ``--lowest-variant``), compared, and the faster setting counts the deeper ones (both times in the
@@ -83,15 +83,15 @@ def cpw_startpos(c: Check, table: dict) -> list[dict]:
             rows.append({"depth": depth, "skipped": "over the budget"})
             continue
         s, dt = c.stats(START, depth)
-        got, want = s.cpw(), table.get((key, depth))
+        want = table.get((key, depth))
         row = {"depth": depth, "seconds": dt, "stats": s.to_json(), "published": want, "rules": rules(s)}
         if want is not None:
-            row["agree"] = {name: got[name] for name in want} == want
+            row["agree"] = base.agrees(s, want)
             if not row["agree"]:
-                c.fail(f"startpos {depth} with tables: {got} against the CPW row {want}")
+                c.fail(f"startpos {depth} with tables: {s.to_json()} against the published row {want}")
         if row["rules"]:
             c.fail(f"startpos {depth}: {row['rules']}")
-        print(f"startpos {depth} (tables): {s.nodes:,} nodes in {dt:.2f} s, CPW row "
+        print(f"startpos {depth} (tables): {s.nodes:,} nodes in {dt:.2f} s, published row "
               f"{'agrees' if row.get('agree') else 'DIFFERS' if want else 'not published'}", flush=True)
         rows.append(row)
     return rows
@@ -111,10 +111,9 @@ def three_ways(c: Check, name: str, fen: str, depth: int, table: dict) -> dict:
         c.fail(f"{name} {depth}: tables {s.to_json()}, no tables {plain.to_json()}, CPU {cpu.to_json()}")
     want = table.get((" ".join(fen.split()[:4]), depth))
     if want:
-        got = s.cpw()
-        row["agree_published"] = {k: got[k] for k in want} == want
+        row["agree_published"] = base.agrees(s, want)
         if not row["agree_published"]:
-            c.fail(f"{name} {depth}: {got} against the CPW row {want}")
+            c.fail(f"{name} {depth}: {s.to_json()} against the published row {want}")
     return row
 
 
@@ -150,6 +149,7 @@ def positions(c: Check, table: dict) -> list[dict]:
 def deep(c: Check) -> list[dict]:
     from perft_core.gpu import get_driver
 
+    published = base.published_rows()
     out, ratio = [], None
     for depth in [int(d) for d in c.args.deep.split(",") if d.strip()]:
         n, plain_dt = c.plain(START, depth)
@@ -193,10 +193,12 @@ def deep(c: Check) -> list[dict]:
         row.update(stats=s.to_json(), cpw=s.cpw(), stats_seconds=dt, ratio=ratio, rules=rules(s),
                    nodes_agree=s.nodes == n, kernel_seconds=kernels, gpu_calls=drv.stats.gpu_calls,
                    tt=dict(drv.tt_stats), stats_nodes_per_second=s.nodes / dt if dt > 0 else None)
-        if A048987.get(depth) is not None:
-            row["agree_published"] = s.nodes == A048987[depth]
+        want = published.get((" ".join(START.split()[:4]), depth), {"nodes": A048987[depth]} if depth in A048987 else None)
+        if want is not None:  # Grand Chess Tree's thirteen counters to depth 12, else A048987's nodes
+            row["published"] = want
+            row["agree_published"] = base.agrees(s, want)
             if not row["agree_published"]:
-                c.fail(f"startpos {depth} statistics nodes {s.nodes:,} against A048987 {A048987[depth]:,}")
+                c.fail(f"startpos {depth} statistics {s.to_json()} against the published row {want}")
         if not row["nodes_agree"]:
             c.fail(f"startpos {depth}: statistics nodes {s.nodes:,} against the plain count {n:,}")
         if row["rules"]:

@@ -324,9 +324,9 @@ def _run(args, engine_spec: str, protocol: str, reference_spec: str, reference_p
                         max_seconds=args.max_seconds, localize_seconds=args.localize_seconds, suites=names,
                         progress=progress)
     if spec_is_our_cpu(engine_spec) and (not suites or "cpw" in names):
-        from oracle.stats import check_cpw_rows
+        from oracle.stats import check_published_rows
 
-        run.statistics, run.statistics_over_budget = check_cpw_rows(args.max_nodes)
+        run.statistics, run.statistics_over_budget = check_published_rows(args.max_nodes)
     run.command = command
     return run
 

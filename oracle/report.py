@@ -138,7 +138,7 @@ def _status_line(run: RunResult) -> str:
         text += f"; {total.over_budget:,} rows over the node budget of {fmt_int(run.max_nodes)} nodes not run"
     if run.statistics:
         passed = sum(s["status"] == "pass" for s in run.statistics)
-        text += f"; perft statistics: {passed:,} of {len(run.statistics):,} CPW detail rows agree in every column"
+        text += f"; perft statistics: {passed:,} of {len(run.statistics):,} published rows agree in every column"
     return text + "."
 
 
@@ -400,19 +400,20 @@ def render_markdown(run: RunResult, boards: str | None = None) -> str:
 
 
 def _statistics_markdown(run: RunResult) -> list[str]:
-    """The perft statistics section (our CPU backend on the CPW detail rows), [] when not run."""
+    """The perft statistics section (our CPU backend on the published statistics rows), [] when not run."""
     if not run.statistics and not run.statistics_over_budget:
         return []
-    lines = ["", "## Perft statistics: the Chess Programming Wiki's detail rows", "",
-             "Our CPU backend's statistics (`perft_core.perft_stats`) against every published column "
-             "(captures, e.p., castles, promotions, checks, discovery checks, double checks, checkmates), "
+    lines = ["", "## Perft statistics: the published rows", "",
+             "Our CPU backend's statistics (`perft_core.perft_stats`) against every published column: the Chess "
+             "Programming Wiki's detail rows (`cpw`: captures, e.p., castles, promotions, checks, discovery checks, "
+             "double checks, checkmates) and Grand Chess Tree's (`gct`: the same and checks and mates by kind), "
              f"and against the python-chess reference up to {fmt_int(REFERENCE_NODES)} nodes; "
              f"{fmt_int(run.statistics_over_budget)} rows over the node budget.", ""]
-    lines += _md_table(["row", "depth", "nodes", "columns", "python-chess", "status", "differs"],
-                       [[s["id"], str(s["depth"]), fmt_int(s["nodes"]), str(len(s["columns"])),
+    lines += _md_table(["table", "row", "depth", "nodes", "columns", "python-chess", "status", "differs"],
+                       [[s.get("table", "cpw"), s["id"], str(s["depth"]), fmt_int(s["nodes"]), str(len(s["columns"])),
                          s["reference"] or "", s["status"],
                          ", ".join(f"{c} {fmt_int(s['columns'][c][0])} / {fmt_int(s['columns'][c][1])}"
-                                   for c in s["mismatch"])] for s in run.statistics], "lrrrlll")
+                                   for c in s["mismatch"])] for s in run.statistics], "llrrrlll")
     return lines
 
 

@@ -107,8 +107,9 @@ class RunResult:
     ``over_budget_tags``: the rows over the node budget counted per tag (the report's per-tag view).
     ``seconds``: wall time of the whole run, localization included.
     ``command``: the command line that produced it (set by the CLI; the report shows it).
-    ``statistics``: our CPU backend's perft statistics on the Chess Programming Wiki's detail rows
-    (:func:`oracle.stats.check_cpw_rows`: one dict per row, every published column checked; empty
+    ``statistics``: our CPU backend's perft statistics on the published statistics rows, the Chess
+    Programming Wiki's and Grand Chess Tree's (:func:`oracle.stats.check_published_rows`: one dict
+    per row, every published column checked; empty
     when not asked for), ``statistics_over_budget``: its rows over the node budget. A failing
     statistics row fails the run as a failing count does.
     """

@@ -128,61 +128,110 @@ def reference_divide_stats(board: chess.Board, depth: int) -> dict[str, Stats]:
 
 # ----- the published rows, checked (the conformance report's statistics section) --------------------
 
-_CSV_COLUMN = {"en_passant": "ep"}
-"""The detail table's column for a :data:`perft_core.stats.CPW_COLUMNS` name, where they differ."""
+_CPW_CSV_COLUMN = {"en_passant": "ep"}
+"""The CPW detail table's column for a :data:`perft_core.stats.CPW_COLUMNS` name, where they differ."""
 
 REFERENCE_NODES = 200_000
 """Rows up to this many nodes are also counted by :func:`reference_stats` (about 2 s in all)."""
 
+STATISTICS_TABLES = {
+    "cpw": "cpw_perft_results_detail.csv",
+    "gct": "gct_perft_stats.csv",
+}
+"""The published statistics tables (oracle/data/README.md): ``cpw``, the Chess Programming Wiki's
+"Perft Results" detail rows (its eight columns, :data:`perft_core.stats.CPW_COLUMNS`; blank where
+the page gives none); ``gct``, Grand Chess Tree's results (startpos to depth 12, Kiwipete and SJE's
+symmetric position to 9: every counter of :data:`perft_core.stats.STATS_FIELDS`)."""
 
-def check_cpw_rows(max_nodes: int | None = None, count=None) -> tuple[list[dict], int]:
-    """Every row of the Chess Programming Wiki's detail table (oracle/data/cpw_perft_results_detail.csv)
-    that publishes statistics, counted with statistics and compared column by column.
+
+def published_rows(table: str) -> list[dict]:
+    """The rows of a published statistics table that give statistics, in file order.
+
+    Args:
+        table: a key of :data:`STATISTICS_TABLES`.
+
+    Returns:
+        One dict a row: ``table``, ``id``, ``fen``, ``depth`` (int), ``nodes`` (int) and ``columns``
+        (``{name: int}``: each published column, named as the :class:`perft_core.Stats` attribute
+        that counts it: the CPW columns for ``cpw``, the thirteen counters for ``gct``).
+
+    Raises:
+        KeyError: an unknown table.
+    """
+    import csv
+    from importlib import resources
+
+    from perft_core.stats import CPW_COLUMNS, STATS_FIELDS
+
+    names, column = (CPW_COLUMNS, _CPW_CSV_COLUMN) if table == "cpw" else (STATS_FIELDS, {})
+    with resources.files("oracle.data").joinpath(STATISTICS_TABLES[table]).open(encoding="utf-8") as f:
+        rows = [r for r in csv.DictReader(f) if r["captures"] != ""]
+    return [{"table": table, "id": r["id"], "fen": r["fen"], "depth": int(r["depth"]), "nodes": int(r["nodes"]),
+             "columns": {name: int(r[column.get(name, name)]) for name in names if r[column.get(name, name)] != ""}}
+            for r in rows]
+
+
+def statistics_rows(max_nodes: int | None = None) -> list[dict]:
+    """Every published (position, depth) with statistics once: Grand Chess Tree's row where it has
+    one (all thirteen counters), else the CPW detail row (:func:`published_rows`' dicts; GCT's
+    first, then the CPW rows of other positions or depths). Where both publish, their columns agree
+    (suites/test_stats.py), so this loses no check.
+
+    Args:
+        max_nodes: leave out rows with more nodes; None: none.
+
+    Returns:
+        list of dicts as :func:`published_rows` gives them.
+    """
+    def where(r: dict) -> tuple[str, int]:
+        return chess.Board(r["fen"]).epd(), r["depth"]
+
+    gct = published_rows("gct")
+    seen = {where(r) for r in gct}
+    rows = gct + [r for r in published_rows("cpw") if where(r) not in seen]
+    return [r for r in rows if max_nodes is None or r["nodes"] <= max_nodes]
+
+
+def check_published_rows(max_nodes: int | None = None, count=None,
+                         tables: tuple[str, ...] = tuple(STATISTICS_TABLES)) -> tuple[list[dict], int]:
+    """Every row of the published statistics tables (:data:`STATISTICS_TABLES`) counted with
+    statistics and compared column by column.
 
     Args:
         max_nodes: rows with more nodes are left out (counted in the second value); None: none.
         count: ``count(fen, depth) -> Stats``; default our CPU backend, :func:`perft_core.perft_stats`
             on every core, no estimate.
+        tables: which tables, in this order.
 
     Returns:
-        ``(results, over_budget)``: one JSON-ready dict per row in table order, with ``id``, ``fen``,
-        ``depth``, ``nodes`` (published), ``status`` (``"pass"``: every published column equal,
-        else ``"fail"``), ``columns`` (``{cpw column: [published, counted]}``, the published ones
-        only), ``mismatch`` (the columns that differ), ``reference`` (``"agree"``/``"differs"``: the
-        python-chess reference's Stats against ours, rows up to REFERENCE_NODES; else None) and
-        ``seconds``; and the number of rows over ``max_nodes``.
+        ``(results, over_budget)``: one JSON-ready dict per row, table by table in file order, with
+        ``table``, ``id``, ``fen``, ``depth``, ``nodes`` (published), ``status`` (``"pass"``: every
+        published column equal, else ``"fail"``), ``columns`` (``{column: [published, counted]}``,
+        the published ones only), ``mismatch`` (the columns that differ), ``reference``
+        (``"agree"``/``"differs"``: the python-chess reference's Stats against ours, rows up to
+        REFERENCE_NODES; else None) and ``seconds``; and the number of rows over ``max_nodes``.
     """
-    import csv
     import time
-    from importlib import resources
-
-    from perft_core.stats import CPW_COLUMNS
 
     if count is None:
         import perft_core
 
         def count(fen, depth):
             return perft_core.perft_stats(fen, depth, max_estimate_seconds=None)
-    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r["captures"] != ""]
     results, over = [], 0
-    for r in rows:
-        nodes, depth = int(r["nodes"]), int(r["depth"])
-        if max_nodes is not None and nodes > max_nodes:
+    for r in (row for table in tables for row in published_rows(table)):
+        if max_nodes is not None and r["nodes"] > max_nodes:
             over += 1
             continue
         t0 = time.perf_counter()
-        got = count(r["fen"], depth)
+        got = count(r["fen"], r["depth"])
         seconds = time.perf_counter() - t0
-        published = {name: int(r[_CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
-                     if r[_CSV_COLUMN.get(name, name)] != ""}
-        counted = got.cpw()
-        columns = {name: [value, counted[name]] for name, value in published.items()}
+        columns = {name: [value, getattr(got, name)] for name, value in r["columns"].items()}
         mismatch = [name for name, (want, have) in columns.items() if want != have]
         reference = None
-        if nodes <= REFERENCE_NODES:
-            reference = "agree" if reference_stats(chess.Board(r["fen"]), depth) == got else "differs"
-        results.append({"id": r["id"], "fen": r["fen"], "depth": depth, "nodes": nodes,
+        if r["nodes"] <= REFERENCE_NODES:
+            reference = "agree" if reference_stats(chess.Board(r["fen"]), r["depth"]) == got else "differs"
+        results.append({**{k: r[k] for k in ("table", "id", "fen", "depth", "nodes")},
                         "status": "fail" if mismatch or reference == "differs" else "pass", "columns": columns,
                         "mismatch": mismatch, "reference": reference, "seconds": float(f"{seconds:.4g}")})
     return results, over

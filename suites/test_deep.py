@@ -476,15 +476,10 @@ def test_parts_survive_a_killed_worker(cluster, tmp_path):
 
 def _cpw_detail(fen_prefix: str, depth: int) -> dict:
     """The Chess Programming Wiki's published columns of one row of the bundled detail table."""
-    import csv
-    from importlib import resources
+    from oracle.stats import published_rows
 
-    from perft_core.stats import CPW_COLUMNS
-
-    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
-        (row,) = [r for r in csv.DictReader(f) if r["fen"].startswith(fen_prefix) and int(r["depth"]) == depth]
-    name = {"en_passant": "ep"}
-    return {c: int(row[name.get(c, c)]) for c in CPW_COLUMNS if row[name.get(c, c)] != ""}
+    (row,) = [r for r in published_rows("cpw") if r["fen"].startswith(fen_prefix) and r["depth"] == depth]
+    return row["columns"]
 
 
 KIWIPETE = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"

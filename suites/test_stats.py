@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import perft_core
-from oracle.stats import reference_divide_stats, reference_stats
+from oracle.stats import STATISTICS_TABLES, published_rows, reference_divide_stats, reference_stats
 from oracle.strategies import random_walk_fens
 from perft_cli import main
 from perft_core.stats import CPW_COLUMNS, STATS_FIELDS, Stats
@@ -156,36 +156,64 @@ CPU_NODES = 100_000_000_000
 """Rows beyond this (startpos 9: 2.4e12) are left to the GPU statistics leaf: hours on a CPU."""
 
 
-def _cpw_rows():
-    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
-        rows = [r for r in csv.DictReader(f) if r["captures"] != ""]
+def _published_params(rows: str | list[dict]):
+    """pytest params of published statistics rows (a table's name: all its rows), marked by size."""
     params = []
-    for r in rows:
+    for r in published_rows(rows) if isinstance(rows, str) else rows:
         marks = []
-        if int(r["nodes"]) > CI_NODES:
+        if r["nodes"] > CI_NODES:
             marks.append(pytest.mark.slow)
-        if int(r["nodes"]) > CPU_NODES:
-            marks.append(pytest.mark.skip(reason=f"{int(r['nodes']):.1e} nodes: hours of CPU, left to a GPU run"))
+        if r["nodes"] > CPU_NODES:
+            marks.append(pytest.mark.skip(reason=f"{r['nodes']:.1e} nodes: hours of CPU, left to a GPU run"))
         params.append(pytest.param(r, id=f"{r['id']}-{r['depth']}", marks=marks))
     return params
 
 
-_CSV_COLUMN = {"en_passant": "ep"}
-
-
-@pytest.mark.parametrize("row", _cpw_rows())
-def test_cpw_detail_row(row):
-    got = stats_of(row["fen"], int(row["depth"]), threads=None).cpw()
-    published = {name: int(row[_CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
-                 if row[_CSV_COLUMN.get(name, name)] != ""}
-    assert {name: got[name] for name in published} == published
+@pytest.mark.parametrize("row", _published_params("cpw") + _published_params("gct"))
+def test_published_statistics_row(row):
+    """Every column a table publishes: the CPW's eight, Grand Chess Tree's thirteen counters."""
+    got = stats_of(row["fen"], row["depth"], threads=None)
+    assert {name: getattr(got, name) for name in row["columns"]} == row["columns"]
 
 
 def test_every_published_statistics_row_is_checked():
-    """The table's rows with statistics are exactly those of test_cpw_detail_row (none forgotten)."""
-    rows = [p.values[0] for p in _cpw_rows()]
-    assert len(rows) == 36 and {r["id"] for r in rows} == {"pos1_initial", "pos2_kiwipete", "pos3", "pos4",
-                                                           "pos4_mirrored"}
+    """The tables' rows with statistics are exactly those of test_published_statistics_row (none
+    forgotten), and a Grand Chess Tree row publishes all thirteen counters."""
+    cpw = [p.values[0] for p in _published_params("cpw")]
+    assert len(cpw) == 36 and {r["id"] for r in cpw} == {"pos1_initial", "pos2_kiwipete", "pos3", "pos4",
+                                                         "pos4_mirrored"}
+    gct = [p.values[0] for p in _published_params("gct")]
+    assert [(r["id"], max(x["depth"] for x in gct if x["id"] == r["id"])) for r in gct if r["depth"] == 0] == [
+        ("gct_p0_startpos", 12), ("gct_p1_kiwipete", 9), ("gct_p2_sje_symmetric", 9)]
+    assert len(gct) == 33 and all(list(r["columns"]) == list(STATS_FIELDS) for r in gct)
+
+
+def test_the_two_tables_agree_through_the_cpw_mapping():
+    """Where both tables publish a row (startpos 0-9, Kiwipete 1-6), Grand Chess Tree's thirteen
+    counters give every CPW column through Stats' mapping (perft_core/stats.py). Rows that settle the
+    mapping's open cases: startpos 8 has 4 single-discovered mates (CPW's checkmates count them, its
+    discovery checks do not), startpos 9 has 10 double-discovered checks (CPW's double checks count
+    them)."""
+    gct = {(chess.Board(r["fen"]).epd(), r["depth"]): Stats(**r["columns"]) for r in published_rows("gct")}
+    both = 0
+    for r in published_rows("cpw"):
+        key = (chess.Board(r["fen"]).epd(), r["depth"])
+        if key in gct:
+            both += 1
+            assert {name: getattr(gct[key], name) for name in r["columns"]} == r["columns"], key
+    assert both == 16
+    start = {r["depth"]: Stats(**r["columns"]) for r in published_rows("gct") if r["id"] == "gct_p0_startpos"}
+    assert start[8].single_discovered_mates == 4 and start[9].double_discovered_checks == 10
+
+
+def test_published_totals_are_the_sums_of_the_kinds():
+    """Grand Chess Tree's own total_checks and total_mates columns (not read by published_rows) equal
+    the sums of its four kinds: the bundled copy's counters are the ones published together."""
+    with resources.files("oracle.data").joinpath(STATISTICS_TABLES["gct"]).open(encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            s = Stats(**{name: int(r[name]) for name in STATS_FIELDS})
+            assert int(r["total_checks"]) + int(r["total_mates"]) == s.checks
+            assert int(r["total_mates"]) == s.checkmates
 
 
 # ----- the API's rules --------------------------------------------------------------------------
@@ -287,27 +315,29 @@ def test_cli_refuses_what_it_cannot_count(capsys, extra, message):
 # ----- the conformance report's statistics rows -------------------------------------------------
 
 def test_report_checks_every_published_column():
-    from oracle.stats import REFERENCE_NODES, check_cpw_rows
+    from oracle.stats import REFERENCE_NODES, check_published_rows
 
-    results, over = check_cpw_rows(max_nodes=500_000)
-    assert over == 36 - len(results) and len(results) == 20
+    results, over = check_published_rows(max_nodes=500_000)
+    assert over == 36 + 33 - len(results) and len(results) == 20 + 13
     assert all(r["status"] == "pass" and not r["mismatch"] for r in results)
-    assert {len(r["columns"]) for r in results} == {7, 9}  # position 4 publishes no discovery/double checks
+    by_table = {t: {len(r["columns"]) for r in results if r["table"] == t} for t in ("cpw", "gct")}
+    assert by_table == {"cpw": {7, 9}, "gct": {13}}  # CPW position 4 publishes no discovery/double checks
     assert all(r["reference"] == ("agree" if r["nodes"] <= REFERENCE_NODES else None) for r in results)
 
 
 def test_report_names_a_wrong_column():
-    from oracle.stats import check_cpw_rows
+    from oracle.stats import check_published_rows
 
     def castles_off_by_one(fen, depth):
         s = perft_core.perft_stats(fen, depth)
         return dataclasses.replace(s, castles=s.castles + 1) if s.castles else s
 
-    results, _ = check_cpw_rows(max_nodes=100_000, count=castles_off_by_one)
+    results, _ = check_published_rows(max_nodes=100_000, count=castles_off_by_one)
     failed = [r for r in results if r["status"] == "fail"]
     assert failed and all(r["mismatch"] == ["castles"] and r["reference"] == "differs" for r in failed)
-    assert {(r["id"], r["depth"]) for r in failed} == {("pos2_kiwipete", 1), ("pos2_kiwipete", 2),
-                                                       ("pos2_kiwipete", 3), ("pos4", 2), ("pos4_mirrored", 2)}
+    assert {(r["id"], r["depth"]) for r in failed} == {
+        ("pos2_kiwipete", 1), ("pos2_kiwipete", 2), ("pos2_kiwipete", 3), ("pos4", 2), ("pos4_mirrored", 2),
+        ("gct_p1_kiwipete", 1), ("gct_p1_kiwipete", 2), ("gct_p1_kiwipete", 3)}
 
 
 def test_report_renders_and_judges_the_statistics(tmp_path):
@@ -324,8 +354,8 @@ def test_report_renders_and_judges_the_statistics(tmp_path):
     run.statistics = [ok, bad]
     assert not run.ok and run.exit_status == 1
     text = render_markdown(run)
-    assert "perft statistics: 1 of 2 CPW detail rows agree in every column" in text
-    assert "| pos3 | 1 | 14 | 1 | agree | fail | captures 1 / 2 |" in text
+    assert "perft statistics: 1 of 2 published rows agree in every column" in text
+    assert "| cpw | pos3 | 1 | 14 | 1 | agree | fail | captures 1 / 2 |" in text
     assert RunResult.from_dict(json.loads(json.dumps(run.to_dict()))).statistics == run.statistics
 
 
@@ -334,5 +364,6 @@ def test_perft_report_runs_the_statistics_rows(tmp_path, capsys):
 
     assert perft(["report", "--out", str(tmp_path), "--suites", "cpw", "--max-nodes", "50000", "--json"]) == 0
     data = json.loads((tmp_path / "conformance.json").read_text())
-    assert len(data["statistics"]) == 16 and data["statistics_over_budget"] == 20  # rows of <= 50,000 nodes
+    # rows of <= 50,000 nodes: CPW 16 of 36, Grand Chess Tree 10 of 33
+    assert len(data["statistics"]) == 26 and data["statistics_over_budget"] == 43
     assert "## Perft statistics" in (tmp_path / "conformance.md").read_text()

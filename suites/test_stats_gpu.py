@@ -3,19 +3,18 @@ statistics leaf (kernels/pc_stats.h, stats_leaf_kernel / stats_sum_kernel in ker
 
 The emulated device (NumPy + the extension's host batch twins of those kernels) runs in CPU CI: its
 statistics must equal the CPU backend's (a recursion of its own, perft_core/src/stats.cpp) on
-random positions, standard and Chess960, depths 1-4, and every published CPW column of the CPW
-detail rows within a budget; the driver's launch depth, chunks of roots and out-of-memory fallback
-must keep them exact. The tests marked ``gpu`` do the same on the real device and skip with the
-reason elsewhere (suites/conftest.py). Expected values come from the CPU backend or the CPW table
-file (oracle/data/cpw_perft_results_detail.csv), never from this file.
+random positions, standard and Chess960, depths 1-4, and every published column of the CPW detail
+rows and Grand Chess Tree's rows within a budget (oracle.stats.statistics_rows); the driver's launch
+depth, chunks of roots and out-of-memory fallback must keep them exact. The tests marked ``gpu`` do
+the same on the real device and skip with the reason elsewhere (suites/conftest.py). Expected
+values come from the CPU backend or the published tables (oracle/data/cpw_perft_results_detail.csv,
+oracle/data/gct_perft_stats.csv), never from this file.
 """
 from __future__ import annotations
 
-import csv
 import json
 import os
 import random
-from importlib import resources
 
 import chess
 import pytest
@@ -23,12 +22,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import perft_core
+from oracle.stats import statistics_rows
 from oracle.strategies import random_walk_fens, seeded_walk
 from perft_cli import main
 from perft_core.gpu.arena import DeviceOutOfMemory, FaultPlan
 from perft_core.gpu.driver import BfsDriver
 from perft_core.gpu.kernels import EmulatedKernels
-from perft_core.stats import CPW_COLUMNS, Stats
+from perft_core.stats import Stats
 
 pytestmark = pytest.mark.core
 
@@ -40,27 +40,17 @@ POS5 = "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8"
 POS6 = "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10"
 
 EMU_STATS_NODES = int(os.environ.get("PERFT_EMU_STATS_NODES", "200000000"))
-"""CPW detail rows up to this many nodes are counted on the emulated device in CI (about 3 s in all
+"""Published statistics rows up to this many nodes are counted on the emulated device in CI (about 3 s in all
 on one core of the 2-core VM; the statistics leaf classifies about 500 M leaf moves a second)."""
 GPU_STATS_NODES = int(os.environ.get("PERFT_GPU_STATS_NODES", "20000000000"))
-"""CPW detail rows up to this many nodes are counted on the real GPU by the ``gpu`` tests."""
+"""Published statistics rows up to this many nodes are counted on the real GPU by the ``gpu`` tests."""
 WALK_NODES = 3_000_000
 """Leaf moves per random-walk example at most (the depth is lowered until the count fits)."""
 
 
-def cpw_rows(max_nodes: int) -> list[dict]:
-    """The CPW detail rows with statistics and at most ``max_nodes`` nodes (dicts of the CSV's columns)."""
-    with resources.files("oracle.data").joinpath("cpw_perft_results_detail.csv").open(encoding="utf-8") as f:
-        return [r for r in csv.DictReader(f) if r["captures"] != "" and int(r["nodes"]) <= max_nodes]
-
-
-_CSV_COLUMN = {"en_passant": "ep"}
-
-
-def published_columns(row: dict) -> dict[str, int]:
-    """The CPW columns a detail row publishes, as :meth:`Stats.cpw` names them."""
-    return {name: int(row[_CSV_COLUMN.get(name, name)]) for name in CPW_COLUMNS
-            if row[_CSV_COLUMN.get(name, name)] != ""}
+def published(stats: Stats, row: dict) -> dict[str, int]:
+    """The counters of ``stats`` that a published row (oracle.stats.statistics_rows) gives."""
+    return {name: getattr(stats, name) for name in row["columns"]}
 
 
 def position(fen: str) -> perft_core.Position:
@@ -106,19 +96,20 @@ def test_emulated_divide_stats_equal_cpu(fen, depth):
     assert list(got) == sorted(got)
 
 
-@pytest.mark.parametrize("row", cpw_rows(EMU_STATS_NODES), ids=lambda r: f"{r['id']}-{r['depth']}")
-def test_emulated_cpw_detail_row(row):
-    got = perft_core.perft_stats(row["fen"], int(row["depth"]), backend="gpu-emulated").cpw()
-    published = published_columns(row)
-    assert {name: got[name] for name in published} == published
+@pytest.mark.parametrize("row", statistics_rows(EMU_STATS_NODES), ids=lambda r: f"{r['id']}-{r['depth']}")
+def test_emulated_published_row(row):
+    got = perft_core.perft_stats(row["fen"], row["depth"], backend="gpu-emulated")
+    assert published(got, row) == row["columns"]
 
 
-def test_emulated_cpw_budget_covers_every_position():
-    """The CI budget reaches every CPW position with statistics at depth 4 or more."""
+def test_emulated_budget_covers_every_published_position():
+    """The CI budget reaches every published position with statistics (CPW's and Grand Chess Tree's)
+    at depth 4 or more."""
     deepest: dict[str, int] = {}
-    for r in cpw_rows(EMU_STATS_NODES):
-        deepest[r["id"]] = max(deepest.get(r["id"], 0), int(r["depth"]))
-    assert set(deepest) == {"pos1_initial", "pos2_kiwipete", "pos3", "pos4", "pos4_mirrored"}
+    for r in statistics_rows(EMU_STATS_NODES):
+        deepest[r["id"]] = max(deepest.get(r["id"], 0), r["depth"])
+    assert set(deepest) == {"gct_p0_startpos", "gct_p1_kiwipete", "gct_p2_sje_symmetric", "pos3", "pos4",
+                            "pos4_mirrored"}
     assert min(deepest.values()) >= 4, deepest
 
 
@@ -248,15 +239,14 @@ def test_gpu_stats_equal_cpu_on_random_walks(gpu, chess960):
 
 
 @pytest.mark.gpu
-def test_gpu_stats_every_cpw_detail_row_within_budget(gpu):
-    rows = cpw_rows(GPU_STATS_NODES)
-    assert len(rows) > 20
+def test_gpu_stats_every_published_row_within_budget(gpu):
+    rows = statistics_rows(GPU_STATS_NODES)
+    assert len(rows) > 40
     bad = []
     for row in rows:
-        got = gpu.perft_stats(position(row["fen"]), int(row["depth"])).cpw()
-        published = published_columns(row)
-        if {name: got[name] for name in published} != published:
-            bad.append((row["id"], row["depth"], got, published))
+        got = published(gpu.perft_stats(position(row["fen"]), row["depth"]), row)
+        if got != row["columns"]:
+            bad.append((row["id"], row["depth"], got, row["columns"]))
     assert not bad, bad[:3]
 
 

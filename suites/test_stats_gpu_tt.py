@@ -5,9 +5,9 @@ device tables (kernels/pc_tt_stats.h) and the host cache.
 Every driver test runs on the emulated device (CPU CI) and again on the real GPU (marker ``gpu``).
 Statistics with tables must equal the CPU backend's (its own recursion, perft_core/src/stats.cpp)
 and the driver's statistics without tables, on the CPW positions, on random walks (standard and
-Chess960) and on every CPW detail row within a budget; the audit recounts every stored entry on the
-CPU (perft_core.gpu.audit.stats_counts) and finds none wrong, also after an out-of-memory fault at
-each allocation site. Expected values come from the CPU backend or the CPW table file, never from
+Chess960) and on every published statistics row (CPW, Grand Chess Tree) within a budget; the audit
+recounts every stored entry on the CPU (perft_core.gpu.audit.stats_counts) and finds none wrong,
+also after an out-of-memory fault at each allocation site. Expected values come from the CPU backend or the published tables, never from
 this file.
 """
 from __future__ import annotations
@@ -18,10 +18,10 @@ import chess
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_stats_gpu import (CHESS960, KIWIPETE, POS3, POS4, POS5, POS6, cpw_rows, depth_within,
-                            published_columns, walk_fens)
+from test_stats_gpu import CHESS960, KIWIPETE, POS3, POS4, POS5, POS6, depth_within, published, walk_fens
 
 import perft_core
+from oracle.stats import statistics_rows
 from oracle.strategies import random_walk_fens
 from perft_core.gpu.arena import FaultPlan
 from perft_core.gpu.tables import STATS_ENTRY_WORDS
@@ -41,7 +41,7 @@ CASES = [(KIWIPETE, 4), (CHESS960, 5), (POS3, 6), (STARTPOS, 5), (POS4, 4), (POS
 OOM_CASES = [(CHESS960, 5), (POS3, 6)]
 SITES = ["boards[*]", "keys[*]", "values[*]", "counts[*]", "offsets[*]", "moves[*]", "parents[*]", "tt[*]"]
 EMU_TT_STATS_NODES = int(os.environ.get("PERFT_EMU_TT_STATS_NODES", "50000000"))
-"""CPW detail rows up to this many nodes are counted with statistics and tables on the emulated
+"""Published statistics rows up to this many nodes are counted with statistics and tables on the emulated
 device in CI (the ``gpu`` twin takes rows up to test_stats_gpu.GPU_STATS_NODES)."""
 
 
@@ -263,11 +263,10 @@ def test_emulated_tt_stats_seeded_walks(chess960):
         assert_clean(drv)
 
 
-@pytest.mark.parametrize("row", cpw_rows(EMU_TT_STATS_NODES), ids=lambda r: f"{r['id']}-d{r['depth']}")
-def test_emulated_tt_cpw_detail_row(row):
-    got = perft_core.perft_stats(row["fen"], int(row["depth"]), backend="gpu-emulated", tt=True, force=True)
-    published = published_columns(row)
-    assert {name: got.cpw()[name] for name in published} == published
+@pytest.mark.parametrize("row", statistics_rows(EMU_TT_STATS_NODES), ids=lambda r: f"{r['id']}-d{r['depth']}")
+def test_emulated_tt_published_row(row):
+    got = perft_core.perft_stats(row["fen"], row["depth"], backend="gpu-emulated", tt=True, force=True)
+    assert published(got, row) == row["columns"]
 
 
 # ----- out of memory: exact statistics, no poisoned entry ------------------------------------------------
@@ -364,7 +363,7 @@ def test_cli_counts_statistics_with_tables(capsys):
     assert Stats.from_json(data["stats"]) == cpu_stats(KIWIPETE, 3)
 
 
-# ----- the real GPU: random walks and CPW rows with tables (marker gpu) ---------------------------------
+# ----- the real GPU: random walks and published rows with tables (marker gpu) ---------------------------
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("chess960", [False, True])
@@ -387,15 +386,14 @@ def test_gpu_tt_stats_equal_cpu_and_no_tt_on_random_walks(chess960):
 
 
 @pytest.mark.gpu
-def test_gpu_tt_stats_every_cpw_detail_row_within_budget():
+def test_gpu_tt_stats_every_published_row_within_budget():
     from test_stats_gpu import GPU_STATS_NODES
 
     bad = []
-    for row in cpw_rows(GPU_STATS_NODES):
-        got = perft_core.perft_stats(row["fen"], int(row["depth"]), backend="gpu", tt=True, force=True).cpw()
-        published = published_columns(row)
-        if {name: got[name] for name in published} != published:
-            bad.append((row["id"], row["depth"], got, published))
+    for row in statistics_rows(GPU_STATS_NODES):
+        got = published(perft_core.perft_stats(row["fen"], row["depth"], backend="gpu", tt=True, force=True), row)
+        if got != row["columns"]:
+            bad.append((row["id"], row["depth"], got, row["columns"]))
     assert not bad, bad[:3]
 
 

@@ -3,11 +3,12 @@ the statistics tables of perft_core/src/tt_stats.h and the recursion through the
 
 With tables the 13 counters must equal the count without tables (perft_core/src/stats.cpp's own
 recursion) and the python-chess reference (oracle/stats.py, no code shared with the engine), on
-random standard and Chess960 positions, on every CPW detail row within the CI budget and on
+random standard and Chess960 positions, on every published statistics row (CPW, Grand Chess Tree)
+within the CI budget and on
 threads > 1. The audit recounts every stored entry of a recording table from scratch (its key and
 its 13 counters), and entries damaged after their store (a counter changed, the check word left)
 are refused by every probe and named by the audit, counter by counter. Expected values come from
-the count without tables, the reference or the CPW table file, never from this file.
+the count without tables, the reference or the published tables, never from this file.
 """
 from __future__ import annotations
 
@@ -18,14 +19,14 @@ import chess
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_stats import RARE, _cpw_rows, _depth_within
+from test_stats import RARE, _depth_within, _published_params
 
 import perft_core
-from oracle.stats import reference_divide_stats, reference_stats
+from oracle.stats import reference_divide_stats, reference_stats, statistics_rows
 from oracle.strategies import random_walk_fens, seeded_walk
 from perft_cli import main
 from perft_core import _core
-from perft_core.stats import CPW_COLUMNS, STATS_FIELDS, Stats
+from perft_core.stats import STATS_FIELDS, Stats
 from perft_core.stats_tt import StatsTranspositionTable, divide_stats_tt, new_stats_tables, perft_stats_tt
 from perft_core.zobrist import HashVerificationError, TranspositionTable
 
@@ -170,20 +171,18 @@ TT_NODES = 10_000_000_000
 two cores); startpos 8 (12 s) is ``slow``, startpos 9 skipped (test_stats.CPU_NODES)."""
 
 
-def _cpw_rows_with_tables():
+def _published_rows_with_tables():
     out = []
-    for p in _cpw_rows():
-        marks = [m for m in p.marks if m.name != "slow" or int(p.values[0]["nodes"]) > TT_NODES]
+    for p in _published_params(statistics_rows()):  # each published (position, depth) once
+        marks = [m for m in p.marks if m.name != "slow" or p.values[0]["nodes"] > TT_NODES]
         out.append(pytest.param(*p.values, id=p.id, marks=marks))
     return out
 
 
-@pytest.mark.parametrize("row", _cpw_rows_with_tables())
-def test_cpw_detail_row_with_tables(row):
-    got = with_tables(row["fen"], int(row["depth"]), threads=None).cpw()
-    name = {"en_passant": "ep"}
-    published = {c: int(row[name.get(c, c)]) for c in CPW_COLUMNS if row[name.get(c, c)] != ""}
-    assert {c: got[c] for c in published} == published
+@pytest.mark.parametrize("row", _published_rows_with_tables())
+def test_published_row_with_tables(row):
+    got = with_tables(row["fen"], row["depth"], threads=None)
+    assert {name: getattr(got, name) for name in row["columns"]} == row["columns"]
 
 
 # ----- the tables themselves --------------------------------------------------------------------
