@@ -1,0 +1,93 @@
+"""The deep-perft stores committed as evidence (ci/stores/*.sqlite): each is read back and checked
+against the published tables, so a figure quoted in NOTES.md or docs/deep-perft.md stays provable
+from the repository alone.
+
+For every store: every unit row passes its checksum (opened as ``perft deep --check`` opens it,
+an older schema migrated first). A finished run (every
+row counted) must give the published total: the node count of OEIS A048987 for startpos
+(oracle/data/startpos_A048987.csv), and for a statistics run all thirteen counters of Grand Chess
+Tree's row (oracle/data/gct_perft_stats.csv). A run still being counted (resumed across device
+sessions) is skipped after its checksums, with how far it is. Each store is opened from a copy, so
+the checkout is never written (a migration, SQLite's -shm and -wal files).
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import chess
+import pytest
+
+from oracle import tables
+from oracle.stats import published_rows
+from perft_core.deep.run import _sum_stats
+from perft_core.deep.store import Store
+from perft_core.stats import Stats
+
+pytestmark = pytest.mark.core
+
+STORES = sorted((Path(__file__).resolve().parents[1] / "ci" / "stores").glob("*.sqlite"))
+
+
+def _published_nodes(fen: str, depth: int) -> int | None:
+    epd = chess.Board(fen).epd()
+    rows = [r.nodes for r in tables.load_all() if r.depth == depth and chess.Board(r.fen).epd() == epd]
+    return rows[0] if rows else None
+
+
+def _published_stats(fen: str, depth: int) -> Stats | None:
+    epd = chess.Board(fen).epd()
+    rows = [r for r in published_rows("gct") if r["depth"] == depth and chess.Board(r["fen"]).epd() == epd]
+    return Stats(**rows[0]["columns"]) if rows else None
+
+
+def test_the_stores_are_found():
+    assert {p.name for p in STORES} >= {"perft13-h200x4-s17.sqlite", "perft12-stats-h200x2-s16.sqlite"}
+
+
+def _check_store(path: Path) -> str | None:
+    """Assert what the module docstring says of the store at ``path`` (read as it is); returns why it
+    cannot be judged yet (a run still being counted), or None when it was."""
+    with Store.open(path, repair=False) as st:  # an older schema migrated, as perft deep --check opens it
+        assert not st.tampered, f"{path.name}: {len(st.tampered)} rows fail their checksums"
+        run = st.run
+        rows = st.checked_rows()
+        counted = [r for r in rows if r["count"] is not None]
+        if len(counted) < len(rows):
+            return (f"{path.name}: perft {run['depth']} still being counted, {len(counted)} of {len(rows)} unit rows "
+                    "(every checksum passed)")
+        nodes = sum(int(r["multiplicity"]) * int(r["recount"] if r["recount"] is not None else r["count"])
+                    for r in rows)
+        want = _published_nodes(run["fen"], run["depth"])
+        assert want is not None, f"no published node count for perft {run['depth']} of {run['fen']}"
+        assert nodes == want, f"{path.name}: {nodes:,} nodes, published {want:,}"
+        if run["stats"]:
+            published = _published_stats(run["fen"], run["depth"])
+            assert published is not None, f"no published statistics for perft {run['depth']} of {run['fen']}"
+            assert _sum_stats(st, rows) == published
+    return None
+
+
+@pytest.mark.parametrize("path", STORES, ids=lambda p: p.name)
+def test_a_committed_store_gives_the_published_total(path, tmp_path):
+    copy = tmp_path / path.name
+    shutil.copyfile(path, copy)
+    why = _check_store(copy)
+    if why:
+        pytest.skip(why)
+
+
+def test_a_store_with_a_changed_count_fails(tmp_path):
+    """The check is not blind: the finished perft 13 store with one row's count one higher, its
+    checksum made again (so that only the total can tell), no longer gives the published total."""
+    (finished,) = [p for p in STORES if p.name == "perft13-h200x4-s17.sqlite"]
+    copy = tmp_path / "changed.sqlite"
+    shutil.copyfile(finished, copy)
+    assert _check_store(copy) is None
+    with Store.open(copy) as st:
+        idx, count = st.conn.execute("SELECT idx, count FROM units ORDER BY idx LIMIT 1").fetchone()
+        st.conn.execute("UPDATE units SET count = ? WHERE idx = ?", (str(int(count) + 1), idx))
+        st._seal("idx = ?", (idx,))
+        st.conn.commit()
+    with pytest.raises(AssertionError, match="published 1,981,066,775,000,396,239"):
+        _check_store(copy)
