@@ -29,7 +29,7 @@ bound. With transposition tables (``tt=True``) the count is faster than the plai
 a factor that depends on the position's transpositions; the time is then an upper bound
 (``Estimate.upper_bound``), and says so. It also comes with ``tt_fraction``: the share of the plain
 count's work that a count through perfect tables would still do, the position's own distinct
-positions at ply ``depth - 2`` (each must have its perft 2 counted once; ``gpu.ttdriver.distinct_per_ply``:
+positions at ply ``depth - 2`` (each must have its perft 2 counted once; ``perft_core.distinct.distinct_per_ply``:
 measured on the host for the first plies, extrapolated) over the paths to that ply. The API refuses
 a TT count only when even that ideal count (``tt_seconds``) is over its limit: a walled position's
 2**64-node count, which takes a second through its tables, is never refused; startpos perft 14

@@ -19,7 +19,17 @@ import re
 import sqlite3
 from pathlib import Path
 
-A13 = 1981066775000396239  # OEIS A048987: perft(startpos, 13), for the share counted
+
+
+def published_nodes(fen: str, depth: int) -> int | None:
+    """The run's published node count (the oracle's bundled tables, e.g. OEIS A048987 for startpos),
+    for the share counted; None when no table has it."""
+    import chess
+
+    from oracle import tables
+
+    epd = chess.Board(fen).epd()
+    return next((r.nodes for r in tables.load_all() if r.depth == depth and chess.Board(r.fen).epd() == epd), None)
 
 
 ARM_LINE = re.compile(r"\[table_value\] worker (\S+) pid \d+ device \S+ arm ([AB]):")
@@ -73,9 +83,12 @@ def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9, 
         for by_r in out["tables"].values():
             for t in by_r.values():
                 t["hit_rate"] = round(t["hits"] / t["probes"], 4) if t["probes"] else None
-        counted, nodes = con.execute("SELECT count(*), sum(CAST(count AS REAL)) FROM units "
-                                     "WHERE count IS NOT NULL").fetchone()
-        out["store"] = {"rows_counted": counted, "share_of_a13": (nodes or 0) / A13}
+        counted, nodes = con.execute("SELECT count(*), sum(CAST(count AS REAL) * CAST(multiplicity AS REAL)) "
+                                     "FROM units WHERE count IS NOT NULL").fetchone()
+        fen, depth = con.execute("SELECT fen, depth FROM run").fetchone()
+        total = published_nodes(fen, depth)
+        out["store"] = {"rows_counted": counted, "depth": depth, "published_nodes": total,
+                        "share_of_published": None if total is None else (nodes or 0) / total}
         return out
     finally:
         con.close()
