@@ -7,6 +7,9 @@
 #
 #   ST=ci/stores/perft13-h200x4-s17.sqlite NAME=c1 LEFT=545 SPP=1 bash ci/table_value/paired_call.sh
 #
+# EXTRA: more arguments for perft deep, e.g. EXTRA="--verify-seed 0x5EED2026 --verify-sample 0.05" to
+# add a verify pass to a run made without one (the same seed and sample on every later call).
+#
 # Copies ST into $OUT/NAME, resumes it with --max-seconds (LEFT less the seconds spent before the
 # count), writes the run's JSON, stderr and paired_summary.py's JSON beside it, and tars the folder
 # to $OUT/NAME.tgz (copy the store back into ST after the call).
@@ -29,7 +32,7 @@ left=$(( ${LEFT:-545} - ($(date +%s) - T0) ))
 echo "== resumed for ${left} s: ${env[*]:-the shipped plan}" | tee -a "$O/info.txt"
 t=$(date +%s)
 env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep --resume "$O/store.sqlite" --gpus 4 \
-    --max-seconds "$left" --json > "$O/run.json" 2> "$O/err.txt"
+    --max-seconds "$left" ${EXTRA:-} --json > "$O/run.json" 2> "$O/err.txt"
 echo "rc=$? whole=$(( $(date +%s) - t )) s"; head -c 1200 "$O/run.json"; echo
 grep -v '^\[table_value\]' "$O/err.txt" | tail -3; grep '^\[table_value\]' "$O/err.txt" | sort -u | head -8
 python3 ci/table_value/paired_summary.py "$O/store.sqlite" --log "$O/err.txt" > "$O/paired.json" && head -c 2000 "$O/paired.json"
