@@ -16,8 +16,8 @@ run cut short keeps what it finished) and the log:
 3. ``deep``: startpos ``--deep`` (default 10,11): the plain count with tables, then the statistics
    with tables, same process (the tables rebuilt for each count), their times and ratio; all
    thirteen counters against Grand Chess Tree's row (published to depth 12; else the node count
-   against OEIS A048987) and the node count against the plain count; the internal rules (e.p. <= captures, the CPW columns the sums of their
-   kinds, mates <= checks, no counter over nodes). At the first of these depths the statistics are
+   against OEIS A048987) and the node count against the plain count; the internal rules (e.p. <=
+   captures, the CPW columns the sums of their kinds, mates <= checks, no counter over nodes). At the first of these depths the statistics are
    counted again with ``stats_lowest_table`` 2 (a table also at the leaf parents' parents;
    ``--lowest-variant``), compared, and the faster setting counts the deeper ones (both times in the
    JSON). A statistics count predicted (from the last ratio measured) to overrun the budget is skipped
