@@ -206,6 +206,24 @@ def test_the_two_tables_agree_through_the_cpw_mapping():
     assert start[8].single_discovered_mates == 4 and start[9].double_discovered_checks == 10
 
 
+def test_published_node_counts_agree_with_the_node_tables():
+    """Grand Chess Tree's node counts equal the oracle's node tables wherever both have the position
+    and depth (startpos 0-12, Kiwipete 1-8 and CPW position 6 = SJE's symmetric position 0-9 in the
+    bundled node tables)."""
+    from oracle import tables
+
+    nodes: dict[tuple[str, int], set[int]] = {}
+    for r in tables.load_all():
+        nodes.setdefault((chess.Board(r.fen).epd(), r.depth), set()).add(r.nodes)
+    matched = 0
+    for r in published_rows("gct"):
+        known = nodes.get((chess.Board(r["fen"]).epd(), r["depth"]))
+        if known:
+            matched += 1
+            assert known == {r["nodes"]}, (r["id"], r["depth"])
+    assert matched == 13 + 8 + 10
+
+
 def test_published_totals_are_the_sums_of_the_kinds():
     """Grand Chess Tree's own total_checks and total_mates columns (not read by published_rows) equal
     the sums of its four kinds: the bundled copy's counters are the ones published together."""
