@@ -1,6 +1,7 @@
 """Perft statistics (issue 36): :class:`perft_core.Stats`, the CPU backend's counters against the
-python-chess reference (oracle/stats.py) and against every published Chess Programming Wiki row,
-the API's rules and ``perft run --stats``.
+python-chess reference (oracle/stats.py) and against every published row (the Chess Programming
+Wiki's detail rows, Grand Chess Tree's rows by kind: oracle.stats.published_rows), the API's rules
+and ``perft run --stats``.
 
 The reference shares no code with the engine's classification (kernels/pc_stats.h): it judges
 each leaf move with python-chess's own Board methods. Every counter is compared, on random legal
