@@ -282,6 +282,16 @@ def load_all() -> list[TableRow]:
     return [row for suite in SUITES for row in _load(suite)]
 
 
+def published_nodes(fen: str, depth: int) -> int | None:
+    """The node count of perft(fen, depth) in the bundled tables (:func:`load_all`; the position
+    compared by its EPD: placement, side, castling, e.p.), or None when no table has it.
+
+    Raises ValueError (python-chess) for a FEN it cannot read.
+    """
+    epd = chess.Board(fen).epd()
+    return next((r.nodes for r in load_all() if r.depth == depth and chess.Board(r.fen).epd() == epd), None)
+
+
 def budget(rows: list[TableRow], max_nodes: int) -> list[TableRow]:
     """The rows whose count is at most ``max_nodes`` nodes, order kept."""
     return [row for row in rows if row.nodes <= max_nodes]

@@ -18,21 +18,15 @@ from pathlib import Path
 import chess
 import pytest
 
-from oracle import tables
 from oracle.stats import published_rows
-from perft_core.deep.run import _sum_stats
+from oracle.tables import published_nodes
+from perft_core.deep.run import _sum_nodes, _sum_stats
 from perft_core.deep.store import Store
 from perft_core.stats import Stats
 
 pytestmark = pytest.mark.core
 
 STORES = sorted((Path(__file__).resolve().parents[1] / "ci" / "stores").glob("*.sqlite"))
-
-
-def _published_nodes(fen: str, depth: int) -> int | None:
-    epd = chess.Board(fen).epd()
-    rows = [r.nodes for r in tables.load_all() if r.depth == depth and chess.Board(r.fen).epd() == epd]
-    return rows[0] if rows else None
 
 
 def _published_stats(fen: str, depth: int) -> Stats | None:
@@ -56,9 +50,8 @@ def _check_store(path: Path) -> str | None:
         if len(counted) < len(rows):
             return (f"{path.name}: perft {run['depth']} still being counted, {len(counted)} of {len(rows)} unit rows "
                     "(every checksum passed)")
-        nodes = sum(int(r["multiplicity"]) * int(r["recount"] if r["recount"] is not None else r["count"])
-                    for r in rows)
-        want = _published_nodes(run["fen"], run["depth"])
+        nodes = _sum_nodes(rows)
+        want = published_nodes(run["fen"], run["depth"])
         assert want is not None, f"no published node count for perft {run['depth']} of {run['fen']}"
         assert nodes == want, f"{path.name}: {nodes:,} nodes, published {want:,}"
         if run["stats"]:

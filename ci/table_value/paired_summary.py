@@ -21,17 +21,6 @@ from pathlib import Path
 
 
 
-def published_nodes(fen: str, depth: int) -> int | None:
-    """The run's published node count (the oracle's bundled tables, e.g. OEIS A048987 for startpos),
-    for the share counted; None when no table has it."""
-    import chess
-
-    from oracle import tables
-
-    epd = chess.Board(fen).epd()
-    return next((r.nodes for r in tables.load_all() if r.depth == depth and chess.Board(r.fen).epd() == epd), None)
-
-
 ARM_LINE = re.compile(r"\[table_value\] worker (\S+) pid \d+ device \S+ arm ([AB]):")
 
 
@@ -86,6 +75,8 @@ def summarise(path: Path, session: int | None = None, threshold: float = 1.2e9, 
         counted, nodes = con.execute("SELECT count(*), sum(CAST(count AS REAL) * CAST(multiplicity AS REAL)) "
                                      "FROM units WHERE count IS NOT NULL").fetchone()
         fen, depth = con.execute("SELECT fen, depth FROM run").fetchone()
+        from oracle.tables import published_nodes
+
         total = published_nodes(fen, depth)
         out["store"] = {"rows_counted": counted, "depth": depth, "published_nodes": total,
                         "share_of_published": None if total is None else (nodes or 0) / total}

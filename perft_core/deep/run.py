@@ -148,6 +148,12 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
             raise ValueError("verify sample needs a verify seed")
 
 
+def _sum_nodes(rows: list[dict]) -> int:
+    """A run's total nodes: each counted row's count (a recounted row's recount) times its
+    multiplicity (``rows`` from ``Store.checked_rows``)."""
+    return sum(int(r["multiplicity"]) * int(r["recount"] if r["recount"] is not None else r["count"]) for r in rows)
+
+
 def _sum_stats(st: Store, rows: list[dict]):
     """A statistics run's total: each row's counters (proven by its checksum: ``rows`` from
     ``Store.checked_rows``; a recounted row's recount's) times its multiplicity. Raises DeepError for
@@ -495,11 +501,10 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
     rows = st.checked_rows()  # every row proven by its checksum before it is summed
-    nodes = 0
     for r in rows:
         if r["count"] is None:
             raise DeepError(f"unit {r['unit']} part {r['part']} of store {st.path} has no count after the run")
-        nodes += int(r["multiplicity"]) * int(r["recount"] if r["recount"] is not None else r["count"])
+    nodes = _sum_nodes(rows)
     units_verified = {r["unit"] for r in rows if r["verify_count"] is not None}
     units_verified -= {r["unit"] for r in rows if r["verify_count"] is None}  # every part counted again
     mismatches = [{k: r[k] for k in ("idx", "unit", "part", "fen", "count", "verify_count", "recount")}
