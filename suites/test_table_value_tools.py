@@ -146,3 +146,104 @@ def test_the_paired_summary_sums_the_units_every_part_finished():
         assert got["per_part"][str(p)]["seconds"] == pytest.approx(sum(parts_of[u][p] for u in common), abs=0.01)
     with pytest.raises(subprocess.CalledProcessError):
         _summary(99)
+
+
+# take_back.py: a device call's store into the checkout only when it carries the checkout's forward.
+STATS_STORE = ROOT / "ci" / "stores" / "perft12-stats-h200x2-s16.sqlite"
+
+
+def _take_back(tgz: Path, store: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(TOOLS / "take_back.py"), str(tgz), str(store)], cwd=TOOLS,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _rows(store: Path) -> dict:
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    try:
+        return {r[0]: r[1:] for r in con.execute("SELECT idx, count, stats, checksum FROM units")}
+    finally:
+        con.close()
+
+
+def _older(path: Path, n: int) -> Path:
+    """A copy of the committed statistics store with its last ``n`` counted rows pending again
+    (resealed: a valid store, as it was ``n`` rows earlier)."""
+    import shutil
+
+    from perft_core.deep.store import Store
+
+    shutil.copyfile(STATS_STORE, path)
+    with Store.open(path, repair=False) as st:
+        st.conn.execute("UPDATE units SET status = 'pending', count = NULL, seconds = NULL, finishes = 0, "
+                        "stats = NULL, probes = NULL, hits = NULL, task = NULL WHERE idx IN (SELECT idx FROM units "
+                        f"WHERE count IS NOT NULL ORDER BY finished DESC, idx DESC LIMIT {n})")
+        st._seal("count IS NULL")
+    return path
+
+
+def _archive(tmp: Path, name: str, base: Path, sql: str = "") -> Path:
+    """``$OUT/NAME.tgz`` as paired_call.sh leaves it (NAME/store.sqlite): a copy of ``base`` with
+    ``sql`` run on it (the committed store attached as ``c``), tarred while its connection is open,
+    so that the change is in store.sqlite-wal only, as when a device's last writes were not yet
+    checkpointed."""
+    import shutil
+    import sqlite3
+    import tarfile
+
+    folder = tmp / name
+    folder.mkdir()
+    shutil.copyfile(base, folder / "store.sqlite")
+    con = sqlite3.connect(folder / "store.sqlite", isolation_level=None)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute(f"ATTACH DATABASE '{STATS_STORE}' AS c")
+        if sql:
+            con.execute(sql)
+        con.execute("DETACH DATABASE c")
+        tgz = tmp / f"{name}.tgz"
+        with tarfile.open(tgz, "w:gz") as tar:
+            tar.add(folder, arcname=name)
+        assert not sql or (folder / "store.sqlite-wal").stat().st_size > 0
+    finally:
+        con.close()
+    return tgz
+
+
+def test_take_back_carries_a_store_forward_and_never_back(tmp_path):
+    """A call's store that counted more rows replaces the checkout's, its write-ahead log folded in;
+    one that would lose counted rows, or that changes a counted row, is refused and the checkout's
+    store left as it was."""
+    committed = _rows(STATS_STORE)
+    full = sum(r[0] is not None for r in committed.values())
+    checkout = _older(tmp_path / "checkout.sqlite", 40)
+    # forward: the 40 rows counted again, in the archive's log only
+    restore = ("UPDATE units SET (status, count, seconds, finishes, stats, probes, hits, task, finished, checksum) = "
+               "(SELECT status, count, seconds, finishes, stats, probes, hits, task, finished, checksum FROM c.units u "
+               "WHERE u.idx = units.idx) WHERE count IS NULL")
+    newer = _archive(tmp_path, "newer", checkout, restore)
+    Path(str(checkout) + "-wal").write_bytes(b"a stale log of another file")
+    got = _take_back(newer, checkout)
+    assert got.returncode == 0, got.stderr
+    assert f"{full - 40} -> {full} of 800 unit rows counted (+40)" in got.stdout
+    assert _rows(checkout) == committed
+    assert not Path(str(checkout) + "-wal").exists()
+    kept = checkout.read_bytes()
+
+    # back: an archive of the older store would lose 40 counted rows
+    got = _take_back(_archive(tmp_path, "older", _older(tmp_path / "o.sqlite", 40)), checkout)
+    assert got.returncode == 1 and "40 rows counted" in got.stderr, got.stderr
+    assert checkout.read_bytes() == kept
+
+    # a counted row changed and resealed (its checksum passes: only the comparison can tell)
+    bumped = tmp_path / "bumped.sqlite"
+    _older(bumped, 0)
+    from perft_core.deep.store import Store
+    with Store.open(bumped, repair=False) as st:
+        first = "(SELECT MIN(idx) FROM units WHERE count IS NOT NULL)"
+        st.conn.execute(f"UPDATE units SET count = CAST(CAST(count AS INTEGER) + 1 AS TEXT) WHERE idx = {first}")
+        st._seal(f"idx = {first}")
+    got = _take_back(_archive(tmp_path, "bumped", bumped), checkout)
+    assert got.returncode == 1 and "1 rows counted" in got.stderr, got.stderr
+    assert checkout.read_bytes() == kept

@@ -12,7 +12,10 @@
 #
 # Copies ST into $OUT/NAME, resumes it with --max-seconds (LEFT less the seconds spent before the
 # count), writes the run's JSON, stderr and paired_summary.py's JSON beside it, and tars the folder
-# to $OUT/NAME.tgz (copy the store back into ST after the call).
+# to $OUT/NAME.tgz. After the call, and before the next one, take the store back into ST:
+#   python ci/table_value/take_back.py FILES_AT/NAME.tgz ST
+# (it refuses a store that would lose counted rows; a call resumed from a stale ST counts the same
+# units again: session 21 lost one call that way).
 set -uo pipefail
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
 T0=$(date +%s)
@@ -22,6 +25,7 @@ N=${NAME:-call}; O=$OUT/$N; mkdir -p "$O"
 nvidia-smi -L > "$O/info.txt"; free -g >> "$O/info.txt"
 ST=${ST:-ci/stores/perft13-h200x4-s17.sqlite}
 cp "$ST" "$O/store.sqlite"
+python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print('== store at start: %d of %d unit rows counted' % c.execute('SELECT COUNT(count), COUNT(*) FROM units').fetchone())" "$O/store.sqlite" | tee -a "$O/info.txt"
 env=()
 [ -n "${SPP:-}" ] && env+=("PERFT_EXPERIMENT_SLOTS_PER_POSITION=$SPP")
 [ -n "${FLOOR:-}" ] && env+=("PERFT_EXPERIMENT_LOWEST_FLOOR=$FLOOR")
