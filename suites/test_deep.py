@@ -24,7 +24,7 @@ from oracle import tables
 from perft_cli import main
 from perft_core import Position
 from perft_core.deep import deep_perft, split, units
-from perft_core.deep.store import Store
+from perft_core.deep.store import Store, StoreError
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
 
@@ -530,8 +530,6 @@ def test_statistics_are_part_of_a_run_s_identity(cluster, tmp_path, small_store,
     """A plain store resumed with stats, or stats with a verify seed, is refused with one line; the
     CLI counts statistics with tables on the cpu backend; a statistics store's run row seals its flag
     (a store edited into a plain run fails its checksum)."""
-    from perft_core.deep.store import StoreError
-
     with pytest.raises(StoreError, match="stats=False, not True"):
         deep_perft(resume=small_store, scheduler=cluster.scheduler_address, stats=True)
     assert main(["deep", STARTPOS, "3", "--tt", "--stats", "--scheduler", cluster.scheduler_address,
@@ -594,9 +592,12 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
     with Store.open(six) as st:
         assert st.run["schema"] == SCHEMA and st.run["stats"] and st.run["part_depth"] == 3 and not st.tampered
         assert sum(r["count"] is not None for r in st.checked_rows()) > 0
-        st.add_verification(0x5EED, 0.1)  # a statistics run takes a verify pass too (schema 8)
+        # a statistics run takes a verify pass too (schema 8): session 21 added this one on resume
+        assert (st.run["verify_seed"], st.run["verify_sample"]) == (0x5EED2026, 0.05)
+        with pytest.raises(StoreError, match="verify_seed=0x5eed2026 already"):
+            st.add_verification(0x5EED, 0.1)
     with Store.open(six) as st:
-        assert (st.run["verify_seed"], st.run["verify_sample"]) == (0x5EED, 0.1) and not st.tampered
+        assert (st.run["verify_seed"], st.run["verify_sample"]) == (0x5EED2026, 0.05) and not st.tampered
     for name, change in (("five.sqlite", None), ("changed.sqlite", "UPDATE run SET depth = 5")):
         path = tmp_path / name
         shutil.copy(small_store, path)
