@@ -15,22 +15,28 @@
 # as the device tool brings back at most eight. Exit 0: every check 0.
 # Usage: OUT=/some/folder bash ci/gpu_checks_parallel.sh [CHECK...]   (default: all four; each CHECK
 #        one of stats-tt stats oom gpu, run on the GPU its place in the list gives). DRY=1 runs the
-#        two statistics scripts with their small gpu-emulated arguments (a CPU machine's dry run).
+#        two statistics scripts with their small gpu-emulated arguments (a CPU machine's dry run);
+#        TT_ARGS / STATS_ARGS replace the arguments of ci/stats_tt_gpu_check.py / stats_gpu_check.py.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+checks=("$@")
+[ ${#checks[@]} -eq 0 ] && checks=(stats-tt stats oom gpu)
+for c in "${checks[@]}"; do  # every name known before any check starts
+    case $c in stats-tt|stats|oom|gpu) ;; *) echo "unknown check $c (stats-tt, stats, oom, gpu)" >&2; exit 2 ;; esac
+done
 . ci/gpu-env.sh
 export PERFT_WHEELS=/nonexistent PYTHONUNBUFFERED=1  # installed above; the scripts must not install again
 top="${OUT:-out}"
 out="$top/checks"
 mkdir -p "$out"
-checks=("$@")
-[ ${#checks[@]} -eq 0 ] && checks=(stats-tt stats oom gpu)
 pytest_gpu=(python3 -m pytest -o "addopts=-ra --strict-markers" -m gpu -q -p no:cacheprovider)
 tt_args=() st_args=()
 if [ -n "${DRY:-}" ]; then
     tt_args=(--backend gpu-emulated --startpos-depth 4 --positions kiwipete:3 --random 2 --deep 5)
     st_args=(--backend gpu-emulated --startpos-depth 5 --positions kiwipete:3 --random 4 --timing startpos:5)
 fi
+[ -n "${TT_ARGS:-}" ] && read -ra tt_args <<< "$TT_ARGS"
+[ -n "${STATS_ARGS:-}" ] && read -ra st_args <<< "$STATS_ARGS"
 t0=$(date +%s)
 for i in "${!checks[@]}"; do
     c=${checks[$i]}
@@ -40,7 +46,6 @@ for i in "${!checks[@]}"; do
         oom) cmd=("${pytest_gpu[@]}" suites/ -k oom) ;;
         gpu) cmd=("${pytest_gpu[@]}" suites/ -k "not oom" --ignore suites/test_stats_gpu.py
                   --ignore suites/test_stats_gpu_tt.py) ;;
-        *) echo "unknown check $c (stats-tt, stats, oom, gpu)" >&2; exit 2 ;;
     esac
     ( export CUDA_VISIBLE_DEVICES=$i OUT="$out"
       s=$(date +%s); timeout 570 "${cmd[@]}" > "$out/$c.log" 2>&1; rc=$?

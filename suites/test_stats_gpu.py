@@ -290,3 +290,42 @@ def test_device_script_dry_run_on_the_emulated_device(tmp_path):
     assert [r["depth"] for r in result["cpw_startpos"] if r.get("agree")] == [1, 2, 3, 4, 5]
     assert all(r["agree_cpu"] for r in result["cpw_positions"] + result["random"]["rows"])
     assert all(r["nodes_agree"] for r in result["timing"])
+
+
+def test_parallel_checks_script_dry_run(tmp_path):
+    """ci/gpu_checks_parallel.sh end to end on a CPU machine (DRY=1: the statistics script on the
+    emulated device; the GPU suite's tests skip without CuPy): one row per check with its GPU and
+    exit code, every log in checks.tgz, and no other file left under $OUT (the device tool brings
+    back eight at most). A failing check fails the script and shows in its row; an unknown check
+    is refused before anything runs."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS")}
+    env.update(OUT=str(tmp_path), DRY="1", PERFT_WHEELS=str(tmp_path / "no-wheels"),
+               PERFT_SITE=str(tmp_path / "site"), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
+    out = subprocess.run(["bash", str(root / "ci" / "gpu_checks_parallel.sh"), "stats", "gpu"], env=env, cwd=root,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checks.md", "checks.tgz"]
+    rows = [[c.strip() for c in line.split("|")[1:5]] for line in (tmp_path / "checks.md").read_text().splitlines()[2:]]
+    assert [r[:3] for r in rows] == [["stats", "0", "0"], ["gpu", "1", "0"]] and all(r[3].isdigit() for r in rows)
+    with tarfile.open(tmp_path / "checks.tgz") as tar:
+        names = set(tar.getnames())
+    assert {"checks/stats.log", "checks/gpu.log", "checks/stats-gpu/stats_gpu_check.json"} <= names
+    # a check that fails (the statistics script given an argument it does not know) fails the whole
+    failing = dict(env, STATS_ARGS="--backend gpu-emulated --no-such-argument")
+    out = subprocess.run(["bash", str(root / "ci" / "gpu_checks_parallel.sh"), "gpu", "stats"], env=failing,
+                         cwd=root, capture_output=True, text=True, timeout=300, check=False)
+    rows = [[c.strip() for c in line.split("|")[1:5]] for line in (tmp_path / "checks.md").read_text().splitlines()[2:]]
+    assert out.returncode == 1 and rows[0][:3] == ["gpu", "0", "0"] and rows[1][:2] == ["stats", "1"] and rows[1][2] != "0"
+    for p in tmp_path.iterdir():
+        p.unlink()
+    bad = subprocess.run(["bash", str(root / "ci" / "gpu_checks_parallel.sh"), "stats", "nonsense"], env=env,
+                         cwd=root, capture_output=True, text=True, timeout=60, check=False)
+    assert bad.returncode == 2 and "unknown check nonsense" in bad.stderr
+    assert not list(tmp_path.iterdir())  # nothing ran
