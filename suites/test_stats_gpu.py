@@ -292,6 +292,24 @@ def test_device_script_dry_run_on_the_emulated_device(tmp_path):
     assert all(r["nodes_agree"] for r in result["timing"])
 
 
+def _device_tree(tmp_path):
+    """The checkout as a device call sees it, for scripts that run from the checkout with it on
+    PYTHONPATH: every top-level entry linked, but perft_core linked to the package Python imports,
+    which holds the built extension (in CI's clean install the checkout's own holds none)."""
+    from pathlib import Path
+
+    import perft_core
+
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for entry in root.iterdir():
+        if entry.name not in ("perft_core", ".git"):
+            (tree / entry.name).symlink_to(entry)
+    (tree / "perft_core").symlink_to(Path(perft_core.__file__).resolve().parent)
+    return tree
+
+
 def test_parallel_checks_script_dry_run(tmp_path):
     """ci/gpu_checks_parallel.sh end to end on a CPU machine (DRY=1: the statistics script on the
     emulated device; the GPU suite's tests skip without CuPy): one row per check with its GPU and
@@ -304,28 +322,34 @@ def test_parallel_checks_script_dry_run(tmp_path):
     import tarfile
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS")}
-    env.update(OUT=str(tmp_path), DRY="1", PERFT_WHEELS=str(tmp_path / "no-wheels"),
+    tree, out_dir = _device_tree(tmp_path), tmp_path / "out"
+    out_dir.mkdir()
+    script = str(tree / "ci" / "gpu_checks_parallel.sh")
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS", "PYTHONPATH")}
+    env.update(OUT=str(out_dir), DRY="1", PERFT_WHEELS=str(tmp_path / "no-wheels"),
                PERFT_SITE=str(tmp_path / "site"), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
-    out = subprocess.run(["bash", str(root / "ci" / "gpu_checks_parallel.sh"), "stats", "gpu"], env=env, cwd=root,
-                         capture_output=True, text=True, timeout=300, check=False)
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["checks.md", "checks.tgz"]
-    rows = [[c.strip() for c in line.split("|")[1:5]] for line in (tmp_path / "checks.md").read_text().splitlines()[2:]]
-    assert [r[:3] for r in rows] == [["stats", "0", "0"], ["gpu", "1", "0"]] and all(r[3].isdigit() for r in rows)
-    with tarfile.open(tmp_path / "checks.tgz") as tar:
+
+    def run(*checks, **extra):
+        return subprocess.run(["bash", script, *checks], env=dict(env, **extra), cwd=tree, capture_output=True,
+                              text=True, timeout=300, check=False)
+
+    def rows():
+        lines = (out_dir / "checks.md").read_text().splitlines()[2:]
+        return [[c.strip() for c in line.split("|")[1:5]] for line in lines]
+
+    got = run("stats", "gpu")
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert sorted(p.name for p in out_dir.iterdir()) == ["checks.md", "checks.tgz"]
+    assert [r[:3] for r in rows()] == [["stats", "0", "0"], ["gpu", "1", "0"]] and all(r[3].isdigit() for r in rows())
+    with tarfile.open(out_dir / "checks.tgz") as tar:
         names = set(tar.getnames())
     assert {"checks/stats.log", "checks/gpu.log", "checks/stats-gpu/stats_gpu_check.json"} <= names
     # a check that fails (the statistics script given an argument it does not know) fails the whole
-    failing = dict(env, STATS_ARGS="--backend gpu-emulated --no-such-argument")
-    out = subprocess.run(["bash", str(root / "ci" / "gpu_checks_parallel.sh"), "gpu", "stats"], env=failing,
-                         cwd=root, capture_output=True, text=True, timeout=300, check=False)
-    rows = [[c.strip() for c in line.split("|")[1:5]] for line in (tmp_path / "checks.md").read_text().splitlines()[2:]]
-    assert out.returncode == 1 and rows[0][:3] == ["gpu", "0", "0"] and rows[1][:2] == ["stats", "1"] and rows[1][2] != "0"
-    for p in tmp_path.iterdir():
+    got = run("gpu", "stats", STATS_ARGS="--backend gpu-emulated --no-such-argument")
+    assert got.returncode == 1 and rows()[0][:3] == ["gpu", "0", "0"], got.stdout
+    assert rows()[1][:2] == ["stats", "1"] and rows()[1][2] != "0" and "--no-such-argument" in got.stdout
+    for p in out_dir.iterdir():
         p.unlink()
-    bad = subprocess.run(["bash", str(root / "ci" / "gpu_checks_parallel.sh"), "stats", "nonsense"], env=env,
-                         cwd=root, capture_output=True, text=True, timeout=60, check=False)
-    assert bad.returncode == 2 and "unknown check nonsense" in bad.stderr
-    assert not list(tmp_path.iterdir())  # nothing ran
+    got = run("stats", "nonsense")
+    assert got.returncode == 2 and "unknown check nonsense" in got.stderr
+    assert not list(out_dir.iterdir())  # nothing ran
