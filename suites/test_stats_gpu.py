@@ -296,6 +296,7 @@ def _device_tree(tmp_path):
     """The checkout as a device call sees it, for scripts that run from the checkout with it on
     PYTHONPATH: every top-level entry linked, but perft_core linked to the package Python imports,
     which holds the built extension (in CI's clean install the checkout's own holds none)."""
+    import shutil
     from pathlib import Path
 
     import perft_core
@@ -304,8 +305,10 @@ def _device_tree(tmp_path):
     tree = tmp_path / "tree"
     tree.mkdir()
     for entry in root.iterdir():
-        if entry.name not in ("perft_core", ".git"):
+        if entry.name not in ("perft_core", ".git", "ci"):
             (tree / entry.name).symlink_to(entry)
+    # ci/ copied, not linked: its scripts put Path(__file__).resolve().parents[1] on sys.path
+    shutil.copytree(root / "ci", tree / "ci", ignore=shutil.ignore_patterns("stores", "__pycache__"))
     (tree / "perft_core").symlink_to(Path(perft_core.__file__).resolve().parent)
     return tree
 
