@@ -176,8 +176,10 @@ def _older(path: Path, n: int) -> Path:
 
     shutil.copyfile(STATS_STORE, path)
     with Store.open(path, repair=False) as st:
+        # the columns Store's own reset clears, so the store stays valid once verified rows exist
         st.conn.execute("UPDATE units SET status = 'pending', count = NULL, seconds = NULL, finishes = 0, "
-                        "stats = NULL, probes = NULL, hits = NULL, task = NULL WHERE idx IN (SELECT idx FROM units "
+                        "stats = NULL, probes = NULL, hits = NULL, task = NULL, verify_count = NULL, "
+                        "verify_stats = NULL, recount = NULL, recount_stats = NULL WHERE idx IN (SELECT idx FROM units "
                         f"WHERE count IS NOT NULL ORDER BY finished DESC, idx DESC LIMIT {n})")
         st._seal("count IS NULL")
     return path
