@@ -221,9 +221,9 @@ def test_take_back_carries_a_store_forward_and_never_back(tmp_path):
     full = sum(r[0] is not None for r in committed.values())
     checkout = _older(tmp_path / "checkout.sqlite", 40)
     # forward: the 40 rows counted again, in the archive's log only
-    restore = ("UPDATE units SET (status, count, seconds, finishes, stats, probes, hits, task, finished, checksum) = "
-               "(SELECT status, count, seconds, finishes, stats, probes, hits, task, finished, checksum FROM c.units u "
-               "WHERE u.idx = units.idx) WHERE count IS NULL")
+    cols = ("status, count, seconds, finishes, stats, probes, hits, task, finished, checksum, verify_count, "
+            "verify_seconds, verify_stats, recount, recount_seconds, recount_stats")
+    restore = f"UPDATE units SET ({cols}) = (SELECT {cols} FROM c.units u WHERE u.idx = units.idx) WHERE count IS NULL"
     newer = _archive(tmp_path, "newer", checkout, restore)
     Path(str(checkout) + "-wal").write_bytes(b"a stale log of another file")
     got = _take_back(newer, checkout)
