@@ -249,3 +249,11 @@ def test_take_back_carries_a_store_forward_and_never_back(tmp_path):
     got = _take_back(_archive(tmp_path, "bumped", bumped), checkout)
     assert got.returncode == 1 and "1 rows counted" in got.stderr, got.stderr
     assert checkout.read_bytes() == kept
+
+    # a new run's first call (paired_call.sh NEW=...): no store in the checkout yet, so it is created
+    fresh = tmp_path / "fresh" / "new.sqlite"
+    fresh.parent.mkdir()
+    got = _take_back(_archive(tmp_path, "first", _older(tmp_path / "f.sqlite", 40)), fresh)
+    assert got.returncode == 0, got.stderr
+    assert f"0 -> {full - 40} of 800 unit rows counted (+{full - 40})" in got.stdout
+    assert _rows(fresh) == _rows(tmp_path / "f.sqlite")

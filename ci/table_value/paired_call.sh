@@ -7,6 +7,9 @@
 #
 #   ST=ci/stores/perft13-h200x4-s17.sqlite NAME=c1 LEFT=545 SPP=1 bash ci/table_value/paired_call.sh
 #
+# GPUS: the GPUs of the run (default 4). NEW: start a new run into ST instead of resuming it, e.g.
+# NEW="startpos 13" GPUS=1 (then --backend gpu --tt; refused when ST exists); take_back.py then
+# takes the call's store as ST's first version.
 # EXTRA: more arguments for perft deep, e.g. EXTRA="--verify-seed 0x5EED2026 --verify-sample 0.05" to
 # add a verify pass to a run made without one (the same seed and sample on every later call).
 #
@@ -24,8 +27,13 @@ export PYTHONPATH="$PWD:$PWD/ci/table_value:$PYTHONPATH"
 N=${NAME:-call}; O=$OUT/$N; mkdir -p "$O"
 nvidia-smi -L > "$O/info.txt"; free -g >> "$O/info.txt"
 ST=${ST:-ci/stores/perft13-h200x4-s17.sqlite}
-cp "$ST" "$O/store.sqlite"
-python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print('== store at start: %d of %d unit rows counted' % c.execute('SELECT COUNT(count), COUNT(*) FROM units').fetchone())" "$O/store.sqlite" | tee -a "$O/info.txt"
+if [ -n "${NEW:-}" ]; then
+    [ -e "$ST" ] && { echo "NEW=$NEW: $ST exists; resume it without NEW" >&2; exit 2; }
+    read -ra run <<< "$NEW"; run+=(--backend gpu --tt --store "$O/store.sqlite")
+else
+    cp "$ST" "$O/store.sqlite"; run=(--resume "$O/store.sqlite")
+fi
+[ -e "$O/store.sqlite" ] && python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print('== store at start: %d of %d unit rows counted' % c.execute('SELECT COUNT(count), COUNT(*) FROM units').fetchone())" "$O/store.sqlite" | tee -a "$O/info.txt"
 env=()
 [ -n "${SPP:-}" ] && env+=("PERFT_EXPERIMENT_SLOTS_PER_POSITION=$SPP")
 [ -n "${FLOOR:-}" ] && env+=("PERFT_EXPERIMENT_LOWEST_FLOOR=$FLOOR")
@@ -35,7 +43,7 @@ env=()
 left=$(( ${LEFT:-545} - ($(date +%s) - T0) ))
 echo "== resumed for ${left} s: ${env[*]:-the shipped plan}" | tee -a "$O/info.txt"
 t=$(date +%s)
-env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep --resume "$O/store.sqlite" --gpus 4 \
+env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep "${run[@]}" --gpus "${GPUS:-4}" \
     --max-seconds "$left" ${EXTRA:-} --json > "$O/run.json" 2> "$O/err.txt"
 echo "rc=$? whole=$(( $(date +%s) - t )) s"; head -c 1200 "$O/run.json"; echo
 grep -v '^\[table_value\]' "$O/err.txt" | tail -3; grep '^\[table_value\]' "$O/err.txt" | sort -u | head -8

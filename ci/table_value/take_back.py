@@ -4,7 +4,8 @@
 ``paired_call.sh`` call (its ``NAME/store.sqlite``), STORE the committed store that call resumed
 (``ST``). The call's store replaces STORE only if it is the same run and carries it forward: every
 row passes its checksum, and every row STORE had counted is still counted, with the same count and
-statistics (a store never goes backwards). SQLite's write-ahead log is folded into the file first
+statistics (a store never goes backwards). A STORE that does not exist yet (a new run's first call,
+``paired_call.sh NEW=...``) is created from the call's store. SQLite's write-ahead log is folded into the file first
 (the device's copy may still hold its last writes in ``store.sqlite-wal``), and STORE's own -wal and
 -shm files are removed, so that no log of another file is ever applied to it.
 
@@ -49,7 +50,7 @@ def _fold_wal(path: Path) -> None:
 
 
 def take_back(tgz: Path, store: Path) -> str:
-    """Replace ``store`` with the store in ``tgz`` when it carries ``store`` forward.
+    """Replace ``store`` with the store in ``tgz`` when it carries ``store`` forward (or create it).
 
     Returns the line to print. Raises ValueError naming what is wrong: no store in the archive,
     another run, a row counted in ``store`` that is pending or different in the call's store.
@@ -66,7 +67,10 @@ def take_back(tgz: Path, store: Path) -> str:
         new = found[0]
         _fold_wal(new)
         run_new, rows_new = _rows(new)
-        run_old, rows_old = _rows(store)
+        if not store.exists():  # a new run's first call (paired_call.sh NEW=...)
+            run_old, rows_old = run_new, {i: (None, None) for i in rows_new}
+        else:
+            run_old, rows_old = _rows(store)
         same = ("fen", "depth", "split_ply", "backend", "tt", "seed", "stats")
         if any(run_new.get(k) != run_old.get(k) for k in same) or rows_new.keys() != rows_old.keys():
             raise ValueError(f"{tgz}: not the run of {store}")
