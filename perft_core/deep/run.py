@@ -196,9 +196,12 @@ def check_estimate(pos: Position, depth: int, backend: str, tt: bool, workers: i
     seconds = est.nodes / speed * (est.tt_fraction if tt else 1.0)
     if seconds > limit:
         how = f"{workers} {backend} worker{'s' * (workers != 1)}"
+        basis = (f"the {backend} backend's floor of {estimate.format_speed(floor)} a worker"
+                 if speed == floor * workers / cost else "the CPU speed measured here")
         raise CountRefused(est, limit, f"perft deep {depth}: about {est.nodes:.2g} nodes, about "
                            f"{estimate.format_seconds(seconds)} at {estimate.format_speed(speed)} ({how}"
-                           f"{', tt at best' if tt else ''}): over the limit of {estimate.format_seconds(limit)}")
+                           f"{', tt at best' if tt else ''}; speed from {basis}): over the limit of "
+                           f"{estimate.format_seconds(limit)}")
 
 
 def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str | None = None,
@@ -231,7 +234,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         force, max_estimate_seconds: a new run estimated (:func:`check_estimate`) to take longer
             than ``max_estimate_seconds`` (default ``estimate.DEFAULT_MAX_ESTIMATE_SECONDS``, a day)
             is refused before any cluster, split or store is made, unless ``force`` (with
-            ``scheduler`` the workers are not known yet: the estimate counts one).
+            ``scheduler`` the workers are not known yet: the estimate counts one). A run given
+            ``max_seconds`` is not refused: the command ends within it whatever the count's size,
+            and the store keeps what it counted for ``resume``.
         on_new_store: called with the new store's path (a Path) once the options are checked, before
             the cluster starts (the CLI says where a default store goes).
         max_seconds: a time limit for this call (seconds from its start): tasks are cut and
@@ -296,7 +301,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
         if verify_seed is not None and verify_sample is None:
             verify_sample = 1.0
-        if not force:
+        if not force and max_seconds is None:  # a command bounded by max_seconds ends in time anyway
             check_estimate(pos, depth, backend, tt, workers or gpus or 1, max_estimate_seconds,
                            BACKENDS[backend].stats_cost if stats else 1.0)
         st = None
