@@ -12,6 +12,7 @@ the checkout is never written (a migration, SQLite's -shm and -wal files).
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from pathlib import Path
 
@@ -57,7 +58,8 @@ def _check_store(path: Path) -> str | None:
         if run["stats"]:
             published = _published_stats(run["fen"], run["depth"])
             assert published is not None, f"no published statistics for perft {run['depth']} of {run['fen']}"
-            assert _sum_stats(st, rows) == published
+            got = _sum_stats(st, rows)
+            assert got == published, f"{path.name}: statistics {got} differ from the published {published}"
     return None
 
 
@@ -83,4 +85,24 @@ def test_a_store_with_a_changed_count_fails(tmp_path):
         st._seal("idx = ?", (idx,))
         st.conn.commit()
     with pytest.raises(AssertionError, match="published 1,981,066,775,000,396,239"):
+        _check_store(copy)
+
+
+def test_a_statistics_store_with_a_changed_counter_fails(tmp_path):
+    """The statistics are judged too, counter by counter: the finished perft 12 statistics store with
+    one row's double-discovered checks one higher (its node count untouched, its checksum made
+    again) no longer equals Grand Chess Tree's depth-12 row."""
+    (finished,) = [p for p in STORES if p.name == "perft12-stats-h200x2-s16.sqlite"]
+    copy = tmp_path / "changed.sqlite"
+    shutil.copyfile(finished, copy)
+    assert _check_store(copy) is None
+    with Store.open(copy) as st:
+        idx, stats = st.conn.execute("SELECT idx, stats FROM units ORDER BY idx LIMIT 1").fetchone()
+        values = [int(v) for v in stats.split(",")]
+        names = [f.name for f in dataclasses.fields(Stats)]  # the stored order (Stats.from_tuple)
+        values[names.index("double_discovered_checks")] += 1
+        st.conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (",".join(map(str, values)), idx))
+        st._seal("idx = ?", (idx,))
+        st.conn.commit()
+    with pytest.raises(AssertionError, match="changed.sqlite: statistics .* differ from the published"):
         _check_store(copy)
