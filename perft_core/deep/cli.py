@@ -202,7 +202,8 @@ def register(sub) -> None:
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed (with --resume: "
                    "also a run made without one)")
     p.add_argument("--verify-sample", type=_fraction, metavar="FRACTION",
-                   help="verify only this fraction of the units (chosen by key)")
+                   help="verify only this fraction of the units, rounded up (chosen by key: the same "
+                   "units every time)")
     p.add_argument("--check", metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
                    "again: exit 0 when all hold, 1 when not")
     p.add_argument("--stats", nargs="?", const=True, metavar="FILE",

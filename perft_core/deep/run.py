@@ -31,7 +31,7 @@ from .dispatch import (
     choose_parts,
     read_tables,
     run_phase,
-    sampled,
+    sample_keys,
     seconds_per_estimate,
     share_by_estimate,
 )
@@ -228,7 +228,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             resume: the path of a store to continue; options given must match its run, except
             that a run with tables and without a verify seed takes one (``Store.add_verification``).
         verify_seed: count the units again with tables keyed by this Zobrist seed (needs tt);
-            verify_sample: the fraction of units to verify (default 1: all; chosen by key).
+            verify_sample: the fraction of units to verify, rounded up to whole units (default 1:
+            all; the units of lowest key bits, ``dispatch.sample_keys``: the same units every time).
         progress: True or "bar": a rich progress bar on stderr; "lines": a line on stderr at most
             every PROGRESS_LINE_SECONDS and at each phase's end (a log file); False: nothing.
         force, max_estimate_seconds: a new run estimated (:func:`check_estimate`) to take longer
@@ -480,8 +481,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         pace = seconds_per_estimate(st.units(), speed and speed * parts)
         t = time.perf_counter()
         if run["verify_seed"] is not None and not failures:
-            rows = [r for r in st.units() if r["status"] == "counted" and r["verify_count"] is None
-                    and sampled(r["key"], run["verify_sample"])]
+            every = st.units()
+            keys = sample_keys((r["key"] for r in every), run["verify_sample"])
+            rows = [r for r in every if r["status"] == "counted" and r["verify_count"] is None and r["key"] in keys]
             failed, left = run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified,
                                       workers, bar, "verify", parts, pace, merged, deadline=deadline)
             failures += failed
