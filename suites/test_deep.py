@@ -410,11 +410,11 @@ def test_a_store_that_cannot_be_made_starts_no_local_cluster(monkeypatch, tmp_pa
         assert order == [first], (kw, order)
 
 
-def test_a_run_over_the_day_is_refused_unless_forced_or_bounded(tmp_path, monkeypatch, capsys):
-    """A new run estimated over the limit is refused before any store is made, with the speed the
-    estimate used named; --force, or --max-seconds (the command then ends in time whatever the
-    count's size, and the store resumes), lets it start (here it reaches the store, made to fail).
-    Session 22: perft 13 on one GPU with --max-seconds was refused as 1.2 days (it takes about 3 h)."""
+def test_a_run_over_the_day_is_refused_unless_forced(tmp_path, monkeypatch, capsys):
+    """A new run estimated over the limit is refused before any store is made, with or without
+    --max-seconds, and says the speed its estimate used; --force lets it start (here it reaches the
+    store, made to fail). Session 22: perft 13 on one GPU was refused as "about 1.2 days at 10 G
+    nodes/s" (it takes about 3 h on an H200) without naming that speed the gpu backend's floor."""
     from perft_core.deep import run as run_mod
     from perft_core.deep.store import StoreWriteError
     from perft_core.errors import CountRefused
@@ -424,18 +424,17 @@ def test_a_run_over_the_day_is_refused_unless_forced_or_bounded(tmp_path, monkey
 
     monkeypatch.setattr(run_mod.Store, "create", refuse)
     kw = dict(backend="cpu", workers=1, split_ply=2, max_estimate_seconds=60)
-    with pytest.raises(CountRefused, match=r"perft deep 12: .*speed from the CPU speed measured here|"
-                       r"perft deep 12: .*speed from the cpu backend's floor"):
-        deep_perft(STARTPOS, 12, store=tmp_path / "a.sqlite", **kw)
-    assert not (tmp_path / "a.sqlite").exists()
-    for extra in (dict(force=True), dict(max_seconds=30)):
-        with pytest.raises(StoreWriteError):
-            deep_perft(STARTPOS, 12, store=tmp_path / "b.sqlite", **kw, **extra)
-    # the command line says both ways out
-    assert main(["deep", "startpos", "12", "--workers", "1", "--split-ply", "2",
-                 "--store", str(tmp_path / "c.sqlite")]) == 2
-    err = capsys.readouterr().err
-    assert "over the limit of 1.0 days; add --force to count anyway, or --max-seconds S" in err, err
+    for extra in (dict(), dict(max_seconds=30)):
+        with pytest.raises(CountRefused, match=r"perft deep 12: .*speed from (the CPU speed measured here|"
+                           r"the cpu backend's floor of 50 M nodes/s a worker)\): over the limit of 1 min 00 s"):
+            deep_perft(STARTPOS, 12, store=tmp_path / "a.sqlite", **kw, **extra)
+        assert not (tmp_path / "a.sqlite").exists()
+    with pytest.raises(StoreWriteError):
+        deep_perft(STARTPOS, 12, store=tmp_path / "b.sqlite", **kw, force=True)
+    # a GPU run's estimate is the backend's floor (the client may have no GPU to measure), and says so
+    with pytest.raises(CountRefused, match=r"at 10 G nodes/s \(1 gpu worker, tt at best; speed from the gpu "
+                       r"backend's floor of 10 G nodes/s a worker\)"):
+        run_mod.check_estimate(Position.from_fen(STARTPOS), 13, "gpu", True, 1)
 
 
 def test_a_missing_dask_is_said_before_any_store_is_made(monkeypatch, tmp_path):

@@ -80,8 +80,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             max_seconds=args.max_seconds, stats=True if count_stats else None,
                             part_depth=args.part_depth)
     except CountRefused as exc:
-        raise UsageError(f"{exc.reason}; add --force to count anyway, or --max-seconds S to count "
-                         "for S seconds and --resume the store later") from None
+        raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except StatsUnsupported as exc:
         raise UsageError(str(exc)) from None
     except DeepStopped as exc:
