@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import os
+from pathlib import Path
 
 import pytest
 
@@ -107,3 +108,25 @@ def stepping_clock(monkeypatch):
         monkeypatch.setattr(limits, "cpu_count", cpu_count)
 
     return install
+
+
+@pytest.fixture
+def device_tree(tmp_path):
+    """The checkout as a device call sees it, for scripts that run from the checkout with it on
+    PYTHONPATH (a Path): every top-level entry linked, but perft_core linked to the package Python
+    imports, which holds the built extension (in CI's clean install the checkout's own holds none:
+    session 21's clean clones failed on that), and ci/ copied without its stores."""
+    import shutil
+
+    import perft_core
+
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for entry in root.iterdir():
+        if entry.name not in ("perft_core", ".git", "ci"):
+            (tree / entry.name).symlink_to(entry)
+    # ci/ copied, not linked: its scripts put Path(__file__).resolve().parents[1] on sys.path
+    shutil.copytree(root / "ci", tree / "ci", ignore=shutil.ignore_patterns("stores", "__pycache__"))
+    (tree / "perft_core").symlink_to(Path(perft_core.__file__).resolve().parent)
+    return tree

@@ -292,28 +292,7 @@ def test_device_script_dry_run_on_the_emulated_device(tmp_path):
     assert all(r["nodes_agree"] for r in result["timing"])
 
 
-def _device_tree(tmp_path):
-    """The checkout as a device call sees it, for scripts that run from the checkout with it on
-    PYTHONPATH: every top-level entry linked, but perft_core linked to the package Python imports,
-    which holds the built extension (in CI's clean install the checkout's own holds none)."""
-    import shutil
-    from pathlib import Path
-
-    import perft_core
-
-    root = Path(__file__).resolve().parents[1]
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    for entry in root.iterdir():
-        if entry.name not in ("perft_core", ".git", "ci"):
-            (tree / entry.name).symlink_to(entry)
-    # ci/ copied, not linked: its scripts put Path(__file__).resolve().parents[1] on sys.path
-    shutil.copytree(root / "ci", tree / "ci", ignore=shutil.ignore_patterns("stores", "__pycache__"))
-    (tree / "perft_core").symlink_to(Path(perft_core.__file__).resolve().parent)
-    return tree
-
-
-def test_parallel_checks_script_dry_run(tmp_path):
+def test_parallel_checks_script_dry_run(tmp_path, device_tree):
     """ci/gpu_checks_parallel.sh end to end on a CPU machine (DRY=1: the statistics script on the
     emulated device; the GPU suite's tests skip without CuPy): one row per check with its GPU and
     exit code, every log in checks.tgz, and no other file left under $OUT (the device tool brings
@@ -325,7 +304,7 @@ def test_parallel_checks_script_dry_run(tmp_path):
     import tarfile
     from pathlib import Path
 
-    tree, out_dir = _device_tree(tmp_path), tmp_path / "out"
+    tree, out_dir = device_tree, tmp_path / "out"
     out_dir.mkdir()
     script = str(tree / "ci" / "gpu_checks_parallel.sh")
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS", "PYTHONPATH")}

@@ -257,3 +257,72 @@ def test_take_back_carries_a_store_forward_and_never_back(tmp_path):
     assert got.returncode == 0, got.stderr
     assert f"0 -> {full - 40} of 800 unit rows counted (+{full - 40})" in got.stdout
     assert _rows(fresh) == _rows(tmp_path / "f.sqlite")
+
+
+ONE_GPU_STORE = Path(__file__).resolve().parents[1] / "ci" / "stores" / "perft13-h200x1-s22.sqlite"
+
+
+def _pair_stores(*args) -> subprocess.CompletedProcess:
+    tool = Path(__file__).resolve().parents[1] / "ci" / "table_value" / "pair_stores.py"
+    return subprocess.run([sys.executable, str(tool), *map(str, args)], capture_output=True, text=True,
+                          timeout=60, check=False)
+
+
+def test_pair_stores_compares_the_units_both_runs_counted(tmp_path):
+    """pair_stores.py over two copies of the one-GPU perft 13 store: B with its last 4 counted rows
+    pending again and the rest 10 % faster compares on the units both counted (B/A 0.9); a count
+    that differs exits 1 and names the unit; a store of another run exits 2."""
+    import shutil
+    import sqlite3
+
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    shutil.copyfile(ONE_GPU_STORE, a)
+    shutil.copyfile(ONE_GPU_STORE, b)
+    con = sqlite3.connect(b)
+    with con:
+        counted = [r[0] for r in con.execute("SELECT idx FROM units WHERE count IS NOT NULL ORDER BY idx")]
+        con.execute(f"UPDATE units SET count = NULL WHERE idx IN ({','.join(map(str, counted[-4:]))})")
+        con.execute("UPDATE units SET seconds = seconds * 0.9")
+    con.close()
+    got = _pair_stores(a, b)
+    assert got.returncode == 0, got.stderr
+    out = json.loads(got.stdout)
+    assert (out["units_a"], out["units_b"], out["units_both"]) == (len(counted), len(counted) - 4, len(counted) - 4)
+    assert out["b_over_a"] == pytest.approx(0.9, abs=1e-3) and out["counts_differ"] == []
+    assert out["tables"]["a"]["4"]["slots"] == 1024  # the one-GPU perft 13 plan's r = 4 (session 22)
+    con = sqlite3.connect(b)
+    with con:
+        con.execute(f"UPDATE units SET count = CAST(CAST(count AS INTEGER) + 1 AS TEXT) WHERE idx = {counted[0]}")
+    con.close()
+    got = _pair_stores(a, b)
+    assert got.returncode == 1 and json.loads(got.stdout)["counts_differ"] == [counted[0]]
+    got = _pair_stores(a, STATS_STORE)
+    assert got.returncode == 2 and "not the same run" in got.stderr and "depth 13 / 12" in got.stderr
+
+
+def test_one_gpu_pair_script_dry_run(tmp_path, device_tree):
+    """ci/table_value/one_gpu_pair.sh end to end on the emulated device (DRY=1): two new runs of the
+    same count, arm B with its setting (its plan lines on stderr), the comparison over every unit,
+    one archive under $OUT and nothing else; an empty B_ENV is refused before anything runs."""
+    import tarfile
+
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS", "PYTHONPATH")}
+    env.update(OUT=str(out_dir), DRY="1", DEPTH="5", LEFT="120", PERFT_WHEELS=str(tmp_path / "no-wheels"),
+               PERFT_SITE=str(tmp_path / "site"), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
+    script = str(device_tree / "ci" / "table_value" / "one_gpu_pair.sh")
+    got = subprocess.run(["bash", script], env=dict(env, B_ENV="PERFT_EXPERIMENT_TABLE_VALUE=3"), cwd=device_tree,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert [p.name for p in out_dir.iterdir()] == ["pair.tgz"]
+    with tarfile.open(out_dir / "pair.tgz") as tar:
+        pair = json.load(tar.extractfile("pair/pair.json"))
+        b_err = tar.extractfile("pair/B.err").read().decode()
+        a_err = tar.extractfile("pair/A.err").read().decode()
+    assert pair["units_both"] == pair["units_a"] == pair["units_b"] == 400 and pair["counts_differ"] == []
+    assert "arm B: (3.0," in b_err and "[table_value]" not in a_err
+    (out_dir / "pair.tgz").unlink()
+    got = subprocess.run(["bash", script], env=env, cwd=device_tree, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert got.returncode == 2 and "B_ENV is empty" in got.stderr and not list(out_dir.iterdir())

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A paired A/B of the table plan on one GPU (NOTES.md "Session 22"): on a machine of two GPUs, two
+# new runs of the same count, each `perft deep --gpus 1 --tt` on its own GPU with its own store;
+# GPU 0 plans its tables with the shipped rule (arm A), GPU 1 with B_ENV (arm B: sitecustomize.py's
+# PERFT_EXPERIMENT_* settings, e.g. B_ENV="PERFT_EXPERIMENT_TABLE_VALUE=3"). Both split at the same
+# ply and dispatch largest first, so they count the same first units; pair_stores.py compares the
+# units both counted. SWAP=1 gives arm B GPU 0 (a second call with SWAP=1 cancels the GPUs' own
+# difference, up to 11 % in session 19).
+#
+#   B_ENV="PERFT_EXPERIMENT_TABLE_VALUE=3" LEFT=540 bash ci/table_value/one_gpu_pair.sh
+#
+# FEN (default startpos), DEPTH (13), SPLIT (2), LEFT (seconds for the whole call, 540), NAME
+# (pair). Writes $OUT/NAME.tgz (both stores, their JSON and stderr, pair.json). DRY=1: the
+# gpu-emulated backend, one worker each, no GPUs (a CPU machine's check of the script).
+set -uo pipefail
+export PYTHONUNBUFFERED=1
+T0=$(date +%s)
+read -ra b_env <<< "${B_ENV:-}"
+[ ${#b_env[@]} -eq 0 ] && { echo "B_ENV is empty: arm B would be arm A" >&2; exit 2; }
+. ci/gpu-env.sh
+export PYTHONPATH="$PWD:$PWD/ci/table_value:$PYTHONPATH"
+N=${NAME:-pair}; O=${OUT:-out}/$N; mkdir -p "$O"
+{ nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"; } > "$O/info.txt"
+left=$(( ${LEFT:-540} - ($(date +%s) - T0) - 20 ))
+echo "== ${FEN:-startpos} ${DEPTH:-13}, split ${SPLIT:-2}, ${left} s; arm B: ${b_env[*]}" | tee -a "$O/info.txt"
+pids=()
+for arm in A B; do
+    gpu=0; [ "$arm" = B ] && gpu=1; [ -n "${SWAP:-}" ] && gpu=$(( 1 - gpu ))
+    env=(CUDA_VISIBLE_DEVICES=$gpu)
+    [ "$arm" = B ] && env+=("${b_env[@]}")
+    if [ -n "${DRY:-}" ]; then how=(--backend gpu-emulated --workers 1); else how=(--backend gpu --gpus 1); fi
+    echo "arm $arm on GPU $gpu: ${env[*]}" >> "$O/info.txt"
+    env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep "${FEN:-startpos}" "${DEPTH:-13}" \
+        "${how[@]}" --tt --split-ply "${SPLIT:-2}" --store "$O/$arm.sqlite" --max-seconds "$left" --force --json \
+        > "$O/$arm.json" 2> "$O/$arm.err" &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; echo "rc=$?"; done
+python3 ci/table_value/pair_stores.py "$O/A.sqlite" "$O/B.sqlite" > "$O/pair.json"; rc=$?
+cat "$O/pair.json"; grep -h '^\[table_value\]' "$O"/*.err | sort -u | head -4
+tar czf "${OUT:-out}/$N.tgz" -C "${OUT:-out}" "$N" && rm -rf "$O"
+exit $rc

@@ -1,0 +1,75 @@
+"""Compare two new deep runs of one count, each on its own GPU with its own table plan
+(``one_gpu_pair.sh``): the units both stores counted, seconds per arm, and each store's tables.
+
+    python ci/table_value/pair_stores.py A.sqlite B.sqlite
+
+Reads the stores (never writes them). Both must be the same run (position, depth, split ply,
+backend, tables), so that unit idx i is the same position in both. Over the units counted in both:
+their seconds summed per store and B's time over A's (a ratio under 1: B faster), and whether the
+counts agree (they must: a table plan changes the time, never a count). Per store and remaining
+depth: probes, hits, hit rate and slots (the tables' last reading). Prints JSON; exits 1 when a
+shared unit's counts differ, 2 when the stores are not the same run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+from pathlib import Path
+
+SAME = ("fen", "depth", "split_ply", "backend", "tt")
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.row_factory = sqlite3.Row
+    return con
+
+
+def compare(a: Path, b: Path) -> dict:
+    """The comparison above as a dict (JSON-ready). Raises ValueError when the stores are not the
+    same run."""
+    ca, cb = _open(a), _open(b)
+    try:
+        ra, rb = dict(ca.execute("SELECT * FROM run").fetchone()), dict(cb.execute("SELECT * FROM run").fetchone())
+        if any(ra[k] != rb[k] for k in SAME):
+            raise ValueError(f"{a} and {b} are not the same run: "
+                             + ", ".join(f"{k} {ra[k]!r} / {rb[k]!r}" for k in SAME if ra[k] != rb[k]))
+        q = "SELECT idx, count, seconds FROM units WHERE count IS NOT NULL"
+        ua = {r["idx"]: (r["count"], r["seconds"]) for r in ca.execute(q)}
+        ub = {r["idx"]: (r["count"], r["seconds"]) for r in cb.execute(q)}
+        common = sorted(ua.keys() & ub.keys())
+        sa, sb = sum(ua[i][1] for i in common), sum(ub[i][1] for i in common)
+        out = {"units_a": len(ua), "units_b": len(ub), "units_both": len(common),
+               "seconds_a": round(sa, 2), "seconds_b": round(sb, 2),
+               "b_over_a": round(sb / sa, 4) if sa else None,
+               "counts_differ": [i for i in common if ua[i][0] != ub[i][0]], "tables": {}}
+        for name, con in (("a", ca), ("b", cb)):
+            rows = con.execute("SELECT r, sum(probes) AS probes, sum(hits) AS hits, max(slots) AS slots FROM tables "
+                               "WHERE phase = 'count' GROUP BY r ORDER BY r").fetchall()
+            out["tables"][name] = {r["r"]: {"probes": r["probes"], "hits": r["hits"], "slots": r["slots"],
+                                            "hit_rate": round(r["hits"] / r["probes"], 4) if r["probes"] else None}
+                                   for r in rows}
+        return out
+    finally:
+        ca.close()
+        cb.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("a", type=Path)
+    ap.add_argument("b", type=Path)
+    args = ap.parse_args(argv)
+    try:
+        out = compare(args.a, args.b)
+    except ValueError as exc:
+        print(f"pair_stores: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, indent=1))
+    return 1 if out["counts_differ"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
