@@ -247,3 +247,37 @@ def test_duplicates_add_nothing_and_each_worker_process_counts_once_in_the_occup
     assert main(["deep", "--stats", str(junk)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("perft: error: ") and "junk.sqlite" in err, err
+
+
+def test_the_occupancy_is_the_last_sessions_tables(tmp_path, capsys):
+    """A run resumed in a second session (a second call, new worker processes): probes and hits sum
+    over the run, but slots, occupied and evictions are the last session's processes' readings only
+    (the first session's tables are gone). Session 22: a one-GPU perft 13 resumed once showed 4.1 G
+    slots at r = 3, twice what its one GPU ever held."""
+    from perft_core import Position
+    from perft_core.deep import split
+
+    path = tmp_path / "two.sqlite"
+    pos = Position.from_fen(STARTPOS)
+    st = Store.create(path, {"fen": pos.fen(), "depth": 4, "split_ply": 2, "backend": "gpu-emulated", "tt": True,
+                             "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, 4, 2))
+    rows = st.units()
+
+    def tables(process, occupied):
+        return {"process": process, "by_depth": {3: {"probes": 10, "hits": 2, "host_probes": 0, "host_hits": 0,
+                                                     "stores": 8, "slots": 100, "occupied": occupied,
+                                                     "evictions": 1}}}
+
+    with st:
+        st.begin_session("first call")
+        st.finish(rows[:2], [1, 1], [0.1, 0.1], "w1", "d", "t1", [5, 5], [1, 0], tables("h:1", 60))
+        st.end_session()
+        st.begin_session("second call")
+        st.finish(rows[2:4], [1, 1], [0.1, 0.1], "w9", "d", "t2", [5, 5], [1, 0], tables("h:9", 30))
+        got = st.table_statistics()["count"]
+        assert (got["processes"], got["last_processes"]) == (2, 1)
+        row = got["by_depth"][3]
+        assert (row["probes"], row["hits"], row["slots"], row["occupied"], row["evictions"]) == (20, 4, 100, 30, 1)
+    assert main(["deep", "--stats", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(2 worker processes; slots, occupancy and evictions: the last session's 1 process, as last read)" in out

@@ -130,7 +130,9 @@ def table_lines(tables: dict, what: str) -> list[str]:
     if not tables.get("by_depth"):
         return []
     n = tables.get("processes", 0)
-    out = [f"tables over the {what} ({n} worker process{'es' * (n != 1)}; occupancy as last read):",
+    m = tables.get("last_processes", n)
+    out = [f"tables over the {what} ({n} worker process{'es' * (n != 1)}; slots, occupancy and evictions: the "
+           f"last session's {m} process{'es' * (m != 1)}, as last read):",
            f"  {'r':>2} {'probes':>15} {'hits':>15} {'rate':>6} {'host probes':>12} {'host hits':>12} {'rate':>6} "
            f"{'stores':>15} {'slots':>14} {'occupied':>14} {'evictions':>15}"]
     for r, row in sorted(tables["by_depth"].items(), key=lambda kv: -int(kv[0])):

@@ -725,10 +725,12 @@ class Store:
     def table_statistics(self) -> dict[str, dict]:
         """The run's table statistics (every session and worker), per phase (``"count"``,
         ``"verify"``; a phase without rows is left out): ``{"by_depth": {r: {...}}, "processes":
-        worker processes whose tables they are}``. Each remaining depth r (int) has the sums of
-        TABLE_COUNTERS (ints), ``hit_rate`` = hits / probes and ``host_hit_rate`` = host_hits /
-        host_probes (floats; None without probes) and, where some worker had a table of r, the sums
-        over worker processes of their latest reading of ``slots``, ``occupied`` and ``evictions``.
+        worker processes whose tables they are, "last_processes": those of the phase's last
+        session}``. Each remaining depth r (int) has the sums of TABLE_COUNTERS over the run (ints),
+        ``hit_rate`` = hits / probes and ``host_hit_rate`` = host_hits / host_probes (floats; None
+        without probes) and, where some worker of the phase's last session had a table of r, the
+        sums over that session's worker processes of their latest reading of ``slots``,
+        ``occupied`` and ``evictions`` (the tables as they last stood; earlier sessions' are gone).
         An empty dict for a store without statistics (written before schema 4, or the cpu backend)."""
         if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tables'").fetchone():
             return {}
@@ -739,14 +741,20 @@ class Store:
             row["hit_rate"] = row["hits"] / row["probes"] if row["probes"] else None
             row["host_hit_rate"] = row["host_hits"] / row["host_probes"] if row["host_probes"] else None
             out.setdefault(phase, {"by_depth": {}})["by_depth"][r] = row
-        latest = ("SELECT MAX(id) FROM tables WHERE occupied IS NOT NULL GROUP BY phase, worker, process, r")
+        # The tables as they stood: the last session's processes only (an earlier session's tables
+        # are gone; summed with them, a one-GPU run resumed once showed twice its GPU's slots).
+        last = "(SELECT MAX(l.session) FROM tables l WHERE l.phase = tables.phase)"
+        latest = (f"SELECT MAX(id) FROM tables WHERE occupied IS NOT NULL AND session = {last} "
+                  "GROUP BY phase, worker, process, r")
         snap = ", ".join(f"SUM({c})" for c in _TABLE_SNAPSHOT)
         for phase, r, *got in self.conn.execute(f"SELECT phase, r, {snap} FROM tables WHERE id IN ({latest}) "
                                                 "GROUP BY phase, r"):
             out[phase]["by_depth"][r].update(zip(_TABLE_SNAPSHOT, got))
-        for phase, n in self.conn.execute("SELECT phase, COUNT(DISTINCT worker || ' ' || process) FROM tables "
-                                          "GROUP BY phase"):
+        who = "COUNT(DISTINCT worker || ' ' || process)"
+        for phase, n, m in self.conn.execute(f"SELECT phase, {who}, (SELECT {who} FROM tables t WHERE t.phase = "
+                                             f"tables.phase AND t.session = {last}) FROM tables GROUP BY phase"):
             out[phase]["processes"] = n
+            out[phase]["last_processes"] = m
         return out
 
     def verified(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str = "", task: str = "",
