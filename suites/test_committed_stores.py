@@ -73,18 +73,26 @@ def test_a_committed_store_gives_the_published_total(path, tmp_path):
         pytest.skip(why)
 
 
-def test_a_store_with_a_changed_count_fails(tmp_path):
-    """The check is not blind: the finished perft 13 store with one row's count one higher, its
-    checksum made again (so that only the total can tell), no longer gives the published total."""
-    (finished,) = [p for p in STORES if p.name == "perft13-h200x4-s17.sqlite"]
+def _changed_copy(tmp_path, name: str, column: str, change) -> Path:
+    """A copy of the finished committed store ``name`` (which passes the check) with ``column`` of
+    its first unit row replaced by ``change(old text)`` and the row's checksum made again, so that
+    only the comparison with the published row can tell."""
+    (finished,) = [p for p in STORES if p.name == name]
     copy = tmp_path / "changed.sqlite"
     shutil.copyfile(finished, copy)
     assert _check_store(copy) is None
     with Store.open(copy) as st:
-        idx, count = st.conn.execute("SELECT idx, count FROM units ORDER BY idx LIMIT 1").fetchone()
-        st.conn.execute("UPDATE units SET count = ? WHERE idx = ?", (str(int(count) + 1), idx))
+        idx, old = st.conn.execute(f"SELECT idx, {column} FROM units ORDER BY idx LIMIT 1").fetchone()
+        st.conn.execute(f"UPDATE units SET {column} = ? WHERE idx = ?", (change(old), idx))
         st._seal("idx = ?", (idx,))
         st.conn.commit()
+    return copy
+
+
+def test_a_store_with_a_changed_count_fails(tmp_path):
+    """The check is not blind: the finished perft 13 store with one row's count one higher, its
+    checksum made again (so that only the total can tell), no longer gives the published total."""
+    copy = _changed_copy(tmp_path, "perft13-h200x4-s17.sqlite", "count", lambda c: str(int(c) + 1))
     with pytest.raises(AssertionError, match="published 1,981,066,775,000,396,239"):
         _check_store(copy)
 
@@ -93,18 +101,14 @@ def test_a_statistics_store_with_a_changed_counter_fails(tmp_path):
     """The statistics are judged too, counter by counter: the finished perft 12 statistics store with
     one row's double-discovered checks one higher (its node count untouched, its checksum made
     again) no longer equals Grand Chess Tree's depth-12 row."""
-    (finished,) = [p for p in STORES if p.name == "perft12-stats-h200x2-s16.sqlite"]
-    copy = tmp_path / "changed.sqlite"
-    shutil.copyfile(finished, copy)
-    assert _check_store(copy) is None
-    with Store.open(copy) as st:
-        idx, stats = st.conn.execute("SELECT idx, stats FROM units ORDER BY idx LIMIT 1").fetchone()
+    names = [f.name for f in dataclasses.fields(Stats)]  # the stored order (Stats.from_tuple)
+
+    def bump(stats: str) -> str:
         values = [int(v) for v in stats.split(",")]
-        names = [f.name for f in dataclasses.fields(Stats)]  # the stored order (Stats.from_tuple)
         values[names.index("double_discovered_checks")] += 1
-        st.conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (",".join(map(str, values)), idx))
-        st._seal("idx = ?", (idx,))
-        st.conn.commit()
+        return ",".join(map(str, values))
+
+    copy = _changed_copy(tmp_path, "perft12-stats-h200x2-s16.sqlite", "stats", bump)
     with pytest.raises(AssertionError, match="changed.sqlite: statistics .* differ from the published"):
         _check_store(copy)
 
