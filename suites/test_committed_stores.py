@@ -50,8 +50,8 @@ def _check_store(path: Path) -> str | None:
         rows = st.checked_rows()
         counted = [r for r in rows if r["count"] is not None]
         if len(counted) < len(rows):
-            return (f"{path.name}: perft {run['depth']} still being counted, {len(counted)} of {len(rows)} unit rows "
-                    "(every checksum passed)")
+            return (f"{path.name}: perft {run['depth']} not finished, {len(counted)} of {len(rows)} unit rows counted "
+                    "(every checksum passed; the total is judged once all are)")
         nodes = _sum_nodes(rows)
         want = published_nodes(run["fen"], run["depth"])
         assert want is not None, f"no published node count for perft {run['depth']} of {run['fen']}"
