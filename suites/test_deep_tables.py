@@ -281,3 +281,22 @@ def test_the_occupancy_is_the_last_sessions_tables(tmp_path, capsys):
     assert main(["deep", "--stats", str(path)]) == 0
     out = capsys.readouterr().out
     assert "(2 worker processes; slots, occupancy and evictions: the last session's 1 process, as last read)" in out
+
+
+def test_the_occupancy_of_rows_without_a_session(tmp_path):
+    """Table rows written outside any session (the Store API without begin_session) still give the
+    occupancy: they count as one session."""
+    from perft_core import Position
+    from perft_core.deep import split
+
+    pos = Position.from_fen(STARTPOS)
+    st = Store.create(tmp_path / "none.sqlite", {"fen": pos.fen(), "depth": 4, "split_ply": 2,
+                                                 "backend": "gpu-emulated", "tt": True, "seed": 1,
+                                                 "verify_seed": None, "verify_sample": None}, split(pos, 4, 2))
+    rows = st.units()
+    with st:
+        st.finish(rows[:2], [1, 1], [0.1, 0.1], "w1", "d", "t1", [5, 5], [1, 0],
+                  {"process": "h:1", "by_depth": {3: {"probes": 10, "hits": 2, "host_probes": 0, "host_hits": 0,
+                                                      "stores": 8, "slots": 100, "occupied": 7, "evictions": 0}}})
+        got = st.table_statistics()["count"]
+    assert (got["processes"], got["last_processes"], got["by_depth"][3]["occupied"]) == (1, 1, 7)

@@ -197,7 +197,7 @@ def check_estimate(pos: Position, depth: int, backend: str, tt: bool, workers: i
     if seconds > limit:
         how = f"{workers} {backend} worker{'s' * (workers != 1)}"
         basis = (f"the {backend} backend's floor of {estimate.format_speed(floor)} a worker"
-                 if speed == floor * workers / cost else "the CPU speed measured here")
+                 if est.nodes_per_second < floor else "the CPU speed measured here")
         raise CountRefused(est, limit, f"perft deep {depth}: about {est.nodes:.2g} nodes, about "
                            f"{estimate.format_seconds(seconds)} at {estimate.format_speed(speed)} ({how}"
                            f"{', tt at best' if tt else ''}; speed from {basis}): over the limit of "

@@ -743,8 +743,8 @@ class Store:
             out.setdefault(phase, {"by_depth": {}})["by_depth"][r] = row
         # The tables as they stood: the last session's processes only (an earlier session's tables
         # are gone; summed with them, a one-GPU run resumed once showed twice its GPU's slots).
-        last = "(SELECT MAX(l.session) FROM tables l WHERE l.phase = tables.phase)"
-        latest = (f"SELECT MAX(id) FROM tables WHERE occupied IS NOT NULL AND session = {last} "
+        last = "(SELECT MAX(COALESCE(l.session, 0)) FROM tables l WHERE l.phase = tables.phase)"
+        latest = (f"SELECT MAX(id) FROM tables WHERE occupied IS NOT NULL AND COALESCE(session, 0) = {last} "
                   "GROUP BY phase, worker, process, r")
         snap = ", ".join(f"SUM({c})" for c in _TABLE_SNAPSHOT)
         for phase, r, *got in self.conn.execute(f"SELECT phase, r, {snap} FROM tables WHERE id IN ({latest}) "
@@ -752,7 +752,7 @@ class Store:
             out[phase]["by_depth"][r].update(zip(_TABLE_SNAPSHOT, got))
         who = "COUNT(DISTINCT worker || ' ' || process)"
         for phase, n, m in self.conn.execute(f"SELECT phase, {who}, (SELECT {who} FROM tables t WHERE t.phase = "
-                                             f"tables.phase AND t.session = {last}) FROM tables GROUP BY phase"):
+                                             f"tables.phase AND COALESCE(t.session, 0) = {last}) FROM tables GROUP BY phase"):
             out[phase]["processes"] = n
             out[phase]["last_processes"] = m
         return out
