@@ -167,14 +167,14 @@ def _rows(store: Path) -> dict:
         con.close()
 
 
-def _older(path: Path, n: int) -> Path:
-    """A copy of the committed statistics store with its last ``n`` counted rows pending again
-    (resealed: a valid store, as it was ``n`` rows earlier)."""
+def _older(path: Path, n: int, source: Path = STATS_STORE) -> Path:
+    """A copy of ``source`` (default: the committed statistics store) with its last ``n`` counted
+    rows pending again (resealed: a valid store, as it was ``n`` rows earlier)."""
     import shutil
 
     from perft_core.deep.store import Store
 
-    shutil.copyfile(STATS_STORE, path)
+    shutil.copyfile(source, path)
     with Store.open(path, repair=False) as st:
         # the columns Store's own reset clears, so the store stays valid once verified rows exist
         st.conn.execute("UPDATE units SET status = 'pending', count = NULL, seconds = NULL, finishes = 0, "
@@ -322,7 +322,24 @@ def test_one_gpu_pair_script_dry_run(tmp_path, device_tree):
         a_err = tar.extractfile("pair/A.err").read().decode()
     assert pair["units_both"] == pair["units_a"] == pair["units_b"] == 400 and pair["counts_differ"] == []
     assert "arm B: (3.0," in b_err and "[table_value]" not in a_err
+
+    # ST=: both arms resume copies of one store; only its pending units are compared, and arm A's
+    # store (NAME/store.sqlite) is what take_back.py takes back into ST.
+    with tarfile.open(out_dir / "pair.tgz") as tar:
+        tar.extract("pair/store.sqlite", tmp_path, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    st = _older(tmp_path / "st.sqlite", 150, tmp_path / "pair" / "store.sqlite")
     (out_dir / "pair.tgz").unlink()
+    got = subprocess.run(["bash", script], env=dict(env, B_ENV="PERFT_EXPERIMENT_TABLE_VALUE=3", ST=str(st), NAME="res"),
+                         cwd=device_tree, capture_output=True, text=True, timeout=300, check=False)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "store at start: 250 of 400 unit rows counted" in got.stdout
+    with tarfile.open(out_dir / "res.tgz") as tar:
+        pair = json.load(tar.extractfile("res/pair.json"))
+        assert "arm B: (3.0," in tar.extractfile("res/B.err").read().decode()
+    assert (pair["units_a"], pair["units_b"], pair["units_both"]) == (400, 400, 150) and pair["counts_differ"] == []
+    back = _take_back(out_dir / "res.tgz", st)
+    assert back.returncode == 0 and "250 -> 400 of 400 unit rows counted (+150)" in back.stdout, back.stdout + back.stderr
+    (out_dir / "res.tgz").unlink()
     got = subprocess.run(["bash", script], env=env, cwd=device_tree, capture_output=True, text=True, timeout=60,
                          check=False)
     assert got.returncode == 2 and "B_ENV is empty" in got.stderr and not list(out_dir.iterdir())

@@ -9,9 +9,15 @@
 #
 #   B_ENV="PERFT_EXPERIMENT_TABLE_VALUE=3" LEFT=540 bash ci/table_value/one_gpu_pair.sh
 #
+# ST=STORE: both arms resume a copy of this one-GPU run's store instead (each counts the same
+# largest pending units, from empty tables); arm A's copy (the shipped plan) is NAME/store.sqlite,
+# which take_back.py takes back into STORE, so the call also carries the run forward, and pair.json
+# compares only the units this call counted (pair_stores.py --base STORE).
+#
 # FEN (default startpos), DEPTH (13), SPLIT (2), LEFT (seconds for the whole call, 540), NAME
-# (pair). Writes $OUT/NAME.tgz (both stores, their JSON and stderr, pair.json). DRY=1: the
-# gpu-emulated backend, one worker each, no GPUs (a CPU machine's check of the script).
+# (pair). Writes $OUT/NAME.tgz (both stores, store.sqlite being arm A's, their JSON and stderr,
+# pair.json). DRY=1: the gpu-emulated backend, one worker each, no GPUs (a CPU machine's check of
+# the script).
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
@@ -23,20 +29,26 @@ N=${NAME:-pair}; O=${OUT:-out}/$N; mkdir -p "$O"
 { nvidia-smi -L 2>/dev/null || echo "no nvidia-smi"; } > "$O/info.txt"
 left=$(( ${LEFT:-540} - ($(date +%s) - T0) - 20 ))
 echo "== ${FEN:-startpos} ${DEPTH:-13}, split ${SPLIT:-2}, ${left} s; arm B: ${b_env[*]}" | tee -a "$O/info.txt"
-pids=()
+pids=(); base=()
+declare -A db=([A]="$O/store.sqlite" [B]="$O/B.sqlite")
+if [ -n "${ST:-}" ]; then
+    cp "$ST" "${db[A]}"; cp "$ST" "${db[B]}"; base=(--base "$ST")
+    python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print('== store at start: %d of %d unit rows counted' % c.execute('SELECT COUNT(count), COUNT(*) FROM units').fetchone())" "$ST" | tee -a "$O/info.txt"
+fi
 for arm in A B; do
     gpu=0; [ "$arm" = B ] && gpu=1; [ -n "${SWAP:-}" ] && gpu=$(( 1 - gpu ))
     env=(CUDA_VISIBLE_DEVICES=$gpu)
     [ "$arm" = B ] && env+=("${b_env[@]}")
     if [ -n "${DRY:-}" ]; then how=(--backend gpu-emulated --workers 1); else how=(--backend gpu --gpus 1); fi
     echo "arm $arm on GPU $gpu: ${env[*]}" >> "$O/info.txt"
-    env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep "${FEN:-startpos}" "${DEPTH:-13}" \
-        "${how[@]}" --tt --split-ply "${SPLIT:-2}" --store "$O/$arm.sqlite" --max-seconds "$left" --force --json \
-        > "$O/$arm.json" 2> "$O/$arm.err" &
+    if [ -n "${ST:-}" ]; then run=(--resume "${db[$arm]}")
+    else run=("${FEN:-startpos}" "${DEPTH:-13}" --tt --split-ply "${SPLIT:-2}" --store "${db[$arm]}" --force); fi
+    env "${env[@]}" timeout -s INT $(( left + 45 )) python3 -m perft_cli deep "${run[@]}" \
+        "${how[@]}" --max-seconds "$left" --json > "$O/$arm.json" 2> "$O/$arm.err" &
     pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; echo "rc=$?"; done
-python3 ci/table_value/pair_stores.py "$O/A.sqlite" "$O/B.sqlite" > "$O/pair.json"; rc=$?
+python3 ci/table_value/pair_stores.py "${db[A]}" "${db[B]}" "${base[@]}" > "$O/pair.json"; rc=$?
 cat "$O/pair.json"; grep -h '^\[table_value\]' "$O"/*.err | sort -u | head -4
 tar czf "${OUT:-out}/$N.tgz" -C "${OUT:-out}" "$N" && rm -rf "$O"
 exit $rc
