@@ -133,3 +133,67 @@ def test_a_verify_sample_is_at_least_its_fraction_and_keeps_what_was_verified(na
     assert verified and verified < got
     assert sample_keys(reversed(keys), fraction) == got
     assert sample_keys(keys, 1.0) == set(keys) and len(sample_keys(keys, 1e-9)) == 1
+
+
+def _unit_counts(path: Path) -> tuple[tuple, dict[str, int], bool]:
+    """The count a store ran ((fen, depth, split ply, stats)), by unit key the count of each unit
+    whose parts are all counted (the parts summed), and whether every unit is; read from a copy as
+    ``perft deep --check`` opens it (every checksum passing)."""
+    with Store.open(path, repair=False) as st:
+        assert not st.tampered, f"{path.name}: {len(st.tampered)} rows fail their checksums"
+        run = st.run
+        parts: dict[str, list] = {}
+        for r in st.checked_rows():
+            parts.setdefault(r["key"], []).append(r["count"])
+    whole = {k: sum(int(c) for c in cs) for k, cs in parts.items() if None not in cs}
+    return (run["fen"], run["depth"], run["split_ply"], bool(run["stats"])), whole, len(whole) == len(parts)
+
+
+def _agreement(paths: list[Path], tmp_path) -> list[tuple[str, str, int]]:
+    """Each store with counted units against each finished store of the same count: (the store, the
+    finished one, the units compared); asserts that every unit the store counted in full equals the
+    finished store's count of that unit. Units are keyed by their position's Zobrist key, so two
+    runs split at the same ply compare unit by unit whatever their GPUs, parts and table plans."""
+    read = {}
+    for path in paths:
+        copy = tmp_path / path.name
+        shutil.copyfile(path, copy)
+        read[path.name] = _unit_counts(copy)
+    compared = []
+    for name, (count, units, _) in read.items():
+        for other, (count_o, units_o, finished) in read.items():
+            if other == name or count_o != count or not finished or not units:
+                continue
+            differ = [k for k in units if units[k] != units_o.get(k)]
+            assert not differ, (f"{name}: {len(differ)} of {len(units)} units differ from {other}'s "
+                                f"(first: key {differ[0]}, {units[differ[0]]:,} against {units_o.get(differ[0])})")
+            compared.append((name, other, len(units)))
+    return compared
+
+
+def test_stores_of_one_count_agree_unit_by_unit(tmp_path):
+    """A run still being counted is judged unit by unit against a finished run of the same count:
+    the one-GPU perft 13 store (one part a unit, its own table plan) and session 14's four-GPU one
+    (its first 5 units) against the finished four-GPU one (four parts a unit). Two engines' runs on other machines and plans agreeing on every unit is evidence
+    for both before the partial run ends."""
+    compared = {c[:2]: c[2] for c in _agreement(STORES, tmp_path)}
+    assert compared[("perft13-h200x1-s22.sqlite", "perft13-h200x4-s17.sqlite")] >= 33
+    assert compared[("perft13-h200x4-s14.sqlite", "perft13-h200x4-s17.sqlite")] >= 5
+    assert ("perft13-h200x4-s14.sqlite", "perft13-h200x1-s22.sqlite") not in compared  # s22 is not finished
+
+
+def test_a_unit_that_differs_from_the_finished_store_fails(tmp_path):
+    """The unit-by-unit check is not blind: the one-GPU perft 13 store with one counted unit one
+    higher (its checksum made again, so only the comparison can tell) fails it, naming the unit."""
+    (partial,) = [p for p in STORES if p.name == "perft13-h200x1-s22.sqlite"]
+    (finished,) = [p for p in STORES if p.name == "perft13-h200x4-s17.sqlite"]
+    changed = tmp_path / "in" / partial.name
+    changed.parent.mkdir()
+    shutil.copyfile(partial, changed)
+    with Store.open(changed) as st:
+        idx, key = st.conn.execute("SELECT idx, key FROM units WHERE count IS NOT NULL ORDER BY idx LIMIT 1").fetchone()
+        st.conn.execute("UPDATE units SET count = CAST(CAST(count AS INTEGER) + 1 AS TEXT) WHERE idx = ?", (idx,))
+        st._seal("idx = ?", (idx,))
+        st.conn.commit()
+    with pytest.raises(AssertionError, match=f"perft13-h200x1-s22.sqlite: 1 of .* units differ .*key {key}"):
+        _agreement([changed, finished], tmp_path)
