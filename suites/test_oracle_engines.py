@@ -231,6 +231,24 @@ def test_uci_hang_at_startup_times_out():
     assert engine.pid is None
 
 
+def test_uci_handshake_has_its_own_shorter_limit(monkeypatch):
+    """A program that never says ``uciok`` (here: one that prints nothing) is refused after
+    HANDSHAKE_SECONDS even when each exchange may take far longer (the 600-s default is for one
+    ``go perft``), and the error names the limit it hit; a shorter ``timeout`` still wins."""
+    import oracle.engines.uci as uci
+
+    monkeypatch.setattr(uci, "HANDSHAKE_SECONDS", 1.0)
+    for timeout in (600.0, None):
+        engine = fake_uci("hang-start", timeout=timeout)
+        start = time.monotonic()
+        with pytest.raises(EngineError, match="timed out after 1 s during the UCI handshake"):
+            engine.divide(KIWIPETE, 1)
+        assert time.monotonic() - start < 8 and engine.pid is None
+    engine = fake_uci("hang-start", timeout=0.5)
+    with pytest.raises(EngineError, match="timed out after 0.5 s during the UCI handshake"):
+        engine.divide(KIWIPETE, 1)
+
+
 def test_uci_process_is_reaped_after_timeout():
     engine = fake_uci("hang", timeout=0.5)
     engine._start()

@@ -17,6 +17,12 @@ from oracle.engines.process import argv_of, command_name, engine_fen, kill, pump
 _UCI_LINE = re.compile(MOVE_PATTERN + r"\s*:\s*(\d+)")
 _NODES_LINE = re.compile(r"Nodes searched\s*:\s*(\d+)")
 _UCI_WORDS = ("id", "uciok", "readyok", "bestmove", "copyprotection", "registration", "info", "option")
+HANDSHAKE_SECONDS = 60.0
+"""The most seconds the handshake waits for ``uciok`` (less when ``timeout`` is less). The UCI
+protocol has an engine answer ``uci`` with its ids, options and ``uciok`` "immediately"; it defers
+long work (networks, hash, tablebases) to ``isready``. A program that echoes its input or prints
+nothing then says so in a minute, not after the 600-s default meant for one ``go perft``."""
+_ENGINE_TIMEOUT = object()  # UciEngine._exchange's default: the engine's own timeout
 FOREIGN_LINES = 20
 """Lines outside UCI's vocabulary allowed before ``uciok`` / ``readyok`` (a banner is usual): a
 program that prints more is not a UCI engine, and says so at once instead of after the timeout."""
@@ -42,7 +48,8 @@ class UciEngine(BaseEngine):
     """A UCI engine that supports ``go perft N`` (Stockfish's extension), kept running between queries.
 
     ``command``: a shell-style command line (split with :func:`shlex.split`) or an argument list.
-    ``timeout``: seconds allowed for each exchange (the handshake, one ``go perft``); None = no limit.
+    ``timeout``: seconds allowed for each exchange (one ``isready``, one ``go perft``); None = no
+    limit. The handshake (``uci`` to ``uciok``) gets at most HANDSHAKE_SECONDS of it.
     The engine is started on first use with ``uci``; every query sends ``setoption name UCI_Chess960
     value true|false`` when the rules needed change, ``isready``, ``position fen FEN [moves ...]``
     (a 4-field EPD gets the counters ``0 1``) and
@@ -86,7 +93,9 @@ class UciEngine(BaseEngine):
                          for stream, sink in ((proc.stdout, self._lines), (proc.stderr, self._stderr))]
         for reader in self._readers:
             reader.start()
-        self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake", parse=_uci_only())
+        limit = HANDSHAKE_SECONDS if self.timeout is None else min(self.timeout, HANDSHAKE_SECONDS)
+        self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake", parse=_uci_only(),
+                       timeout=limit)
 
     def close(self) -> None:
         """Send ``quit``, give the engine a second to exit, then kill and reap it."""
@@ -131,26 +140,28 @@ class UciEngine(BaseEngine):
             output += "\n[stderr]\n" + tail_lines(self._stderr)
         return EngineError(self.name, problem, command="\n".join(sent), output=output)
 
-    def _exchange(self, sent: Sequence[str], done, *, what: str, parse=None) -> list[str]:
+    def _exchange(self, sent: Sequence[str], done, *, what: str, parse=None, timeout=_ENGINE_TIMEOUT) -> list[str]:
         """Send ``sent`` lines, collect output lines until ``done(line)``; returns the lines read.
 
         ``parse(line)`` (optional) is called on each line before ``done``; it raises ValueError
-        for an unreadable line.
+        for an unreadable line. ``timeout``: seconds (None: no limit); by default the engine's.
         """
+        if timeout is _ENGINE_TIMEOUT:
+            timeout = self.timeout
         proc = self._proc
         try:
             proc.stdin.write("".join(line + "\n" for line in sent))
             proc.stdin.flush()
         except (OSError, ValueError):
             raise self._fail(f"crashed: cannot write to it during {what}", sent, [], ended=True) from None
-        deadline = None if self.timeout is None else time.monotonic() + self.timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         got: list[str] = []
         while True:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
                 line = self._lines.get(timeout=wait)
             except queue.Empty:
-                raise self._fail(f"timed out after {self.timeout:g} s during {what}", sent, got) from None
+                raise self._fail(f"timed out after {timeout:g} s during {what}", sent, got) from None
             if line is None:
                 raise self._fail(f"crashed: its output ended during {what}", sent, got, ended=True)
             got.append(line)
