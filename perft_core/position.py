@@ -443,7 +443,8 @@ def as_position(fen_or_position: "str | Position | chess.Board") -> Position:
     ``chess.Board`` (its current position, with its ``chess960`` flag and en passant square), or
     the Position itself.
 
-    Raises FenError for a bad FEN or board and TypeError for anything else.
+    Raises FenError for a bad FEN or board, ValueError for a board of a chess.variant (its rules
+    are not chess's: counting it as chess would give a wrong count) and TypeError for anything else.
     """
     if isinstance(fen_or_position, Position):
         return fen_or_position
@@ -451,6 +452,10 @@ def as_position(fen_or_position: "str | Position | chess.Board") -> Position:
         return Position.from_fen(fen_or_position)
     if type(fen_or_position).__module__.split(".")[0] == "chess" and hasattr(fen_or_position, "chess960"):
         board = fen_or_position  # python-chess is a dependency, but only a Board handed in needs it
+        variant = getattr(board, "uci_variant", "chess")
+        if variant != "chess":
+            raise ValueError(f"a {type(board).__name__} plays the {variant!r} variant: perft_core counts standard "
+                             "chess and Chess960 only (a chess.Board, chess960 or not)")
         return Position.from_fen(board.fen(shredder=board.chess960, en_passant="fen"), chess960=board.chess960)
     raise TypeError(f"expected a FEN string, a chess.Board or a Position, got {type(fen_or_position).__name__}")
 

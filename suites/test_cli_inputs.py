@@ -72,6 +72,17 @@ def test_api_takes_a_chess_board():
         perft_core.perft(42, 1)
 
 
+@pytest.mark.parametrize("variant", [v for v in __import__("chess.variant").variant.VARIANTS if v.uci_variant != "chess"],
+                         ids=lambda v: v.uci_variant)
+def test_api_refuses_a_variant_board(variant):
+    """A chess.variant board has rules of its own: counting it as chess gave a wrong count with no
+    word (an atomic or antichess start position counted 8,902 at depth 3). Every API entry refuses
+    it, naming the variant, before any count."""
+    for count in (perft_core.perft, perft_core.divide, perft_core.perft_stats):
+        with pytest.raises(ValueError, match=f"plays the '{variant.uci_variant}' variant"):
+            count(variant(), 3)
+
+
 # -- many positions: standard input, a file, EPD operations --------------------------------------
 
 
