@@ -343,3 +343,22 @@ def test_one_gpu_pair_script_dry_run(tmp_path, device_tree):
     got = subprocess.run(["bash", script], env=env, cwd=device_tree, capture_output=True, text=True, timeout=60,
                          check=False)
     assert got.returncode == 2 and "B_ENV is empty" in got.stderr and not list(out_dir.iterdir())
+
+
+def test_unit_locality_counts_the_published_positions():
+    """ci/unit_locality.py at ply 4 below startpos's 400 units: no position repeats within a unit
+    two plies down (so the units' own positions sum to perft 4, 197,281), and all of them together
+    are the 72,078 distinct positions at ply 4 of OEIS A083276; windows of every unit agree."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ci"))
+    try:
+        import unit_locality as ul
+    finally:
+        sys.path.pop(0)
+    units = ul.unit_sets("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 2, 4)
+    sets = [keys for _, keys in units]
+    assert len(units) == 400 and sum(p for p, _ in units) == sum(len(s) for s in sets) == 197_281
+    order = list(range(400))
+    assert ul.sharing(sets, order, 400) == pytest.approx(197_281 / 72_078)
+    assert ul.sharing(sets, order, 1) == 1.0
+    seq = ul.greedy(sets, 0, 8)
+    assert sorted(seq) == order and seq[0] == 0
