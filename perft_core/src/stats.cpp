@@ -1,4 +1,5 @@
-// Perft statistics on the CPU: a recursion of its own over the leaf classification of kernels/pc_stats.h,
+// Perft statistics on the CPU: a recursion of its own over the leaf classification of src/stats_leaf.h
+// (the host form of kernels/pc_stats.h's),
 // without tables (stats_rec) and through the statistics tables of src/tt_stats.h (stats_tt_rec).
 // The plain count (perft_rec in src/host.h, tt_rec in src/tt.h) is a separate instantiation in
 // other translation units: asking for nodes alone compiles and runs exactly as before.
@@ -7,6 +8,7 @@
 #include "host.h"
 #include "modules.h"
 #include "pc_stats.h"
+#include "stats_leaf.h"
 #include "stop.h"
 #include "tt_stats.h"
 
@@ -19,12 +21,12 @@ namespace {
 template <int Us>
 void stats_rec(const Board& b, const CastleInfo& ci, int depth, StatCounts& s) {
     if (depth == 1) {
-        leaf_stats<Us>(b, ci, s);
+        host_leaf_stats<Us>(b, ci, s);
         return;
     }
     if (depth >= STOP_PLIES && stop_requested()) return;
-    if (depth == 2) {  // stream the children into their leaf classification (kernels/pc_stats.h)
-        perft2_stats<Us>(b, ci, s);
+    if (depth == 2) {  // stream the children into their leaf classification (src/stats_leaf.h)
+        host_perft2_stats<Us>(b, ci, s);
         return;
     }
     Move list[PC_MAX_MOVES];
@@ -101,7 +103,7 @@ struct StatsSearch {
 template <int Us>
 void stats_tt_rec(const Board& b, const Key128& k, int depth, StatsSearch& s, StatCounts& out) {
     if (depth == 1) {
-        leaf_stats<Us>(b, s.ci, out);
+        host_leaf_stats<Us>(b, s.ci, out);
         return;
     }
     if (depth >= STOP_PLIES && stop_requested()) return;

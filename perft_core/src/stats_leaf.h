@@ -1,0 +1,284 @@
+// The CPU's statistics leaf: the classification of kernels/pc_stats.h (StatsSink: its comment gives
+// the rules), in a host-only form that the GPU kernels never see, so their machine code stays the
+// one a GPU has checked. The GPU form stays in pc_stats.h; ci/stats_device_form.py compares the two
+// counter by counter.
+//
+// What this form does differently, for fewer instructions a leaf move (issue 36):
+//   - hot and cold halves: LeafSink, the generator's sink, keeps its own nodes and captures and the
+//     sets the per-piece tests read, and its address never escapes, so they stay in registers;
+//     LeafCold holds what the rare paths (checks, promotions, castling, en passant) need, and they
+//     add straight into the caller's counters (no 13-counter sum per leaf parent);
+//   - the sink is a template on whether the leaf parent has discovery blockers at all: most have
+//     none, and their per-piece test is then the direct-check mask alone;
+//   - a checking plain move is counted as a check, without the move made, when one square next to
+//     their king is proved safe for it after the move (LeafCold::escape).
+#pragma once
+#include "pc_stats.h"
+
+namespace pc_host {
+
+#define PC_LEAF_COLD __attribute__((noinline))
+
+// What the rare paths need, and the counters they update (the caller's).
+template <int Us>
+struct LeafCold {
+    static constexpr int Them = Us ^ 1;
+    static constexpr int Up = Us == WHITE ? 8 : -8;
+    const Board& b;
+    const CastleInfo& ci;
+    StatCounts& s;
+    u64 occ, them, blockers;
+    u64 lines;          // squares between their king and our sliders that see it on an empty board
+    int ksq;            // their king
+    u64 chk[ROOK + 1];  // check squares by piece code, PAWN..ROOK (a queen's: BISHOP's and ROOK's)
+    u64 keep[64];       // keep[sq] for sq in blockers: where that blocker still blocks
+    u64 safe;           // with safe_known: squares next to their king that none of our pieces attacks
+    bool safe_known;
+
+    LeafCold(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
+        occ = occupied(b);
+        them = Us == WHITE ? b.black : occ & ~b.black;
+        const u64 us = occ ^ them;
+        ksq = lsb(kings_of(b) & them);
+        const u64 diag = bishop_att(ksq, occ), orth = rook_att(ksq, occ);
+        chk[0] = 0;
+        chk[PAWN] = pawn_att(Them, ksq);  // a pawn of ours there attacks their king
+        chk[KNIGHT] = knight_att(ksq);
+        chk[BISHOP] = diag;
+        chk[ROOK] = orth;
+        blockers = lines = 0;
+        const u64 sliders = ((rook_empty(ksq) & orth_of(b)) | (bishop_empty(ksq) & diag_of(b))) & us;
+        for (u64 p = sliders; p;) {
+            const int sl = pop_lsb(p);
+            const u64 seg = between_bb(ksq, sl), in = seg & occ;
+            lines |= seg;
+            if (in && !more_than_one(in) && (in & us)) {
+                blockers |= in;
+                keep[lsb(in)] = seg | bit(sl);
+            }
+        }
+        safe_known = false;
+    }
+
+    // Is their king sure to have a legal move after our plain move from -> to (a check)? It may step
+    // to a square next to it, not theirs, that no piece of ours attacks with their king lifted:
+    //   - in this position (`safe`, found once per leaf parent, for its first checking move);
+    //   - from `to`, by the moved piece (with the child's occupancy);
+    //   - through `from`, by a slider of ours that sees `from` (all the squares seen from `from` in
+    //     the child are excluded: a superset of what the move uncovers).
+    // The other pieces' attacks can only shrink: the child's occupancy differs by `from` (covered by
+    // the third rule) and `to` (one more blocker). False: not proved; the move is made and tested.
+    bool escape(int from, int to) {
+        if (!safe_known) {
+            safe = 0;
+            const u64 occ_nk = occ ^ bit(ksq);
+            for (u64 t = king_att(ksq) & ~them; t;) {
+                const int sq = pop_lsb(t);
+                if (!attacked_by(b, sq, Us, occ_nk)) safe |= bit(sq);
+            }
+            safe_known = true;
+        }
+        if (!safe) return false;
+        const u64 mine = occ & ~them;
+        const u64 cocc = ((occ ^ bit(from)) | bit(to)) ^ bit(ksq);
+        const int code = piece_code(b, from);
+        const u64 moved = code == PAWN   ? pawn_att(Us, to)
+                          : code == KING ? king_att(to)
+                                         : piece_attacks(code, to, cocc);
+        u64 uncovered = 0;
+        const u64 d = bishop_att(from, cocc), o = rook_att(from, cocc);
+        if (d & diag_of(b) & mine) uncovered |= d;
+        if (o & orth_of(b) & mine) uncovered |= o;
+        return (safe & ~moved & ~uncovered) != 0;
+    }
+
+    // One checking move (from, to, flag) of kind `kind`: a mate when their side has no legal reply.
+    PC_LEAF_COLD void checking(int from, int to, int flag, int kind) {
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        if (mated<Them>(c, ci)) ++s.mates[kind];
+        else ++s.checks[kind];
+    }
+
+    // Plain moves (flag MF_NORMAL or MF_DOUBLE) from `from` to the squares `to`, with `direct`
+    // the targets that give direct check.
+    PC_LEAF_COLD void plain(int from, u64 to, u64 direct, int flag) {
+        const u64 disc = (blockers >> from) & 1 ? to & ~keep[from] : 0;
+        for (u64 t = direct | disc; t;) {
+            const int sq = pop_lsb(t);
+            const u64 m = bit(sq);
+            const int kind = (direct & m) ? ((disc & m) ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT)
+                                          : CHECK_SINGLE_DISCOVERED;
+            if (escape(from, sq)) ++s.checks[kind];
+            else checking(from, sq, flag, kind);
+        }
+    }
+
+    // One promotion to piece `code`: its check squares with the pawn lifted.
+    PC_LEAF_COLD void promo(int from, int to, int code) {
+        ++s.nodes;
+        ++s.promotions;
+        if ((them >> to) & 1) ++s.captures;
+        const bool disc = ((blockers >> from) & 1) && !((keep[from] >> to) & 1);
+        const bool direct = (piece_attacks(code, to, (occ ^ bit(from)) | bit(to)) >> ksq) & 1;
+        if (direct || disc)
+            checking(from, to, code + 2, direct ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
+    }
+
+    // Castling and en passant: counted, and made when a check is possible at all: the moved piece
+    // (rook, capturing pawn) on a check square of its kind (the rook: on a rank or file of the king),
+    // or a square left empty (the king's or the rook's, the capturing or the captured pawn's) between
+    // their king and one of our sliders (a discovery). Then the checkers are counted on the child.
+    PC_LEAF_COLD void one(int from, int to, int flag) {
+        ++s.nodes;
+        int dest = to;
+        u64 left = bit(from) | bit(to);  // castling: king and rook squares
+        bool direct;
+        if (flag == MF_EP) {
+            ++s.captures;
+            ++s.en_passant;
+            left = bit(from) | bit(to - Up);
+            direct = (chk[PAWN] >> to) & 1;
+        } else {  // MF_CASTLE, encoded king takes rook
+            ++s.castles;
+            dest = ci.side[Us][to > from ? 0 : 1].rook_to;
+            direct = (rook_empty(ksq) >> dest) & 1;
+        }
+        if (!direct && !(left & lines)) return;
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        const u64 cocc = occupied(c);
+        const u64 mine = Us == WHITE ? cocc & ~c.black : c.black;
+        const u64 checkers = ((pawn_att(Them, ksq) & pawns_of(c)) | (knight_att(ksq) & knights_of(c)) |
+                              (bishop_att(ksq, cocc) & diag_of(c)) | (rook_att(ksq, cocc) & orth_of(c))) & mine;
+        if (!checkers) return;
+        const int kind = check_kind(checkers, dest);
+        if (mated<Them>(c, ci)) ++s.mates[kind];
+        else ++s.checks[kind];
+    }
+};
+
+// The sink of generate_legal<Us> at a leaf parent: counts each target set by popcounts and hands
+// the candidates for a check and the rare moves to LeafCold. Blockers: whether any piece of ours
+// is a discovery blocker (else no piece's test needs to look).
+template <int Us, bool Blockers>
+struct LeafSink {
+    static constexpr int Up = Us == WHITE ? 8 : -8;
+    LeafCold<Us>& cold;
+    const u64 them, blockers, diag, orth, chk_p, chk_n, chk_b, chk_r;
+    const int own_king;   // our king: piece() gets it and knights
+    u64 nodes, captures;  // of plain moves (the rare paths count theirs in the caller's counters)
+
+    LeafSink(LeafCold<Us>& c, int king)
+        : cold(c), them(c.them), blockers(c.blockers), diag(diag_of(c.b)), orth(orth_of(c.b)), chk_p(c.chk[PAWN]),
+          chk_n(c.chk[KNIGHT]), chk_b(c.chk[BISHOP]), chk_r(c.chk[ROOK]), own_king(king), nodes(0), captures(0) {}
+
+    bool blocker(int from) const { return Blockers && ((blockers >> from) & 1); }
+
+    // Knights and the king (the king gives no direct check).
+    PC_HD void piece(int from, u64 to) {
+        nodes += popcnt(to);
+        captures += popcnt(to & them);
+        const u64 direct = from == own_king ? 0 : to & chk_n;
+        if (direct || blocker(from)) cold.plain(from, to, direct, MF_NORMAL);
+    }
+    // Bishops and queens on the diagonals, rooks and queens on ranks and files.
+    PC_HD void slider(int from, u64 to) {
+        nodes += popcnt(to);
+        captures += popcnt(to & them);
+        const u64 direct = to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0));
+        if (direct || blocker(from)) cold.plain(from, to, direct, MF_NORMAL);
+    }
+
+    // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
+    PC_HD static u64 forward(u64 set, int delta) { return delta > 0 ? set << delta : set >> -delta; }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        const int n = popcnt(to);
+        nodes += n;
+        if (delta != Up && delta != 2 * Up) captures += n;
+        const u64 direct = to & chk_p;
+        const u64 from_blocker = Blockers ? to & forward(blockers, delta) : 0;  // targets whose pawn is a blocker
+        for (u64 t = direct | from_blocker; t;) {
+            const int sq = pop_lsb(t);
+            cold.plain(sq - delta, bit(sq), direct & bit(sq), flag);
+        }
+    }
+    PC_HD void promos(u64 to, int delta) {
+        for (u64 t = to; t;) {
+            const int sq = pop_lsb(t);
+            for (int code = KNIGHT; code <= QUEEN; ++code) cold.promo(sq - delta, sq, code);
+        }
+    }
+    PC_HD void one(int from, int to, int flag) { cold.one(from, to, flag); }
+    PC_HD void pins(u64) {}
+};
+
+// The leaf moves of b (Us to move) classified into `out`; Castling = false when Us has no castling
+// right (as the plain count's LeafParentSink, src/host.h).
+template <int Us, bool Castling = true>
+PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
+    LeafCold<Us> cold(b, ci, out);
+    const int king = lsb(kings_of(b) & ~cold.them);
+    u64 nodes, captures;
+    if (cold.blockers) {
+        LeafSink<Us, true> sink(cold, king);
+        generate_legal<Us, LeafSink<Us, true>, Castling>(b, ci, sink);
+        nodes = sink.nodes, captures = sink.captures;
+    } else {
+        LeafSink<Us, false> sink(cold, king);
+        generate_legal<Us, LeafSink<Us, false>, Castling>(b, ci, sink);
+        nodes = sink.nodes, captures = sink.captures;
+    }
+    out.nodes += nodes;
+    out.captures += captures;
+}
+
+// Perft 2 statistics of b (Us to move): each of Us's moves made as it is generated and the child's
+// moves classified, with no move list (as pc_stats.h's perft2_stats).
+template <int Us, bool ThemCastle>
+struct LeafParentStatsSink {
+    const Board& b;
+    const CastleInfo& ci;
+    StatCounts& s;
+    PC_LEAF_COLD void visit(int from, int to, int flag) {
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        classify<Us ^ 1, ThemCastle>(c, ci, s);
+    }
+    PC_HD void piece(int from, u64 to) {
+        while (to) visit(from, pop_lsb(to), MF_NORMAL);
+    }
+    PC_HD void slider(int from, u64 to) { piece(from, to); }
+    PC_HD void pawns(u64 to, int delta, int flag) {
+        while (to) {
+            const int t = pop_lsb(to);
+            visit(t - delta, t, flag);
+        }
+    }
+    PC_HD void promos(u64 to, int delta) {
+        while (to) {
+            const int t = pop_lsb(to);
+            for (int f = MF_PROMO_N; f <= MF_PROMO_Q; ++f) visit(t - delta, t, f);
+        }
+    }
+    PC_HD void one(int from, int to, int flag) { visit(from, to, flag); }
+    PC_HD void pins(u64) {}
+};
+
+template <int Us>
+void host_perft2_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
+    if (b.state & (castle_bit(Us ^ 1, 0) | castle_bit(Us ^ 1, 1))) {
+        LeafParentStatsSink<Us, true> sink{b, ci, s};
+        generate_legal<Us>(b, ci, sink);
+    } else {
+        LeafParentStatsSink<Us, false> sink{b, ci, s};
+        generate_legal<Us>(b, ci, sink);
+    }
+}
+
+template <int Us>
+void host_leaf_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
+    classify<Us>(b, ci, s);
+}
+
+}  // namespace pc_host
