@@ -32,8 +32,7 @@ struct LeafCold {
     int ksq;            // their king
     u64 chk[ROOK + 1];  // check squares by piece code, PAWN..ROOK (a queen's: BISHOP's and ROOK's)
     u64 keep[64];       // keep[sq] for sq in blockers: where that blocker still blocks
-    u64 safe;           // with safe_known: squares next to their king that none of our pieces attacks
-    bool safe_known;
+    u64 tested, safe;   // squares next to their king tested by escape(), and those none of ours attacks
 
     LeafCold(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
         occ = occupied(b);
@@ -57,39 +56,42 @@ struct LeafCold {
                 keep[lsb(in)] = seg | bit(sl);
             }
         }
-        safe_known = false;
+        tested = safe = 0;
     }
 
     // Is their king sure to have a legal move after our plain move from -> to (a check)? It may step
     // to a square next to it, not theirs, that no piece of ours attacks with their king lifted:
-    //   - in this position (`safe`, found once per leaf parent, for its first checking move);
-    //   - from `to`, by the moved piece (with the child's occupancy);
-    //   - through `from`, by a slider of ours that sees `from` (all the squares seen from `from` in
-    //     the child are excluded: a superset of what the move uncovers).
-    // The other pieces' attacks can only shrink: the child's occupancy differs by `from` (covered by
-    // the third rule) and `to` (one more blocker). False: not proved; the move is made and tested.
+    //   - not the moved piece, from `to` (with the child's occupancy);
+    //   - not a slider of ours through `from` (every square seen from `from` in the child is left
+    //     out when such a slider sees `from`: a superset of what the move uncovers);
+    //   - no other piece: their attacks are this position's (attacked_by on this board, which
+    //     still has the moved piece on `from`: a superset), as the child's occupancy differs only
+    //     by `from` (the rule above) and `to` (one more blocker).
+    // Each square's answer to the last rule is kept for the leaf parent's other checking moves
+    // (`tested`, `safe`), and the test stops at the first safe square. False: not proved; the move
+    // is then made and tested in full.
     bool escape(int from, int to) {
-        if (!safe_known) {
-            safe = 0;
-            const u64 occ_nk = occ ^ bit(ksq);
-            for (u64 t = king_att(ksq) & ~them; t;) {
-                const int sq = pop_lsb(t);
-                if (!attacked_by(b, sq, Us, occ_nk)) safe |= bit(sq);
-            }
-            safe_known = true;
-        }
-        if (!safe) return false;
-        const u64 mine = occ & ~them;
         const u64 cocc = ((occ ^ bit(from)) | bit(to)) ^ bit(ksq);
         const int code = piece_code(b, from);
         const u64 moved = code == PAWN   ? pawn_att(Us, to)
                           : code == KING ? king_att(to)
                                          : piece_attacks(code, to, cocc);
-        u64 uncovered = 0;
+        u64 cand = king_att(ksq) & ~them & ~moved;
+        if (!cand) return false;
+        const u64 mine = occ & ~them;
         const u64 d = bishop_att(from, cocc), o = rook_att(from, cocc);
-        if (d & diag_of(b) & mine) uncovered |= d;
-        if (o & orth_of(b) & mine) uncovered |= o;
-        return (safe & ~moved & ~uncovered) != 0;
+        if (d & diag_of(b) & mine) cand &= ~d;
+        if (o & orth_of(b) & mine) cand &= ~o;
+        if (cand & safe) return true;
+        for (u64 t = cand & ~tested; t;) {
+            const int sq = pop_lsb(t);
+            tested |= bit(sq);
+            if (!attacked_by(b, sq, Us, occ ^ bit(ksq))) {
+                safe |= bit(sq);
+                return true;
+            }
+        }
+        return false;
     }
 
     // One checking move (from, to, flag) of kind `kind`: a mate when their side has no legal reply.
@@ -125,12 +127,13 @@ struct LeafCold {
             checking(from, to, code + 2, direct ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
     }
 
-    // Castling and en passant: counted, and made when a check is possible at all: the moved piece
-    // (rook, capturing pawn) on a check square of its kind (the rook: on a rank or file of the king),
-    // or a square left empty (the king's or the rook's, the capturing or the captured pawn's) between
-    // their king and one of our sliders (a discovery). Then the checkers are counted on the child.
-    PC_LEAF_COLD void one(int from, int to, int flag) {
-        ++s.nodes;
+    // Castling and en passant (LeafSink::one counts them), made when a check is possible at all:
+    // the moved piece (rook, capturing pawn) on a check square of its kind (the rook: on a rank or
+    // file of the king), or a square left empty (the king's or the rook's, the capturing or the
+    // captured pawn's) between their king and one of our sliders (a discovery). Then the checkers
+    // are counted on the child. Inline: the test; out of line, the make (castling is a move in every
+    // position that still has the right, too common for a call each).
+    PC_HD void one(int from, int to, int flag) {
         int dest = to;
         u64 left = bit(from) | bit(to);  // castling: king and rook squares
         bool direct;
@@ -144,7 +147,9 @@ struct LeafCold {
             dest = ci.side[Us][to > from ? 0 : 1].rook_to;
             direct = (rook_empty(ksq) >> dest) & 1;
         }
-        if (!direct && !(left & lines)) return;
+        if (direct || (left & lines)) made(from, to, flag, dest);
+    }
+    PC_LEAF_COLD void made(int from, int to, int flag, int dest) {
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
         const u64 cocc = occupied(c);
@@ -159,21 +164,25 @@ struct LeafCold {
 };
 
 // The sink of generate_legal<Us> at a leaf parent: counts each target set by popcounts and hands
-// the candidates for a check and the rare moves to LeafCold. Blockers: whether any piece of ours
-// is a discovery blocker (else no piece's test needs to look).
-template <int Us, bool Blockers>
+// the candidates for a check and the rare moves to LeafCold. General = false where no piece of ours
+// is a discovery blocker and we have at most one queen (most leaf parents): then no piece's test
+// looks for a blocker, and a slider's check squares are its queen's when it stands on `queen`,
+// else its bishop's or rook's by one test (two tests a call cost 6 % of Kiwipete's instructions).
+template <int Us, bool General>
 struct LeafSink {
     static constexpr int Up = Us == WHITE ? 8 : -8;
     LeafCold<Us>& cold;
-    const u64 them, blockers, diag, orth, chk_p, chk_n, chk_b, chk_r;
+    const u64 them, blockers, diag, orth, chk_p, chk_n, chk_b, chk_r, chk_q;
     const int own_king;   // our king: piece() gets it and knights
+    const int queen;      // General = false: our queen's square, 64 if none
     u64 nodes, captures;  // of plain moves (the rare paths count theirs in the caller's counters)
 
-    LeafSink(LeafCold<Us>& c, int king)
+    LeafSink(LeafCold<Us>& c, int king, int q)
         : cold(c), them(c.them), blockers(c.blockers), diag(diag_of(c.b)), orth(orth_of(c.b)), chk_p(c.chk[PAWN]),
-          chk_n(c.chk[KNIGHT]), chk_b(c.chk[BISHOP]), chk_r(c.chk[ROOK]), own_king(king), nodes(0), captures(0) {}
+          chk_n(c.chk[KNIGHT]), chk_b(c.chk[BISHOP]), chk_r(c.chk[ROOK]), chk_q(chk_b | chk_r), own_king(king),
+          queen(q), nodes(0), captures(0) {}
 
-    bool blocker(int from) const { return Blockers && ((blockers >> from) & 1); }
+    bool blocker(int from) const { return General && ((blockers >> from) & 1); }
 
     // Knights and the king (the king gives no direct check).
     PC_HD void piece(int from, u64 to) {
@@ -186,7 +195,9 @@ struct LeafSink {
     PC_HD void slider(int from, u64 to) {
         nodes += popcnt(to);
         captures += popcnt(to & them);
-        const u64 direct = to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0));
+        const u64 direct =
+            General ? to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0))
+                    : to & (from == queen ? chk_q : (diag >> from) & 1 ? chk_b : chk_r);
         if (direct || blocker(from)) cold.plain(from, to, direct, MF_NORMAL);
     }
 
@@ -197,7 +208,7 @@ struct LeafSink {
         nodes += n;
         if (delta != Up && delta != 2 * Up) captures += n;
         const u64 direct = to & chk_p;
-        const u64 from_blocker = Blockers ? to & forward(blockers, delta) : 0;  // targets whose pawn is a blocker
+        const u64 from_blocker = General ? to & forward(blockers, delta) : 0;  // targets whose pawn is a blocker
         for (u64 t = direct | from_blocker; t;) {
             const int sq = pop_lsb(t);
             cold.plain(sq - delta, bit(sq), direct & bit(sq), flag);
@@ -209,7 +220,10 @@ struct LeafSink {
             for (int code = KNIGHT; code <= QUEEN; ++code) cold.promo(sq - delta, sq, code);
         }
     }
-    PC_HD void one(int from, int to, int flag) { cold.one(from, to, flag); }
+    PC_HD void one(int from, int to, int flag) {
+        ++nodes;
+        cold.one(from, to, flag);
+    }
     PC_HD void pins(u64) {}
 };
 
@@ -218,14 +232,16 @@ struct LeafSink {
 template <int Us, bool Castling = true>
 PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
     LeafCold<Us> cold(b, ci, out);
-    const int king = lsb(kings_of(b) & ~cold.them);
+    const u64 mine = occupied(b) & ~cold.them;
+    const int king = lsb(kings_of(b) & mine);
+    const u64 queens = diag_of(b) & orth_of(b) & mine;
     u64 nodes, captures;
-    if (cold.blockers) {
-        LeafSink<Us, true> sink(cold, king);
+    if (cold.blockers || more_than_one(queens)) {
+        LeafSink<Us, true> sink(cold, king, 64);
         generate_legal<Us, LeafSink<Us, true>, Castling>(b, ci, sink);
         nodes = sink.nodes, captures = sink.captures;
     } else {
-        LeafSink<Us, false> sink(cold, king);
+        LeafSink<Us, false> sink(cold, king, queens ? lsb(queens) : 64);
         generate_legal<Us, LeafSink<Us, false>, Castling>(b, ci, sink);
         nodes = sink.nodes, captures = sink.captures;
     }
