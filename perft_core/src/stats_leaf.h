@@ -116,6 +116,15 @@ struct LeafCold {
         }
     }
 
+    // The same where no piece of ours is a discovery blocker: every check is direct.
+    PC_LEAF_COLD void direct_only(int from, u64 direct, int flag) {
+        for (u64 t = direct; t;) {
+            const int sq = pop_lsb(t);
+            if (escape(from, sq)) ++s.checks[CHECK_DIRECT];
+            else checking(from, sq, flag, CHECK_DIRECT);
+        }
+    }
+
     // One promotion to piece `code`: its check squares with the pawn lifted.
     PC_LEAF_COLD void promo(int from, int to, int code) {
         ++s.nodes;
@@ -182,14 +191,22 @@ struct LeafSink {
           chk_n(c.chk[KNIGHT]), chk_b(c.chk[BISHOP]), chk_r(c.chk[ROOK]), chk_q(chk_b | chk_r), own_king(king),
           queen(q), nodes(0), captures(0) {}
 
-    bool blocker(int from) const { return General && ((blockers >> from) & 1); }
+    // The moves from `from` to `to`, of which `direct` give direct check, to LeafCold when one may
+    // give check.
+    PC_HD void checks(int from, u64 to, u64 direct, int flag) {
+        if (!General) {
+            if (direct) cold.direct_only(from, direct, flag);
+        } else if (direct || ((blockers >> from) & 1)) {
+            cold.plain(from, to, direct, flag);
+        }
+    }
 
     // Knights and the king (the king gives no direct check).
     PC_HD void piece(int from, u64 to) {
         nodes += popcnt(to);
         captures += popcnt(to & them);
         const u64 direct = from == own_king ? 0 : to & chk_n;
-        if (direct || blocker(from)) cold.plain(from, to, direct, MF_NORMAL);
+        checks(from, to, direct, MF_NORMAL);
     }
     // Bishops and queens on the diagonals, rooks and queens on ranks and files.
     PC_HD void slider(int from, u64 to) {
@@ -198,7 +215,7 @@ struct LeafSink {
         const u64 direct =
             General ? to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0))
                     : to & (from == queen ? chk_q : (diag >> from) & 1 ? chk_b : chk_r);
-        if (direct || blocker(from)) cold.plain(from, to, direct, MF_NORMAL);
+        checks(from, to, direct, MF_NORMAL);
     }
 
     // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
@@ -211,7 +228,7 @@ struct LeafSink {
         const u64 from_blocker = General ? to & forward(blockers, delta) : 0;  // targets whose pawn is a blocker
         for (u64 t = direct | from_blocker; t;) {
             const int sq = pop_lsb(t);
-            cold.plain(sq - delta, bit(sq), direct & bit(sq), flag);
+            checks(sq - delta, bit(sq), direct & bit(sq), flag);
         }
     }
     PC_HD void promos(u64 to, int delta) {
