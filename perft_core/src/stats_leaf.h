@@ -19,6 +19,49 @@ namespace pc_host {
 
 #define PC_LEAF_COLD __attribute__((noinline))
 
+// Has the side to move in c (Side, in check) no legal move? As mated() (pc_stats.h), with the full
+// generation after the king's steps replaced by the only other replies to a single check: the
+// checker captured, or a square between it and the king blocked, by a piece that is not pinned (a
+// pinned piece can do neither: it keeps to its pin ray, which meets the checking ray only at the
+// king). En passant, the one reply that removes a piece from another square, takes the full
+// generation.
+constexpr u64 PC_RANK_4 = 0xFFULL << 24, PC_RANK_5 = 0xFFULL << 32;
+
+template <int Side>
+PC_LEAF_COLD bool mated_fast(const Board& c, const CastleInfo& ci) {
+    const u64 occ = occupied(c);
+    const u64 own = Side == WHITE ? occ & ~c.black : c.black, opp = occ ^ own;
+    const int ksq = lsb(kings_of(c) & own);
+    const u64 occ_nk = occ ^ bit(ksq);
+    for (u64 t = king_att(ksq) & ~own; t;)
+        if (!attacked_by(c, pop_lsb(t), Side ^ 1, occ_nk)) return false;
+    const u64 pawns = pawns_of(c), knights = knights_of(c), diag = diag_of(c), orth = orth_of(c);
+    const u64 checkers = ((knight_att(ksq) & knights) | (pawn_att(Side, ksq) & pawns) | (bishop_att(ksq, occ) & diag) |
+                          (rook_att(ksq, occ) & orth)) & opp;
+    if (more_than_one(checkers)) return true;  // only the king may move
+    if (ep_file(c) >= 0) return count_moves<Side>(c, ci) == 0;
+    u64 pinned = 0;
+    for (u64 p = ((rook_empty(ksq) & orth) | (bishop_empty(ksq) & diag)) & opp; p;) {
+        const u64 in = between_bb(ksq, pop_lsb(p)) & occ;
+        if (!more_than_one(in)) pinned |= in & own;
+    }
+    const u64 movers = own & ~pinned & ~kings_of(c);
+    const int cs = lsb(checkers);
+    if (((knight_att(cs) & knights) | (pawn_att(Side ^ 1, cs) & pawns) | (bishop_att(cs, occ) & diag) |
+         (rook_att(cs, occ) & orth)) & movers)
+        return false;
+    const u64 block = between_bb(ksq, cs), our_pawns = pawns & movers;
+    const u64 push_to = Side == WHITE ? PC_RANK_4 : PC_RANK_5;  // a double push's target rank
+    if (shift_up<Side ^ 1>(block) & our_pawns) return false;
+    if (shift_up<Side ^ 1>(shift_up<Side ^ 1>(block & push_to) & ~occ) & our_pawns) return false;
+    for (u64 t = block; t;) {
+        const int sq = pop_lsb(t);
+        if (((knight_att(sq) & knights) | (bishop_att(sq, occ) & diag) | (rook_att(sq, occ) & orth)) & movers)
+            return false;
+    }
+    return true;
+}
+
 // What the rare paths need, and the counters they update (the caller's).
 template <int Us>
 struct LeafCold {
@@ -98,7 +141,7 @@ struct LeafCold {
     PC_LEAF_COLD void checking(int from, int to, int flag, int kind) {
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
-        if (mated<Them>(c, ci)) ++s.mates[kind];
+        if (mated_fast<Them>(c, ci)) ++s.mates[kind];
         else ++s.checks[kind];
     }
 
@@ -167,7 +210,7 @@ struct LeafCold {
                               (bishop_att(ksq, cocc) & diag_of(c)) | (rook_att(ksq, cocc) & orth_of(c))) & mine;
         if (!checkers) return;
         const int kind = check_kind(checkers, dest);
-        if (mated<Them>(c, ci)) ++s.mates[kind];
+        if (mated_fast<Them>(c, ci)) ++s.mates[kind];
         else ++s.checks[kind];
     }
 };
