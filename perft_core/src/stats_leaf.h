@@ -255,10 +255,12 @@ struct LeafSink {
     PC_HD void slider(int from, u64 to) {
         nodes += popcnt(to);
         captures += popcnt(to & them);
-        const u64 direct =
-            General ? to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0))
-                    : to & (from == queen ? chk_q : (diag >> from) & 1 ? chk_b : chk_r);
-        checks(from, to, direct, MF_NORMAL);
+        if (General) {
+            checks(from, to, to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0)), MF_NORMAL);
+        } else if (to & chk_q) {  // a queen's check squares hold every slider's: the exact set only then
+            const u64 direct = to & (from == queen ? chk_q : (diag >> from) & 1 ? chk_b : chk_r);
+            if (direct) cold.direct_only(from, direct, MF_NORMAL);
+        }
     }
 
     // Pawn targets; `delta` = to - from for each. A delta of Up or 2 * Up is a push, else a capture.
