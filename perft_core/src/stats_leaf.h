@@ -67,7 +67,7 @@ template <int Us>
 struct LeafCold {
     static constexpr int Them = Us ^ 1;
     static constexpr int Up = Us == WHITE ? 8 : -8;
-    const Board& b;
+    const Board b;  // a copy: the generator's board then never has its address taken, and stays in registers
     const CastleInfo& ci;
     StatCounts& s;
     u64 occ, them, blockers;
