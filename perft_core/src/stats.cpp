@@ -1,6 +1,6 @@
 // Perft statistics on the CPU: a recursion of its own over the leaf classification of src/stats_leaf.h
-// (the host form of kernels/pc_stats.h's),
-// without tables (stats_rec) and through the statistics tables of src/tt_stats.h (stats_tt_rec).
+// (the host form of kernels/pc_stats.h's), without tables (stats_rec) and through the statistics
+// tables of src/tt_stats.h (stats_tt_rec).
 // The plain count (perft_rec in src/host.h, tt_rec in src/tt.h) is a separate instantiation in
 // other translation units: asking for nodes alone compiles and runs exactly as before.
 #include <mutex>

@@ -1,17 +1,24 @@
 // The CPU's statistics leaf: the classification of kernels/pc_stats.h (StatsSink: its comment gives
 // the rules), in a host-only form that the GPU kernels never see, so their machine code stays the
-// one a GPU has checked. The GPU form stays in pc_stats.h; ci/stats_device_form.py compares the two
-// counter by counter.
+// one a GPU has checked. The GPU form stays in pc_stats.h (and in the emulated device's batch.cpp);
+// ci/stats_device_form.py compares the two counter by counter.
 //
-// What this form does differently, for fewer instructions a leaf move (issue 36):
+// What this form does differently, for less time a leaf move (issue 36; each step measured against
+// the one before, alternated in one sitting, with ci/bench_stats.py):
 //   - hot and cold halves: LeafSink, the generator's sink, keeps its own nodes and captures and the
 //     sets the per-piece tests read, and its address never escapes, so they stay in registers;
 //     LeafCold holds what the rare paths (checks, promotions, castling, en passant) need, and they
 //     add straight into the caller's counters (no 13-counter sum per leaf parent);
-//   - the sink is a template on whether the leaf parent has discovery blockers at all: most have
-//     none, and their per-piece test is then the direct-check mask alone;
-//   - a checking plain move is counted as a check, without the move made, when one square next to
-//     their king is proved safe for it after the move (LeafCold::escape).
+//   - LeafCold keeps a copy of the board: with a reference, the board the generator reads had its
+//     address passed to the out-of-line paths, so it lived in memory and every store of the rare
+//     paths could change it (5-10 % of the statistics' time);
+//   - the sink is a template on whether any piece of ours is a discovery blocker or we have two
+//     queens; most leaf parents have neither, and each piece's test is then a direct-check mask
+//     alone;
+//   - a checking plain move is counted as a check, without the move made, when a square next to
+//     their king is proved safe for it after the move (LeafCold::escape); the mate test of the
+//     rest answers a single check by a capture or a block (mated_fast) instead of generating all
+//     the replies.
 #pragma once
 #include "pc_stats.h"
 
@@ -19,13 +26,14 @@ namespace pc_host {
 
 #define PC_LEAF_COLD __attribute__((noinline))
 
+constexpr u64 PC_RANK_4 = 0xFFULL << 24, PC_RANK_5 = 0xFFULL << 32;
+
 // Has the side to move in c (Side, in check) no legal move? As mated() (pc_stats.h), with the full
 // generation after the king's steps replaced by the only other replies to a single check: the
 // checker captured, or a square between it and the king blocked, by a piece that is not pinned (a
 // pinned piece can do neither: it keeps to its pin ray, which meets the checking ray only at the
 // king). En passant, the one reply that removes a piece from another square, takes the full
-// generation.
-constexpr u64 PC_RANK_4 = 0xFFULL << 24, PC_RANK_5 = 0xFFULL << 32;
+// generation whenever the child has an en passant file.
 
 template <int Side>
 PC_LEAF_COLD bool mated_fast(const Board& c, const CastleInfo& ci) {
@@ -67,7 +75,7 @@ template <int Us>
 struct LeafCold {
     static constexpr int Them = Us ^ 1;
     static constexpr int Up = Us == WHITE ? 8 : -8;
-    const Board b;  // a copy: the generator's board then never has its address taken, and stays in registers
+    const Board b;  // a copy (see the top of this file)
     const CastleInfo& ci;
     StatCounts& s;
     u64 occ, them, blockers;
@@ -107,9 +115,9 @@ struct LeafCold {
     //   - not the moved piece, from `to` (with the child's occupancy);
     //   - not a slider of ours through `from` (every square seen from `from` in the child is left
     //     out when such a slider sees `from`: a superset of what the move uncovers);
-    //   - no other piece: their attacks are this position's (attacked_by on this board, which
-    //     still has the moved piece on `from`: a superset), as the child's occupancy differs only
-    //     by `from` (the rule above) and `to` (one more blocker).
+    //   - no other piece of ours: their attacks in the child are a subset of this position's
+    //     (attacked_by on this board, which also counts the moved piece on `from`), as the child's
+    //     occupancy differs only by `from` (the rule above) and `to` (one more blocker).
     // Each square's answer to the last rule is kept for the leaf parent's other checking moves
     // (`tested`, `safe`), and the test stops at the first safe square. False: not proved; the move
     // is then made and tested in full.
@@ -218,8 +226,9 @@ struct LeafCold {
 // The sink of generate_legal<Us> at a leaf parent: counts each target set by popcounts and hands
 // the candidates for a check and the rare moves to LeafCold. General = false where no piece of ours
 // is a discovery blocker and we have at most one queen (most leaf parents): then no piece's test
-// looks for a blocker, and a slider's check squares are its queen's when it stands on `queen`,
-// else its bishop's or rook's by one test (two tests a call cost 6 % of Kiwipete's instructions).
+// looks for a blocker, every check is direct, and a slider's check squares are its queen's when it
+// stands on `queen`, else its bishop's or rook's by one test (two tests a call, as General does,
+// were 6 % of Kiwipete's instructions), asked only when its targets meet the queen's check squares.
 template <int Us, bool General>
 struct LeafSink {
     static constexpr int Up = Us == WHITE ? 8 : -8;
@@ -257,7 +266,7 @@ struct LeafSink {
         captures += popcnt(to & them);
         if (General) {
             checks(from, to, to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0)), MF_NORMAL);
-        } else if (to & chk_q) {  // a queen's check squares hold every slider's: the exact set only then
+        } else if (to & chk_q) {  // a queen's check squares hold every slider's
             const u64 direct = to & (from == queen ? chk_q : (diag >> from) & 1 ? chk_b : chk_r);
             if (direct) cold.direct_only(from, direct, MF_NORMAL);
         }
