@@ -1,10 +1,12 @@
 // Perft statistics: the leaf moves classified by bitboard set operations (perft_core.Stats gives
 // the definitions; the python-chess reference, oracle/stats.py, counts the same by other means).
 //
-// Shared by the CPU extension (perft_core/src/stats.cpp: its recursion) and the GPU kernels
-// (pc_kernels.cu: the statistics leaf, one thread per leaf parent), in the core's dialect (PC_HD,
-// no standard library). The plain count's kernels include it but call nothing of it: their code is
-// unchanged.
+// The GPU kernels' form (pc_kernels.cu: the statistics leaf, one thread per leaf parent), in the
+// core's dialect (PC_HD, no standard library), also run on the CPU by the emulated device
+// (perft_core/src/batch.cpp) and by a divide at depth 1 (move_stats). The CPU's own recursion uses
+// a host form of the same rules with fewer instructions a leaf move (perft_core/src/stats_leaf.h);
+// ci/stats_device_form.py compares the two counter by counter. The plain count's kernels include
+// this header but call nothing of it: their code is unchanged.
 //
 // At the leaf parent (Us to move, the last ply's moves are Us's), once per position:
 //   - the check squares of each piece type: the squares from which a piece of that type attacks
@@ -247,52 +249,6 @@ PC_HD void move_stats(const Board& b, const CastleInfo& ci, Move m, StatCounts& 
     else if (piece_code(b, from) == KNIGHT || piece_code(b, from) == KING) sink.piece(from, bit(to));
     else sink.slider(from, bit(to));
     stats_add(s, sink.s);
-}
-
-// Perft 2 statistics of b (Us to move): each of Us's moves is made as it is generated and the
-// child's moves classified, with no move list; ThemCastle = false when the children's side to move
-// has no castling right (as the plain count's LeafParentSink, src/host.h).
-template <int Us, bool ThemCastle>
-struct StatsParentSink {
-    const Board& b;
-    const CastleInfo& ci;
-    StatCounts& s;
-    PC_STATS_COLD void visit(int from, int to, int flag) {
-        Board c = b;
-        make_move<Us>(c, from, to, flag, ci);
-        StatsSink<Us ^ 1> sink(c, ci);
-        generate_legal<Us ^ 1, StatsSink<Us ^ 1>, ThemCastle>(c, ci, sink);
-        stats_add(s, sink.s);
-    }
-    PC_HD void piece(int from, u64 to) {
-        while (to) visit(from, pop_lsb(to), MF_NORMAL);
-    }
-    PC_HD void slider(int from, u64 to) { piece(from, to); }
-    PC_HD void pawns(u64 to, int delta, int flag) {
-        while (to) {
-            const int t = pop_lsb(to);
-            visit(t - delta, t, flag);
-        }
-    }
-    PC_HD void promos(u64 to, int delta) {
-        while (to) {
-            const int t = pop_lsb(to);
-            for (int f = MF_PROMO_N; f <= MF_PROMO_Q; ++f) visit(t - delta, t, f);
-        }
-    }
-    PC_HD void one(int from, int to, int flag) { visit(from, to, flag); }
-    PC_HD void pins(u64) {}
-};
-
-template <int Us>
-PC_HD void perft2_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
-    if (b.state & (castle_bit(Us ^ 1, 0) | castle_bit(Us ^ 1, 1))) {
-        StatsParentSink<Us, true> sink{b, ci, s};
-        generate_legal<Us>(b, ci, sink);
-    } else {
-        StatsParentSink<Us, false> sink{b, ci, s};
-        generate_legal<Us>(b, ci, sink);
-    }
 }
 
 template <int Us>

@@ -321,7 +321,7 @@ PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
 }
 
 // Perft 2 statistics of b (Us to move): each of Us's moves made as it is generated and the child's
-// moves classified, with no move list (as pc_stats.h's perft2_stats).
+// moves classified, with no move list.
 template <int Us, bool ThemCastle>
 struct LeafParentStatsSink {
     const Board& b;
