@@ -362,3 +362,29 @@ def test_unit_locality_counts_the_published_positions():
     assert ul.sharing(sets, order, 1) == 1.0
     seq = ul.greedy(sets, 0, 8)
     assert sorted(seq) == order and seq[0] == 0
+
+
+def test_replay_plans_gives_the_plans_the_stores_recorded():
+    """ci/table_value/replay_plans.py replays plan_slots on the CPU: at one-GPU perft 13 the shipped
+    rule gives r = 4 the minimum, as the committed one-GPU store recorded (1,024 slots); LEVEL_VALUE
+    3 would do the same to four GPUs (session 18's slower arm C); one slot a position and the
+    upper-tables-at-one variant are one plan there (NOTES.md, session 23)."""
+    import sqlite3
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ci" / "table_value"))
+    try:
+        import replay_plans
+    finally:
+        sys.path.pop(0)
+    from perft_core.gpu.tables import MIN_SLOTS
+
+    got = {(setting, rule): slots for setting, rule, slots in
+           replay_plans.plans("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 13, 4_528_596_848)}
+    con = sqlite3.connect(f"file:{ONE_GPU_STORE}?mode=ro", uri=True)
+    recorded = con.execute("SELECT MAX(slots) FROM tables WHERE r = 4 AND phase = 'count'").fetchone()[0]
+    con.close()
+    assert got[("1 GPU", "shipped")][4] == recorded == MIN_SLOTS
+    assert got[("4 GPUs, split at r = 3", "LEVEL_VALUE 3")][4] == MIN_SLOTS
+    assert got[("4 GPUs, split at r = 3", "shipped")][4] > 100 * MIN_SLOTS
+    assert got[("1 GPU", "upper tables at 1")] == got[("1 GPU", "1 slot a position")]
+    assert got[("1 GPU", "LEVEL_VALUE 3")][4] > 1e9
