@@ -26,8 +26,6 @@ namespace pc_host {
 
 #define PC_LEAF_COLD __attribute__((noinline))
 
-constexpr u64 PC_RANK_4 = 0xFFULL << 24, PC_RANK_5 = 0xFFULL << 32;
-
 // Has the side to move in c (Side, in check) no legal move? As mated() (pc_stats.h), with the full
 // generation after the king's steps replaced by the only other replies to a single check: the
 // checker captured, or a square between it and the king blocked, by a piece that is not pinned (a
@@ -59,7 +57,7 @@ PC_LEAF_COLD bool mated_fast(const Board& c, const CastleInfo& ci) {
          (rook_att(cs, occ) & orth)) & movers)
         return false;
     const u64 block = between_bb(ksq, cs), our_pawns = pawns & movers;
-    const u64 push_to = Side == WHITE ? PC_RANK_4 : PC_RANK_5;  // a double push's target rank
+    const u64 push_to = Side == WHITE ? PC_RANK_3 << 8 : PC_RANK_6 >> 8;  // a double push's target rank
     if (shift_up<Side ^ 1>(block) & our_pawns) return false;
     if (shift_up<Side ^ 1>(shift_up<Side ^ 1>(block & push_to) & ~occ) & our_pawns) return false;
     for (u64 t = block; t;) {
