@@ -9,7 +9,9 @@ their seconds summed per store and B's time over A's (a ratio under 1: B faster)
 counts agree (they must: a table plan changes the time, never a count). Per store and remaining
 depth: probes, hits, hit rate and slots (the tables' last reading). ``--base STORE``: both arms
 resumed copies of STORE (``one_gpu_pair.sh ST=STORE``): only the units pending in STORE are
-compared, and the tables' figures are those of the sessions after STORE's. Prints JSON; exits 1
+compared, and the tables' figures are those of the sessions after STORE's. ``--base`` may be
+given twice (each arm's store after the previous link of ``one_gpu_pair.sh LINKS=``): only
+units pending in both are compared, and the tables of the sessions after the later one. Prints JSON; exits 1
 when a shared unit's counts differ, 2 when the stores are not the same run.
 """
 from __future__ import annotations
@@ -29,23 +31,24 @@ def _open(path: Path) -> sqlite3.Connection:
     return con
 
 
-def compare(a: Path, b: Path, base: Path | None = None) -> dict:
-    """The comparison above as a dict (JSON-ready); ``base``: the store both resumed, or None.
-    Raises ValueError when the stores are not the same run (base included)."""
+def compare(a: Path, b: Path, base: Path | list[Path] | None = None) -> dict:
+    """The comparison above as a dict (JSON-ready); ``base``: the store (or stores) both resumed,
+    or None. Raises ValueError when the stores are not the same run (bases included)."""
     ca, cb = _open(a), _open(b)
     done, after = set(), 0
-    if base is not None:
-        cbase = _open(base)
+    bases = [] if base is None else [base] if isinstance(base, (str, Path)) else list(base)
+    for one in bases:
+        cbase = _open(one)
         try:
             rbase = dict(cbase.execute("SELECT * FROM run").fetchone())
-            done = {r[0] for r in cbase.execute("SELECT idx FROM units WHERE count IS NOT NULL")}
-            after = cbase.execute("SELECT COALESCE(MAX(session), 0) FROM tables").fetchone()[0]
+            done |= {r[0] for r in cbase.execute("SELECT idx FROM units WHERE count IS NOT NULL")}
+            after = max(after, cbase.execute("SELECT COALESCE(MAX(session), 0) FROM tables").fetchone()[0])
         finally:
             cbase.close()
+        if any(dict(ca.execute("SELECT * FROM run").fetchone())[k] != rbase[k] for k in SAME):
+            raise ValueError(f"{a} is not a resumed copy of {one}")
     try:
         ra, rb = dict(ca.execute("SELECT * FROM run").fetchone()), dict(cb.execute("SELECT * FROM run").fetchone())
-        if base is not None and any(ra[k] != rbase[k] for k in SAME):
-            raise ValueError(f"{a} is not a resumed copy of {base}")
         if any(ra[k] != rb[k] for k in SAME):
             raise ValueError(f"{a} and {b} are not the same run: "
                              + ", ".join(f"{k} {ra[k]!r} / {rb[k]!r}" for k in SAME if ra[k] != rb[k]))
@@ -75,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("a", type=Path)
     ap.add_argument("b", type=Path)
-    ap.add_argument("--base", type=Path, help="the store both arms resumed a copy of")
+    ap.add_argument("--base", type=Path, action="append",
+                    help="the store both arms resumed a copy of (twice: each arm's own, after a link)")
     args = ap.parse_args(argv)
     try:
         out = compare(args.a, args.b, args.base)

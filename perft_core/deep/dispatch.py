@@ -10,6 +10,7 @@ import time
 import uuid
 
 from .. import watch
+from ..gpu import tableimage
 from ..api import BACKENDS
 from . import worker
 from .store import PART_DEPTH, Store
@@ -347,3 +348,57 @@ def read_tables(client, st: Store, phase: str, backend: str, run_key: str, seed:
                 st.tables_read(phase, addr, reading)
     finally:
         client.cancel(futures, force=True)
+
+
+def _image(st: Store, seed: int, part: int) -> str:
+    run = st.run
+    return str(tableimage.image_path(st.path, seed, part, run["parts"], run["part_depth"]))
+
+
+def load_table_images(client, st: Store, rows: list[dict], backend: str, run_key: str, seed: int) -> list[dict]:
+    """Before a phase of a run with tables on a GPU backend (``rows``: its pending rows): each worker
+    plans the tables of the part its tasks prefer (worker i: part i mod parts, as
+    :func:`run_phase` sends them) and loads that part's table image under ``seed``
+    (``worker.load_tables``), so that no unit's time includes a load. Returns each load's summary
+    (``tableimage.load``, with ``"part"``); a worker that fails is skipped (its first task loads
+    the image instead), never an error of the run."""
+    run, parts = st.run, st.run["parts"]
+    first: dict[int, dict] = {}
+    for r in rows:
+        first.setdefault(r["part"], r)
+    futures = []
+    for i, addr in enumerate(sorted(client.nthreads())):
+        p = i % parts
+        if p in first:
+            futures.append((p, client.submit(worker.load_tables, first[p]["fen"], first[p]["depth"], backend, seed,
+                                             run_key, run["fen"], run["depth"], p, parts, run["part_depth"],
+                                             _image(st, seed, p), run["stats"], pure=False, workers=[addr],
+                                             allow_other_workers=False)))
+    out = []
+    for p, fut in futures:
+        try:
+            out += [load | {"part": p} for load in fut.result()]
+        except Exception as exc:  # noqa: BLE001 - a lost worker, a driver that failed: counting goes on
+            out.append({"part": p, "loaded": False, "reason": f"{type(exc).__name__}: {exc}"})
+    return out
+
+
+def save_table_images(client, st: Store, backend: str, run_key: str, seed: int, max_bytes: int) -> list[dict]:
+    """At a run's time limit (a phase with tables keyed by ``seed`` left rows): the worker that part
+    p's tasks prefer (worker p) writes its tables to part p's table image (``worker.save_tables``),
+    each part's image within ``max_bytes`` / parts. Returns the saves' summaries
+    (``tableimage.save``, with ``"part"``); a worker whose tables are not the part's, or that
+    fails (its reason then), is reported, never an error of the run."""
+    parts = st.run["parts"]
+    workers = sorted(client.nthreads())
+    futures = [(p, client.submit(worker.save_tables, backend, run_key, seed, p, parts, _image(st, seed, p),
+                                 max_bytes // parts, pure=False, workers=[workers[p % len(workers)]],
+                                 allow_other_workers=False)) for p in range(parts)]
+    out = []
+    for p, fut in futures:
+        try:
+            got = fut.result()
+            out.append(got if got is not None else {"part": p, "saved": False, "reason": "no tables of the part"})
+        except Exception as exc:  # noqa: BLE001 - a full disk, a lost worker: the run's units are stored
+            out.append({"part": p, "saved": False, "reason": f"{type(exc).__name__}: {exc}"})
+    return out

@@ -14,12 +14,14 @@ class DeepStopped(DeepError):
     stopped in: "count", "verify" or "recount"), ``rows`` / ``counted`` (unit rows of the run / with
     a first count), ``counted_now`` (rows counted by this call), ``done`` (the counted rows' share of
     the run's estimated nodes, 0..1), ``seconds`` (this call's wall time), ``timings`` (as
-    ``DeepResult.timings``)."""
+    ``DeepResult.timings``), ``images`` (as ``DeepResult.images``: the table images loaded and
+    saved)."""
 
     def __init__(self, store: str, phase: str, rows: int, counted: int, counted_now: int, done: float,
-                 seconds: float, timings: dict):
+                 seconds: float, timings: dict, images: dict | None = None):
         self.store, self.phase, self.rows, self.counted, self.counted_now = store, phase, rows, counted, counted_now
         self.done, self.seconds, self.timings = done, seconds, timings
+        self.images = images or {}
         super().__init__(f"stopped at the time limit in the {phase} phase after {seconds:.0f} s: {counted} of {rows} "
                          f"unit rows counted ({done:.1%} of the run's estimated nodes), {counted_now} by this command; "
                          f"resume with --resume {store}")
@@ -27,4 +29,4 @@ class DeepStopped(DeepError):
     def as_dict(self) -> dict:
         return {"finished": False, "store": self.store, "phase": self.phase, "rows": self.rows,
                 "counted": self.counted, "counted_now": self.counted_now, "done": self.done,
-                "seconds": self.seconds, "timings": self.timings}
+                "seconds": self.seconds, "timings": self.timings, "images": self.images}

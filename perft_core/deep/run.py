@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from .. import _core, limits
+from ..gpu import tableimage
 from ..api import BACKENDS
 from ..position import Position
 from . import cluster
@@ -29,9 +30,11 @@ from .dispatch import (
     Progress,
     calibrate_speed,
     choose_parts,
+    load_table_images,
     read_tables,
     run_phase,
     sample_keys,
+    save_table_images,
     seconds_per_estimate,
     share_by_estimate,
 )
@@ -70,7 +73,13 @@ class DeepResult:
     on a worker), ``split`` (the units on the host), ``store_create``, ``warm_up`` (every worker
     makes its driver), ``count`` (= count_seconds), ``dispatch`` (of the count phase, the time its
     busiest worker was not counting), ``store`` (the store's writes of results, every phase),
-    ``read_tables``, ``verify``, ``recount``.
+    ``read_tables``, ``verify``, ``recount``, ``load_tables`` (the workers' loads of the table
+    images before a phase), ``save_tables`` (their saves at the time limit).
+    images: the table images (``perft_core.gpu.tableimage``: a GPU run's tables saved beside its
+    store when a command stops at its time limit, loaded when it resumes): ``{"loaded": [each
+    worker's load: part, path, loaded, reason, entries per remaining depth, host_entries, bytes,
+    seconds], "saved": [each part's save: part, path, bytes, seconds, tables, host_entries,
+    skipped]}``; empty lists without tables or on the CPU.
     """
 
     nodes: int
@@ -97,6 +106,7 @@ class DeepResult:
     verify_tables: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     stats: object = None
+    images: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -403,22 +413,41 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     run_key = f"{st.path.resolve()}:{run['started']}"
     backend, tt, seed, parts = run["backend"], run["tt"], run["seed"], run["parts"]
     counted_now = 0
+    imaged = tt and backend != "cpu"  # tables that outlive the command: the table images beside the store
+    images: dict[str, list] = {"loaded": [], "saved": []}
+    phase_deadline = deadline
+    if imaged and deadline is not None:  # keep a share of the time limit for saving the tables
+        phase_deadline = deadline - tableimage.SAVE_SHARE * max(deadline - t0, 0.0)
 
-    def stopped(phase: str, left: int) -> None:
-        """Raise DeepStopped when the deadline left rows of ``phase`` unsubmitted."""
+    def load_images(rows: list[dict], seed_: int) -> None:
+        if imaged and rows:
+            t = time.perf_counter()
+            images["loaded"] += load_table_images(client, st, rows, backend, run_key, seed_)
+            timings["load_tables"] = timings.get("load_tables", 0.0) + time.perf_counter() - t
+
+    def stopped(phase: str, left: int, seed_: int | None = None) -> None:
+        """Raise DeepStopped when the deadline left rows of ``phase`` unsubmitted, after saving the
+        tables of that phase (keyed by ``seed_``) to the table images."""
         if not left:
             return
+        if imaged and seed_ is not None:
+            t = time.perf_counter()
+            budget = tableimage.byte_budget(st.path, None if deadline is None else deadline - t0)
+            if budget > 0:
+                images["saved"] += save_table_images(client, st, backend, run_key, seed_, budget)
+            timings["save_tables"] = time.perf_counter() - t
         timings["count"] = timings.get("count", count_seconds)
         units = st.units()
         est = sum(max(r["estimate"], 1.0) for r in units) or 1.0
         done = [r for r in units if r["count"] is not None]
         raise DeepStopped(str(st.path), phase, len(units), len(done), counted_now,
                           sum(max(r["estimate"], 1.0) for r in done) / est, time.perf_counter() - t0,
-                          {k: round(v, 6) for k, v in timings.items()})
+                          {k: round(v, 6) for k, v in timings.items()}, images)
 
     def args(batch, tt_, seed_, tables=True):
+        image = str(tableimage.image_path(st.path, seed_, batch[0]["part"], parts, run["part_depth"]))
         return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
-                batch[0]["part"], parts, tables, run["stats"], run["part_depth"])
+                batch[0]["part"], parts, tables, run["stats"], run["part_depth"], image if imaged and tables else None)
 
     busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
 
@@ -457,6 +486,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
                                          workers=[addr], allow_other_workers=False) for addr in workers])
         timings["warm_up"] = time.perf_counter() - t
+        load_images(rows, seed)
         # A part's row takes about 1/parts of its unit's time (its share of the leaf, which is most
         # of the work), so the calibrated speed of one worker is scaled by the parts.
         pace = seconds_per_estimate(st.units(), speed and speed * parts)
@@ -469,11 +499,12 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         t_count = time.perf_counter()
         count_seconds = 0.0
         failed, left = run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count",
-                                  parts, pace, merged, measured, deadline)
+                                  parts, pace, merged, measured, phase_deadline)
         failures += failed
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if not failures:
-            stopped("count", left)
+            stopped("count", left, seed)
+            _remove_images(st, seed)  # every unit counted: no later command needs these tables
         t = time.perf_counter()
         if rows and tt:
             read_tables(client, st, "count", backend, run_key, seed)
@@ -484,11 +515,13 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             every = st.units()
             keys = sample_keys((r["key"] for r in every), run["verify_sample"])
             rows = [r for r in every if r["status"] == "counted" and r["verify_count"] is None and r["key"] in keys]
+            load_images(rows, run["verify_seed"])
             failed, left = run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified,
-                                      workers, bar, "verify", parts, pace, merged, deadline=deadline)
+                                      workers, bar, "verify", parts, pace, merged, deadline=phase_deadline)
             failures += failed
             if not failures:
-                stopped("verify", left)
+                stopped("verify", left, run["verify_seed"])
+                _remove_images(st, run["verify_seed"])
             if rows:
                 read_tables(client, st, "verify", backend, run_key, run["verify_seed"])
         timings["verify"] = time.perf_counter() - t
@@ -534,4 +567,14 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
                       tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
                       tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
-                      timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats)
+                      timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats, images=images)
+
+
+def _remove_images(st: Store, seed: int) -> None:
+    """Delete the table images of ``seed`` beside the store (their phase is finished); one that
+    cannot be deleted stays (it is never loaded by another seed or run shape)."""
+    for path in tableimage.images_of(st.path, seed):
+        try:
+            path.unlink()
+        except OSError:
+            pass

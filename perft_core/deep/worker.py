@@ -51,7 +51,8 @@ def _where(backend: str) -> tuple[str, str]:
 
 def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, seed: int | None = None,
                 run_key: str | None = None, run_fen: str | None = None, run_depth: int | None = None,
-                part: int = 0, parts: int = 1, part_depth: int = PART_DEPTH) -> list[tuple[int, ...]]:
+                part: int = 0, parts: int = 1, part_depth: int = PART_DEPTH,
+                image: str | None = None) -> list[tuple[int, ...]]:
     """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
     run's units): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend
     counts whole units on one thread (a worker is one core), with ``tt`` through statistics tables
@@ -59,8 +60,8 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
     ``TTBfsDriver.count_roots(stats=True)`` through statistics tables keyed by ``seed`` and kept warm
     across the units of ``run_key`` (the run of ``run_fen`` at ``run_depth``, which sizes them),
     ``part`` of ``parts`` (split at remaining depth ``part_depth``) of each unit, as
-    :func:`count_batch` counts a plain run's; without ``tt`` and in parts, the same part counted
-    without any table (a recount after a verify mismatch).
+    :func:`count_batch` counts a plain run's (``image`` as there); without ``tt`` and in parts,
+    the same part counted without any table (a recount after a verify mismatch).
 
     Raises ValueError: parts on the CPU."""
     from ..backends import BACKENDS
@@ -75,7 +76,7 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
             return [stats_tt.perft_stats_tt(p, depth, threads=1, tt_mb=zobrist.DEFAULT_TT_MB, seed=seed).as_tuple()
                     for p in positions]
         return [BACKENDS[backend](threads=1).count_stats(p, depth).as_tuple() for p in positions]
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image)
     drv.tables = tt  # False: a part counted without any table (a recount after a verify mismatch)
     try:
         return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
@@ -84,24 +85,25 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
 
 
 def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: int, part: int, parts: int,
-                part_depth: int):
+                part_depth: int, image: str | None = None):
     """This process's GPU driver set for a task of a run with tables: keyed by ``seed``, counting
     ``part`` of ``parts`` split at remaining depth ``part_depth``, its tables kept warm for ``run_key`` (the run of ``run_fen`` at
-    ``run_depth``, which sizes them). Returns (driver, the run's root Position)."""
+    ``run_depth``, which sizes them) and loaded from the table image ``image`` when they are
+    planned (``TTBfsDriver.keep_tables``). Returns (driver, the run's root Position)."""
     drv = get_driver(backend)
     drv.tt_enabled = True
     if drv.seed != seed:
         drv.reseed(seed)
     game = Position.from_fen(run_fen)
     drv.set_part(part, parts, part_depth)
-    drv.keep_tables(run_key, run_depth, game)
+    drv.keep_tables(run_key, run_depth, game, image)
     _tables_of[backend] = (run_key, seed)
     return drv, game
 
 
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
                 run_depth: int, part: int = 0, parts: int = 1, tables: bool = True,
-                part_depth: int = PART_DEPTH) -> list[int]:
+                part_depth: int = PART_DEPTH, image: str | None = None) -> list[int]:
     """perft(fen, depth) of each of ``fens`` (units of the run of ``run_fen`` at ``run_depth``) on
     this process's ``backend``; nodes per unit (Python ints).
 
@@ -111,6 +113,8 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
     ``part`` of ``parts``: that part of each count, split at remaining depth ``part_depth``
     (``TTBfsDriver.set_part``; GPU backends only).
     ``tables`` False: a part counted without any table (a recount after a verify mismatch).
+    ``image``: the run's table image for this part and seed (GPU backends with tables: loaded when
+    the tables are planned for the run, see :func:`load_tables`).
     Without tt and with one part: each unit's plain count.
     """
     positions = [Position.from_fen(f) for f in fens]
@@ -135,7 +139,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         drv.whole_counts()
         drv.tt_enabled = False
         return [drv.perft(p, depth) for p in positions]
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image)
     drv.tables = tt and tables
     try:
         return drv.count_roots(positions, depth, game)
@@ -150,7 +154,7 @@ def _process() -> str:
 
 def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
              run_depth: int, part: int = 0, parts: int = 1, tables: bool = True, stats: bool = False,
-             part_depth: int = PART_DEPTH) -> dict:
+             part_depth: int = PART_DEPTH, image: str | None = None) -> dict:
     """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
     [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
     name, "probes": device TT probes of the batch, "hits": its device TT hits, "tables": {"process":
@@ -166,11 +170,11 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     counted = None
     if stats:
         counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts,
-                              part_depth)
+                              part_depth, image)
         counts = [c[0] for c in counted]
     else:
         counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables,
-                             part_depth)
+                             part_depth, image)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
     probes = hits = stats = None
@@ -226,6 +230,30 @@ def table_reading(backend: str, run_key: str, seed: int) -> dict | None:
     by_depth = {r: dict.fromkeys(DEPTH_COUNTERS, 0) | {k: row[k] for k in ("slots", "occupied", "evictions")}
                 for r, row in stats["by_depth"].items() if "slots" in row}
     return {"process": _process(), "by_depth": by_depth}
+
+
+def load_tables(fen: str, depth: int, backend: str, seed: int, run_key: str, run_fen: str, run_depth: int,
+                part: int, parts: int, part_depth: int, image: str, stats: bool = False) -> list[dict]:
+    """Before a phase of a run with tables on a GPU backend: set this process's driver for the run
+    (as a task of ``part`` would, :func:`count_batch`) and plan its tables for units of ``depth``
+    like ``fen``, loading the table image ``image`` if the tables are planned afresh (not when
+    this process already keeps them for the run). Returns the loads' summaries
+    (``tableimage.load``: [] when the tables were already the run's)."""
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image)
+    return drv.prepare_run(Position.from_fen(fen), depth, game, stats)
+
+
+def save_tables(backend: str, run_key: str, seed: int, part: int, parts: int, image: str, max_bytes: int) -> dict | None:
+    """At a run's time limit: write this process's tables to the table image ``image`` within
+    ``max_bytes`` (``TTBfsDriver.save_image``'s summary, with ``"part"``), or None when its tables
+    are not the run's (another run, seed or part last, or none planned)."""
+    if _tables_of.get(backend) != (run_key, seed):
+        return None
+    drv = get_driver(backend)
+    if (drv.part, drv.parts) != (part, parts):
+        return None
+    out = drv.save_image(image, max_bytes)
+    return None if out is None else out | {"part": part}
 
 
 def count(fen: str, depth: int, backend: str, tt: bool, seed: int, run_key: str) -> int:

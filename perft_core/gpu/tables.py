@@ -217,8 +217,17 @@ class DeviceTables:
         it serves}), sized by :func:`plan_slots` (``split``, ``above_lowest`` as there) from 95 % of
         the arena. Returns the arena sites that
         did not fit (those depths get no table)."""
-        per_slot = 8 * self.entry_words + (AUDIT_BYTES if self.audit_mode else 0)
-        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / per_slot, cap_lowest, value, above_lowest, split)
+        sizes = plan_slots(distinct, self.arena.capacity * 0.95 / self.slot_bytes(), cap_lowest, value, above_lowest,
+                           split)
+        return self.allocate(sizes)
+
+    def slot_bytes(self) -> int:
+        """Device bytes a slot takes: its entry, and its audit record in audit mode."""
+        return 8 * self.entry_words + (AUDIT_BYTES if self.audit_mode else 0)
+
+    def allocate(self, sizes: dict[int, int]) -> list[str]:
+        """Allocate and zero a table of ``sizes[r]`` slots for each remaining depth r (after
+        :meth:`reset`). Returns the arena sites that did not fit (those depths get no table)."""
         failed = []
         for r in sorted(sizes, key=sizes.get):  # smallest first: a shortfall hits the largest table only
             slots = sizes[r]
@@ -236,6 +245,13 @@ class DeviceTables:
             self.tts[r] = DeviceTT(r, slots, entries, audit)
             self._stores_at_plan[r] = self.stat(r)["stores"]
         return failed
+
+    def loaded(self, entries: dict[int, int]) -> None:
+        """Count ``entries`` ({r: entries}) loaded into the tables (``tableimage.load``) as stores
+        since the plan, so that ``evictions`` (stores since the plan less occupied slots) stays a
+        count of this process's evictions."""
+        for r, m in entries.items():
+            self._stores_at_plan[r] = self._stores_at_plan.get(r, 0) - int(m)
 
     def statistics(self, occupancy: bool = True) -> dict[int, dict[str, int]]:
         """Per remaining depth r: DEPTH_COUNTERS (cumulative), and where a table of r exists now

@@ -43,6 +43,7 @@ from .. import _core
 from ..distinct import distinct_per_ply
 from ..stats import Stats
 from .driver import BfsDriver, host_keys
+from . import tableimage
 from .hostcache import HostCache
 from .kernels import PART_DEPTH
 from .merge import LEAF_MERGE_SLICE
@@ -96,6 +97,8 @@ class TTBfsDriver(TTLevels, BfsDriver):
         self._kept_shape = None  # (run depth, distinct positions per ply of the run's root) of kept tables
         self._kept_growth = None  # growth per ply of the run's root (chunk sizing of its units' calls)
         self._kept = None  # (run key, castle info bytes, seed, depth) the kept tables were planned for
+        self._image = None  # keep_tables: the run's table image (loaded when its tables are planned)
+        self.image_loads: list[dict] = []  # tableimage.load's summary of each image load
         self._hits_dev = None
         self._count_depth = None  # depth of the single-root count under way (None: count_roots)
         self.adaptive = True  # size a level's later chunks from what its calls used (not with chunk_leaf_moves: a cap)
@@ -234,6 +237,8 @@ class TTBfsDriver(TTLevels, BfsDriver):
                     shape, bound = [1.0] * (plan - depth) + self._distinct(root, us, depth), False
                 self._plan_tts(plan, max(g, 4), shape, cap=False)
                 self._kept, self._kept_shape = planned, ((plan, shape) if bound else None)
+                if self._image is not None:
+                    self.image_loads.append(tableimage.load(self, self._image))
             # The run's distinct positions per ply bound every level of a call of its units, however
             # many roots the call has (a single unit's would not bound a call of several), and the
             # run's growth per ply estimates the level sizes: the chunk sizing indexes both by the
@@ -358,7 +363,7 @@ class TTBfsDriver(TTLevels, BfsDriver):
         self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
         return g
 
-    def keep_tables(self, run_key, plan_depth: int | None = None, game=None) -> None:
+    def keep_tables(self, run_key, plan_depth: int | None = None, game=None, image=None) -> None:
         """Keep the device TTs and the host cache warm across the counts of one run (``run_key``:
         any hashable naming the run, e.g. a deep run's store path; None: back to tables rebuilt
         for every count). ``plan_depth``: the depth of the whole count the run's units belong to
@@ -375,10 +380,52 @@ class TTBfsDriver(TTLevels, BfsDriver):
         128-bit key under one geometry and seed, "perft(position, r) = n" for any root (the
         depth only sizes the tables), so the units of a deep run, which share the geometry and
         the seed, hit what earlier units stored, as one monolithic count would.
+
+        ``image``: the path of the run's table image (``tableimage.image_path``): when the tables
+        are planned afresh for the run they are loaded from it, if it is this driver's
+        (``tableimage.load``; each load's summary is appended to ``image_loads``), and
+        :meth:`save_image` writes them there.
         """
+        self._image = image
         self._keep = run_key
         self._keep_depth = plan_depth
         self._keep_game = game
+
+    def prepare_run(self, position, depth: int, game, stats: bool = False) -> list[dict]:
+        """Plan the tables of the run set by :meth:`keep_tables` for counts of ``depth`` below
+        positions like ``position`` (a Position of the run rooted at the Position ``game``;
+        ``stats``: statistics entries), as :meth:`count_roots` would before its first count, or
+        keep them if they are planned for it: the run's table image is loaded here, before any
+        count is timed. Returns the summaries of the image loads this made ([] or one)."""
+        before = len(self.image_loads)
+        root, us, _ = _core.gpu_root(position.core_args())
+        self._set_root(game)
+        self._stats_mode = stats
+        try:
+            self._prepare(position, root, us, depth)
+        finally:
+            self._stats_mode = False
+        return self.image_loads[before:]
+
+    def save_image(self, path, max_bytes: int) -> dict | None:
+        """Write the tables kept for the current run to the image ``path`` within ``max_bytes``
+        (:func:`perft_core.gpu.tableimage.save`; its summary returned), or None when no run's
+        tables are kept (nothing counted since ``keep_tables``, or tables off)."""
+        if self._keep is None or self._kept is None or not self.tts:
+            return None
+        return tableimage.save(self, path, max_bytes)
+
+    def _replan(self, slots: dict[int, int]) -> bool:
+        """Tables of exactly ``slots`` ({r: slots}, a table image's) in place of the planned ones,
+        empty. Returns False, with the planned ones back (empty), when they do not fit."""
+        planned = {r: tt.slots for r, tt in self.tts.items()}
+        self.device_tables.reset()
+        if sum(slots.values()) * self.device_tables.slot_bytes() <= self.tt_arena.capacity \
+                and not self.device_tables.allocate(slots):
+            return True
+        self.device_tables.reset()
+        self.device_tables.allocate(planned)
+        return False
 
     def _table_plan(self, depth: int) -> tuple:
         """What kept tables are valid for: (run key, castle info bytes, key seed, depth, run depth,

@@ -1,0 +1,384 @@
+"""Tables that outlive a command: a deep run's transposition tables saved beside its store when a
+command stops at its time limit, and loaded when the run resumes (the table image).
+
+Why: a deep run's units share positions mostly between units, not inside one (NOTES.md, session 23,
+``ci/unit_locality.py``: at ply 6 of startpos perft 13 each distinct position lies in 4.48 units,
+but 8 consecutive units share only 1.08x). A resumed run whose tables start empty loses those hits
+at every resume; the image keeps them.
+
+What is saved: the upper device tables (highest remaining depth first, each table whole, while the
+image stays within its byte budget: an entry of remaining depth r saves a perft r, so the upper
+entries are worth the most a byte) and the lossless host cache. Each table is written in chunks of
+CHUNK_SLOTS slots, a chunk as its occupied slots (indices and entries) or whole, whichever is
+smaller; empty chunks are left out.
+
+Why a loaded entry is as safe as one stored in this process: an entry is the fact "perft(position,
+r) = n" under one Zobrist key set, castling geometry and part split, checked by its key when probed
+(kernels/pc_tt.h), whatever run stored it. So an image is loaded only when that identity is this
+driver's (:func:`identity`: the key seed and a digest of the key set, the castling geometry, the
+part, parts and split depth, the entry format, and a digest of the kernel sources that computed
+the counts), into tables of exactly the slots it was saved from (the slot of an entry comes from
+its key, which the entry does not hold). Its bytes are checked too: each chunk's SHA-256 is in the
+image's index, and the index and header are covered by one more SHA-256; a chunk is uploaded only
+after its digest matched, and an image that fails any check loads nothing more (what it loaded
+before the failure passed its own digest). The image is written to a temporary file and renamed,
+so an interrupted save leaves the previous image or none.
+
+File layout (little-endian): MAGIC, header length (u64), header (JSON: identity, the tables'
+slots, the saved tables, the write's figures), then the records, then the index (JSON: per record
+its kind, remaining depth, first slot, slots, entries, offset, bytes and SHA-256), its length (u64),
+the SHA-256 of header + index, and END_MAGIC.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import struct
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = 1
+MAGIC = b"PERFTTI1"
+END_MAGIC = b"PERFTEND"
+CHUNK_SLOTS = 1 << 22
+"""Slots a record covers at most (64 MiB of 16-byte entries)."""
+DISK_SHARE = 0.5
+"""The most of the store folder's free disk an image may take (:func:`byte_budget`)."""
+SAVE_SHARE = 0.05
+"""The share of a command's time limit kept for saving its tables (``perft deep --max-seconds``)."""
+WRITE_BYTES_PER_SECOND = 1e9
+"""The write speed assumed when a time limit bounds an image's bytes (SAVE_SHARE of the limit at
+this speed). An assumption until measured on the device machines (NOTES.md, session 24)."""
+
+
+def image_path(store: str | os.PathLike, seed: int, part: int, parts: int, part_depth: int) -> Path:
+    """The image file of one part of a deep run's tables beside its store (``store``: the store's
+    path): ``STORE.tables-SEED-pPARTofPARTS-rDEPTH.img`` (seed in hex). Every worker counting one
+    part loads it; one saves it."""
+    store = Path(store)
+    return store.with_name(f"{store.name}.tables-{seed:x}-p{part}of{parts}-r{part_depth}.img")
+
+
+def images_of(store: str | os.PathLike, seed: int | None = None) -> list[Path]:
+    """The table images beside ``store``: of key seed ``seed``, or of any seed (None); any part."""
+    store = Path(store)
+    which = "*" if seed is None else f"{seed:x}"
+    return sorted(store.parent.glob(f"{glob.escape(store.name)}.tables-{which}-p*.img"))
+
+
+def byte_budget(store: str | os.PathLike, max_seconds: float | None = None) -> int:
+    """Bytes an image of ``store``'s run may take: DISK_SHARE of the free disk of its folder, and
+    with a time limit (seconds) at most SAVE_SHARE of it at WRITE_BYTES_PER_SECOND.
+    ``PERFT_TABLE_IMAGE_BYTES`` (an integer; 0 saves nothing) overrides both."""
+    forced = os.environ.get("PERFT_TABLE_IMAGE_BYTES", "").strip()
+    if forced.isdigit():
+        return int(forced)
+    free = shutil.disk_usage(Path(store).resolve().parent).free
+    budget = int(free * DISK_SHARE)
+    if max_seconds is not None:
+        budget = min(budget, int(max_seconds * SAVE_SHARE * WRITE_BYTES_PER_SECOND))
+    return budget
+
+
+def identity(driver) -> dict:
+    """What entries of ``driver``'s tables are facts under (a TTBfsDriver): format, entry words,
+    key seed, SHA-256 of its Zobrist keys, castling geometry (CastleInfo bytes, hex), part, parts,
+    split depth, and SHA-256 of the kernel sources. Two drivers' entries are interchangeable
+    exactly when these are equal."""
+    from .kernels import kernel_source_dir
+    from .prebuilt import source_digest
+
+    return {"format": FORMAT, "entry_words": int(driver.device_tables.entry_words), "seed": int(driver.seed),
+            "zobrist": hashlib.sha256(np.ascontiguousarray(driver.z_host).tobytes()).hexdigest(),
+            "castle_info": bytes(driver._ci_bytes).hex(), "part": int(driver.part), "parts": int(driver.parts),
+            "part_depth": int(driver.part_depth), "kernels": _kernels_digest(kernel_source_dir(), source_digest)}
+
+
+_DIGESTS: dict[str, str] = {}
+
+
+def _kernels_digest(src: str, digest) -> str:
+    if src not in _DIGESTS:
+        _DIGESTS[src] = digest(src)
+    return _DIGESTS[src]
+
+
+def _host(kernels, array) -> np.ndarray:
+    """A host copy of a device (or NumPy) array."""
+    return kernels.read(kernels.xp.ascontiguousarray(array))[0]
+
+
+def _occupied(kernels, entries, words: int):
+    """Device mask of the occupied slots of ``entries`` (a flat table of ``words``-word entries):
+    the count word (a node count, never 0 in a stored entry) is not 0."""
+    return entries.reshape(-1, words)[:, 1] != 0
+
+
+def _cache_arrays(cache, words: int, audit: bool) -> list[np.ndarray]:
+    """The host cache as [keys uint64 (n, 3): lo, hi, remaining depth; values uint64 (n, words)],
+    and with ``audit`` each entry's record: board words and side, uint64 (n, 6)."""
+    n = len(cache.counts)
+    keys = np.array(list(cache.counts.keys()), dtype=np.uint64).reshape(n, 3)
+    if words == 1:
+        values = np.fromiter(cache.counts.values(), dtype=np.uint64, count=n).reshape(n, 1)
+    else:
+        values = np.array(list(cache.counts.values()), dtype=np.uint64).reshape(n, words)
+    if not audit:
+        return [keys, values]
+    records = np.zeros((n, 6), dtype=np.uint64)
+    for i, key in enumerate(cache.counts):
+        words_, side, _ci = cache.records[key]
+        records[i, :5], records[i, 5] = words_, side
+    return [keys, values, records]
+
+
+def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
+    """Write ``driver``'s tables (a TTBfsDriver with planned tables) to the image ``path``: the
+    host cache, then whole device tables from the highest remaining depth down while the image
+    stays within ``max_bytes`` (bytes; the first table that does not fit ends the list). Replaces
+    ``path`` atomically.
+
+    Returns ``{"path", "bytes", "seconds", "tables": {r: {"slots", "entries", "bytes"}},
+    "host_entries", "skipped": [r not saved]}`` (bytes of the file; wall seconds; entries saved).
+    Raises OSError when the file cannot be written (the previous image, if any, stays)."""
+    t0 = time.perf_counter()
+    path = Path(path)
+    k, tables = driver.k, driver.device_tables
+    w = int(tables.entry_words)
+    stats_entries = w != 2
+    cache = driver.stats_cache if stats_entries else driver.host_cache
+    cache_words = 13 if stats_entries else 1
+    audit = bool(tables.audit_mode)
+    host = _cache_arrays(cache, cache_words, audit)
+    budget = max_bytes - sum(x.nbytes for x in host)
+    a = 8 if audit else 0  # an audit record's words a slot
+    chosen, skipped = [], []
+    for r in sorted(tables.tts, reverse=True):
+        tt = tables.tts[r]
+        occupied = int(k.xp.count_nonzero(_occupied(k, tt.entries, w)))
+        cost = min(occupied * 8 * (1 + w + a), tt.slots * 8 * (w + a))  # bounds the chunks' best forms
+        if skipped or cost > budget:
+            skipped.append(r)
+            continue
+        budget -= cost
+        chosen.append(r)
+    header = {"identity": identity(driver), "slots": {str(r): int(tt.slots) for r, tt in tables.tts.items()},
+              "saved": chosen, "host_entries": len(cache), "audit": audit,
+              "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    head = json.dumps(header, sort_keys=True).encode()
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    index, summary = [], {}
+    try:
+        with open(tmp, "wb") as f, ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            f.write(MAGIC + struct.pack("<Q", len(head)) + head)
+
+            pending = []
+
+            def record(kind: str, r: int, first: int, slots: int, entries: int, arrays: list[np.ndarray]) -> None:
+                offset = f.tell()
+                for a in arrays:
+                    f.write(memoryview(np.ascontiguousarray(a)).cast("B"))
+                size = sum(a.nbytes for a in arrays)
+                digest = pool.submit(_sha, arrays)
+                pending.append(digest)
+                while len(pending) > 16:  # bound the host copies waiting for their digest
+                    pending.pop(0).result()
+                index.append({"kind": kind, "r": r, "first": first, "slots": slots, "entries": entries,
+                              "offset": offset, "bytes": size, "sha256": digest})
+
+            if len(cache):
+                record("host", 0, 0, 0, len(cache), host)
+            for r in chosen:
+                tt = tables.tts[r]
+                flat = tt.entries
+                saved = 0
+                for first in range(0, tt.slots, CHUNK_SLOTS):
+                    n = min(CHUNK_SLOTS, tt.slots - first)
+                    chunk = flat[first * w:(first + n) * w]
+                    mask = _occupied(k, chunk, w)
+                    m = int(k.xp.count_nonzero(mask))
+                    if m == 0:
+                        continue
+                    rows = tt.audit[first * 8:(first + n) * 8] if audit else None
+                    if m * (1 + w + a) < n * (w + a):  # the occupied slots alone are smaller
+                        idx = k.xp.nonzero(mask)[0]
+                        arrays = [_host(k, idx.astype(k.xp.uint64)), _host(k, chunk.reshape(-1, w)[idx])]
+                        if audit:
+                            arrays.append(_host(k, rows.reshape(-1, 8)[idx]))
+                        record("sparse", r, first, n, m, arrays)
+                    else:
+                        record("dense", r, first, n, m, [_host(k, chunk)] + ([_host(k, rows)] if audit else []))
+                    saved += m
+                summary[r] = {"slots": int(tt.slots), "entries": saved}
+            for row in index:
+                row["sha256"] = row["sha256"].result()
+            tail = json.dumps(index, sort_keys=True).encode()
+            f.write(tail + struct.pack("<Q", len(tail)) + hashlib.sha256(head + tail).digest() + END_MAGIC)
+            size = f.tell()
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    for r in summary:
+        summary[r]["bytes"] = sum(row["bytes"] for row in index if row["r"] == r and row["kind"] != "host")
+    return {"path": str(path), "bytes": size, "seconds": time.perf_counter() - t0, "tables": summary,
+            "host_entries": len(cache), "skipped": skipped}
+
+
+def _sha(arrays: list[np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(memoryview(np.ascontiguousarray(a)).cast("B"))
+    return h.hexdigest()
+
+
+class ImageRefused(Exception):
+    """An image that is not this driver's, or fails a check (the reason is the message)."""
+
+
+def read_header(path: str | os.PathLike) -> tuple[dict, list[dict]]:
+    """(header, index) of the image ``path``, after checking the magic numbers and the SHA-256 over
+    header and index. Raises ImageRefused (a short reason) or OSError."""
+    with open(path, "rb") as f:
+        start = f.read(16)
+        if len(start) < 16 or start[:8] != MAGIC:
+            raise ImageRefused("not a table image of this format")
+        head = f.read(struct.unpack("<Q", start[8:])[0])
+        f.seek(0, os.SEEK_END)
+        end = f.tell()
+        if end < 16 + len(head) + 48:
+            raise ImageRefused("truncated")
+        f.seek(end - 48)
+        tail_len_digest = f.read(48)
+        if tail_len_digest[40:] != END_MAGIC:
+            raise ImageRefused("truncated (no end mark)")
+        tail_len = struct.unpack("<Q", tail_len_digest[:8])[0]
+        if tail_len > end - 48 - 16 - len(head):
+            raise ImageRefused("truncated index")
+        f.seek(end - 48 - tail_len)
+        tail = f.read(tail_len)
+    if hashlib.sha256(head + tail).digest() != tail_len_digest[8:40]:
+        raise ImageRefused("header or index digest differs")
+    return json.loads(head), json.loads(tail)
+
+
+def check(driver, header: dict) -> None:
+    """Raise ImageRefused unless ``header``'s identity is ``driver``'s (naming the first field that
+    differs)."""
+    mine = identity(driver)
+    theirs = header.get("identity", {})
+    for key, value in mine.items():
+        if theirs.get(key) != value:
+            raise ImageRefused(f"another {key.replace('_', ' ')} ({theirs.get(key)!r}, this driver: {value!r})")
+
+
+def load(driver, path: str | os.PathLike, before_upload=None) -> dict:
+    """Load the image ``path`` into ``driver``'s tables and host cache (a TTBfsDriver whose tables
+    are planned, empty, for this run): the tables are first re-planned to the image's slots if
+    they differ (``driver._replan(slots)``; an image whose tables do not fit is refused).
+    ``before_upload`` (tests): called with each record's host arrays before they are checked.
+
+    Returns ``{"path", "loaded": bool, "reason": why not (or None), "entries": {r: entries},
+    "host_entries", "bytes", "seconds"}``. Never raises for a bad image (the count goes on with
+    what passed its checks); OSError other than a missing file is reported as the reason too."""
+    t0 = time.perf_counter()
+    out = {"path": str(path), "loaded": False, "reason": None, "entries": {}, "host_entries": 0, "bytes": 0,
+           "seconds": 0.0}
+    try:
+        header, index = read_header(path)
+        check(driver, header)
+        slots = {int(r): int(s) for r, s in header["slots"].items()}
+        tables = driver.device_tables
+        if {r: tt.slots for r, tt in tables.tts.items()} != slots and not driver._replan(slots):
+            raise ImageRefused(f"its tables ({sum(slots.values())} slots) do not fit this driver's")
+        _load_records(driver, path, header, index, out, before_upload)
+        out["loaded"] = True
+    except FileNotFoundError:
+        out["reason"] = "no image"
+    except (ImageRefused, OSError, ValueError, KeyError) as exc:
+        out["reason"] = f"{type(exc).__name__}: {exc}" if not isinstance(exc, ImageRefused) else str(exc)
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+READERS = min(8, os.cpu_count() or 1)
+"""Threads reading and hashing an image's records ahead of the uploads (file reads and SHA-256
+release the GIL)."""
+
+
+def _read_record(fd: int, row: dict) -> tuple[bytes, str]:
+    """(the record's bytes, their SHA-256 in hex)."""
+    raw = os.pread(fd, row["bytes"], row["offset"])
+    return raw, hashlib.sha256(raw).hexdigest()
+
+
+def _load_records(driver, path, header: dict, index: list[dict], out: dict, before_upload) -> None:
+    k, tables = driver.k, driver.device_tables
+    w = int(tables.entry_words)
+    stats_entries = w != 2
+    cache = driver.stats_cache if stats_entries else driver.host_cache
+    cache_words = 13 if stats_entries else 1
+    with open(path, "rb") as f, ThreadPoolExecutor(max_workers=READERS) as pool:
+        ahead: deque = deque()
+        queue = iter(index)
+        for row in itertools.islice(queue, 2 * READERS):
+            ahead.append((row, pool.submit(_read_record, f.fileno(), row)))
+        while ahead:
+            row, fut = ahead.popleft()
+            following = next(queue, None)
+            if following is not None:
+                ahead.append((following, pool.submit(_read_record, f.fileno(), following)))
+            raw, digest = fut.result()
+            if len(raw) != row["bytes"]:
+                raise ImageRefused(f"truncated record at byte {row['offset']}")
+            if digest != row["sha256"]:
+                raise ImageRefused(f"record at byte {row['offset']} (remaining depth {row['r']}) digest differs")
+            out["bytes"] += len(raw)
+            data = np.frombuffer(raw, dtype=np.uint64)
+            m = int(row["entries"])
+            audit = 8 if header.get("audit") else 0
+            if before_upload is not None:
+                before_upload(row, data)
+            if row["kind"] == "host":
+                if data.size != m * (3 + cache_words + (6 if audit else 0)):
+                    raise ImageRefused("a host cache record of the wrong size")
+                keys = data[:3 * m].reshape(m, 3)
+                values = data[3 * m:(3 + cache_words) * m].reshape(m, cache_words)
+                records = data[(3 + cache_words) * m:].reshape(m, 6) if audit else None
+                for i, ((lo, hi, r), v) in enumerate(zip(keys.tolist(), values.tolist())):
+                    record = None
+                    if records is not None and cache.audit:
+                        record = (records[i, :5].copy(), int(records[i, 5]), driver._ci_bytes)
+                    if not cache.put((lo, hi, r), v[0] if cache_words == 1 else tuple(v), record):
+                        break
+                out["host_entries"] = len(cache)
+                continue
+            tt = tables.tts.get(int(row["r"]))
+            first, n = int(row["first"]), int(row["slots"])
+            if tt is None or first + n > tt.slots:
+                raise ImageRefused(f"a record of remaining depth {row['r']} lies outside its table")
+            chunk = tt.entries[first * w:(first + n) * w]
+            rows = tt.audit[first * 8:(first + n) * 8] if tt.audit is not None and audit else None
+            if row["kind"] == "dense":
+                if data.size != n * (w + audit):
+                    raise ImageRefused("a dense record of the wrong size")
+                k.upload(chunk, data[:n * w])
+                if rows is not None:
+                    k.upload(rows, data[n * w:])
+            else:
+                if data.size != m * (1 + w + audit):
+                    raise ImageRefused("a sparse record of the wrong size")
+                idx = k.to_device(data[:m].astype(np.int64))
+                chunk.reshape(-1, w)[idx] = k.to_device(data[m:m * (1 + w)].reshape(m, w))
+                if rows is not None:
+                    rows.reshape(-1, 8)[idx] = k.to_device(data[m * (1 + w):].reshape(m, 8))
+            out["entries"][int(row["r"])] = out["entries"].get(int(row["r"]), 0) + m
+    tables.loaded(out["entries"])

@@ -1,0 +1,266 @@
+"""Tables that outlive a command (perft_core.gpu.tableimage) on the emulated device: a driver's
+tables saved and loaded into another driver hit there and keep every count exact; an image of
+another identity, or one whose bytes changed, loads nothing it should not; the byte budget keeps
+the upper tables first; a deep run saves its tables at its time limit and loads them on resume.
+
+Expected counts: the CPU backend (perft_core.perft) and the bundled OEIS A048987 table.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import struct
+
+import numpy as np
+import pytest
+
+import perft_core
+from oracle import tables as known
+from perft_core.deep import units
+from perft_core.gpu import tableimage
+from perft_core.gpu.kernels import EmulatedKernels
+from perft_core.gpu.ttdriver import TTBfsDriver
+from perft_core.position import Position
+
+STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+CHESS960 = "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9"
+GAME = Position.from_fen(STARTPOS)
+UNITS = [Position.from_fen(u.fen) for u in units.split(GAME, 6, 2)]  # 400 units of depth 4
+FIRST, LATER = UNITS[:150], UNITS[150:300]
+
+
+def driver(tt_bytes: int = 4 << 20, seed: int | None = None) -> TTBfsDriver:
+    return TTBfsDriver(EmulatedKernels(), memory_bytes=16 << 20, tt_bytes=tt_bytes, audit=True,
+                       chunk_leaf_moves=1 << 11, seed=seed)
+
+
+def device_hits(drv) -> int:
+    return sum(row["hits"] for row in drv.depth_stats.values())
+
+
+@pytest.fixture(scope="module")
+def want() -> list[int]:
+    return [perft_core.perft(p, 4) for p in LATER]
+
+
+@pytest.fixture
+def saved(tmp_path):
+    """An image of a driver that counted FIRST as a run of startpos perft 6: (path, save summary)."""
+    drv = driver()
+    path = tmp_path / "run.img"
+    drv.keep_tables("run", 6, GAME, image=path)
+    drv.count_roots(FIRST, 4, GAME)
+    assert drv.image_loads[0]["reason"] == "no image"
+    return path, drv.save_image(path, 1 << 30)
+
+
+def resume(path, **kw):
+    """A new driver (another process's, as far as its tables go) counting LATER with the image."""
+    drv = driver(**kw)
+    drv.keep_tables("run, resumed", 6, GAME, image=path)
+    return drv, drv.count_roots(LATER, 4, GAME)
+
+
+def test_a_loaded_image_hits_and_every_count_and_entry_is_exact(saved, want):
+    path, summary = saved
+    assert summary["host_entries"] > 0 and summary["tables"] and not summary["skipped"]
+    drv, got = resume(path)
+    (load,) = drv.image_loads
+    assert load["loaded"] and load["reason"] is None
+    assert load["entries"] == {r: t["entries"] for r, t in summary["tables"].items()}
+    assert load["host_entries"] == summary["host_entries"]
+    assert got == want
+    cold = driver()
+    cold.keep_tables("run, cold", 6, GAME)
+    assert cold.count_roots(LATER, 4, GAME) == want
+    assert device_hits(drv) > device_hits(cold)  # the loaded entries are hit
+    checked, wrong = drv.audit()  # every entry, loaded ones included (their audit records travel too)
+    assert checked >= sum(load["entries"].values()) + load["host_entries"] and wrong == []
+
+
+@pytest.mark.parametrize("other", ["seed", "part", "geometry", "entries", "kernels"])
+def test_an_image_of_another_identity_loads_nothing(saved, want, other, monkeypatch):
+    path, _ = saved
+    drv = driver(seed=12345 if other == "seed" else None)
+    game, roots = GAME, LATER
+    if other == "part":
+        drv.set_part(1, 2)
+    if other == "kernels":
+        real = tableimage.identity
+        monkeypatch.setattr(tableimage, "identity", lambda d: real(d) | {"kernels": "0" * 64})
+    if other == "geometry":
+        game = Position.from_fen(CHESS960)
+        roots = [game.push(m) for m in sorted(game.legal_moves())]
+    drv.keep_tables("run", 6, game, image=path)
+    if other == "entries":
+        got = drv.count_roots(roots, 4, game, stats=True)
+        assert [s.nodes for s in got] == want
+    else:
+        got = drv.count_roots(roots, 4, game)
+        if other != "part":
+            assert got == [perft_core.perft(p, 4) for p in roots]
+    (load,) = drv.image_loads
+    assert not load["loaded"] and load["entries"] == {} and load["host_entries"] == 0
+    name = {"seed": "seed", "part": "part", "geometry": "castle info", "entries": "entry words",
+            "kernels": "kernels"}[other]
+    assert load["reason"].startswith(f"another {name} ")
+
+
+def _corrupt(path, where: str) -> None:
+    """Add one to entries' counts in the image, consistently (each check word follows, so its key
+    still matches): ``where`` "record": one entry, in a record's bytes (its digest then fails);
+    "resealed": every entry of the record, with the record's digest, the index and its digest
+    rewritten to match."""
+    header, index = tableimage.read_header(path)
+    row = next(r for r in index if r["kind"] == "sparse" and r["r"] == max(header["saved"]))
+    raw = bytearray(path.read_bytes())
+    m, w = row["entries"], header["identity"]["entry_words"]
+    for i in range(m if where == "resealed" else 1):
+        at = row["offset"] + 8 * m + 16 * i  # entry i's check word (after m indices)
+        check, data = struct.unpack_from("<QQ", raw, at)
+        struct.pack_into("<QQ", raw, at, (check ^ data) ^ (data + 1), data + 1)
+    if where == "resealed":
+        row["sha256"] = hashlib.sha256(raw[row["offset"]:row["offset"] + row["bytes"]]).hexdigest()
+        head_len = struct.unpack_from("<Q", raw, 8)[0]
+        head = bytes(raw[16:16 + head_len])
+        old_tail_len = struct.unpack_from("<Q", raw, len(raw) - 48)[0]
+        body = raw[:len(raw) - 48 - old_tail_len]
+        tail = json.dumps(index, sort_keys=True).encode()
+        raw = body + tail + struct.pack("<Q", len(tail)) + hashlib.sha256(head + tail).digest() + tableimage.END_MAGIC
+    path.write_bytes(bytes(raw))
+    assert w == 2
+
+
+def test_a_changed_record_is_refused_and_counts_stay_exact(saved, want):
+    path, _ = saved
+    _corrupt(path, "record")
+    drv, got = resume(path)
+    (load,) = drv.image_loads
+    assert not load["loaded"] and "digest differs" in load["reason"]
+    assert got == want
+    assert drv.audit()[1] == []
+
+
+def test_the_digests_are_what_stands_between_a_changed_entry_and_a_wrong_count(saved, want):
+    """The other direction: entries changed so that their keys still match, their record resealed,
+    are loaded, and the counts that meet them are wrong; the audit names them. So a check of the
+    bytes is needed, and the previous test shows it holds."""
+    path, _ = saved
+    _corrupt(path, "resealed")
+    drv, got = resume(path)
+    assert drv.image_loads[0]["loaded"]
+    assert got != want
+    assert drv.audit()[1] != []
+
+
+@pytest.mark.parametrize("damage", ["truncate", "header", "magic"])
+def test_a_damaged_file_is_refused_whole(saved, want, damage):
+    path, _ = saved
+    raw = bytearray(path.read_bytes())
+    if damage == "truncate":
+        raw = raw[:len(raw) // 2]
+    elif damage == "header":
+        raw[20] ^= 1
+    else:
+        raw[:8] = b"NOTANIMG"
+    path.write_bytes(bytes(raw))
+    drv, got = resume(path)
+    (load,) = drv.image_loads
+    assert not load["loaded"] and load["entries"] == {} and load["host_entries"] == 0
+    assert got == want
+
+
+def test_the_budget_keeps_the_upper_tables_first(tmp_path):
+    drv = driver()
+    drv.keep_tables("run", 7, GAME)  # units of depth 5: tables of remaining depths 3 and 4
+    drv.count_roots([Position.from_fen(u.fen) for u in units.split(GAME, 7, 2)][:12], 5, GAME)
+    whole = drv.save_image(tmp_path / "whole.img", 1 << 30)
+    assert len(whole["tables"]) >= 2, "needs two tables to order"
+    top = max(whole["tables"])
+    host = tableimage.read_header(tmp_path / "whole.img")[1][0]
+    assert host["kind"] == "host"
+    # room for the host cache and the top table's bound (occupied slots' index and entry, audit record)
+    occupied = whole["tables"][top]["entries"]
+    budget = host["bytes"] + occupied * 8 * (1 + 2 + 8)
+    part = drv.save_image(tmp_path / "part.img", budget)
+    assert list(part["tables"]) == [top] and part["skipped"] == sorted(set(whole["tables"]) - {top}, reverse=True)
+    assert part["bytes"] < whole["bytes"]
+    none = drv.save_image(tmp_path / "none.img", host["bytes"])
+    assert none["tables"] == {} and none["host_entries"] == whole["host_entries"]
+
+
+def test_an_image_is_loaded_into_tables_of_its_own_slots_when_they_fit(saved, want):
+    path, summary = saved
+    slots = {int(r): s for r, s in tableimage.read_header(path)[0]["slots"].items()}
+    drv, got = resume(path, tt_bytes=8 << 20)  # planned larger here: re-planned to the image's
+    assert drv.image_loads[0]["loaded"] and {r: tt.slots for r, tt in drv.tts.items()} == slots
+    assert got == want and drv.audit()[1] == []
+    small, got = resume(path, tt_bytes=1 << 20)  # the image's tables do not fit: its own plan, empty
+    assert not small.image_loads[0]["loaded"] and "do not fit" in small.image_loads[0]["reason"]
+    assert got == want
+
+
+def test_an_interrupted_save_leaves_the_previous_image(saved, monkeypatch):
+    path, _ = saved
+    before = path.read_bytes()
+    drv, _ = resume(path)
+
+    def full_disk(arrays):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tableimage, "_sha", full_disk)
+    with pytest.raises(OSError):
+        drv.save_image(path, 1 << 30)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir() if p.name.startswith(path.name)] == [path.name]
+
+
+# ----- a deep run: saved at the time limit, loaded on resume, removed when done ------------------------
+
+distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
+
+
+def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(cluster, tmp_path, monkeypatch):
+    from perft_core.deep import deep_perft
+    from perft_core.deep import run as run_mod
+    from perft_core.deep.errors import DeepStopped
+
+    real = run_mod.run_phase
+
+    def stop_after_60(client, st, rows, *a, **kw):  # the count phase stops at a deadline after 60 rows
+        if a[4] == "count" and len(rows) > 60:
+            failed, _ = real(client, st, rows[:60], *a, **kw)
+            return failed, len(rows) - 60
+        return real(client, st, rows, *a, **kw)
+
+    monkeypatch.setattr(run_mod, "run_phase", stop_after_60)
+    store = tmp_path / "s.sqlite"
+    with pytest.raises(DeepStopped) as stop:
+        deep_perft(STARTPOS, 6, backend="gpu-emulated", tt=True, split_ply=2, scheduler=cluster.scheduler_address,
+                   store=store, progress=False)
+    saved = stop.value.images["saved"]
+    assert sorted(s["part"] for s in saved) == [0, 1]  # two workers: two parts, one image each
+    assert all(s["bytes"] > 0 and s["tables"] for s in saved)
+    assert sorted(p.name for p in tableimage.images_of(store)) == sorted(p.rsplit("/", 1)[-1] for p in
+                                                                          (s["path"] for s in saved))
+    # The cluster's workers still hold these tables for this store; a copy (another run key) with
+    # its images beside it is what another process resuming the run meets.
+    moved = tmp_path / "moved.sqlite"
+    shutil.copy(store, moved)
+    for p in tableimage.images_of(store):
+        shutil.copy(p, moved.with_name(p.name.replace(store.name, moved.name, 1)))
+    cold = tmp_path / "cold.sqlite"
+    shutil.copy(store, cold)
+    monkeypatch.setattr(run_mod, "run_phase", real)
+    res = deep_perft(resume=moved, scheduler=cluster.scheduler_address, progress=False)
+    expected = next(r.nodes for r in known.load("startpos") if r.depth == 6)
+    assert res.nodes == expected
+    loads = [x for x in res.images["loaded"] if x["loaded"]]
+    assert sorted(x["part"] for x in loads) == [0, 1]
+    by_part = {s["part"]: {int(r): t["entries"] for r, t in s["tables"].items()} for s in saved}
+    assert all({int(r): n for r, n in x["entries"].items()} == by_part[x["part"]] for x in loads)
+    assert tableimage.images_of(moved) == []  # the run is done: its images are removed
+    res_cold = deep_perft(resume=cold, scheduler=cluster.scheduler_address, progress=False)
+    assert res_cold.nodes == expected and not any(x["loaded"] for x in res_cold.images["loaded"])
+    assert res.tt_hits > res_cold.tt_hits  # the same 340 units counted: the loaded entries hit
