@@ -30,9 +30,27 @@ UNITS = [Position.from_fen(u.fen) for u in units.split(GAME, 6, 2)]  # 400 units
 FIRST, LATER = UNITS[:150], UNITS[150:300]
 
 
+_KERNELS = {"name": "emulated"}  # the device of the test under way (the ``device`` fixture)
+
+
+@pytest.fixture(autouse=True, params=["emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
+def device(request):
+    """Every test on the emulated device, and with CuPy on the GPU (the copies to and from the
+    device are CuPy's there)."""
+    _KERNELS["name"] = request.param
+    yield request.param
+    _KERNELS["name"] = "emulated"
+
+
 def driver(tt_bytes: int = 4 << 20, seed: int | None = None) -> TTBfsDriver:
-    return TTBfsDriver(EmulatedKernels(), memory_bytes=16 << 20, tt_bytes=tt_bytes, audit=True,
-                       chunk_leaf_moves=1 << 11, seed=seed)
+    if _KERNELS["name"] == "gpu":
+        from perft_core.gpu.kernels import CupyKernels
+
+        kernels = CupyKernels()
+    else:
+        kernels = EmulatedKernels()
+    return TTBfsDriver(kernels, memory_bytes=16 << 20, tt_bytes=tt_bytes, audit=True, chunk_leaf_moves=1 << 11,
+                       seed=seed)
 
 
 def device_hits(drv) -> int:
@@ -221,7 +239,10 @@ def test_an_interrupted_save_leaves_the_previous_image(saved, monkeypatch):
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
 
 
-def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(cluster, tmp_path, monkeypatch):
+def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(request, tmp_path, monkeypatch, device):
+    if device == "gpu":
+        pytest.skip("the deep run's workers count on the emulated device (CPU CI's Dask cluster)")
+    cluster = request.getfixturevalue("cluster")
     from perft_core.deep import deep_perft
     from perft_core.deep import run as run_mod
     from perft_core.deep.errors import DeepStopped

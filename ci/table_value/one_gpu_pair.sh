@@ -21,7 +21,7 @@
 # With LINKS, arm A saves its tables at each link's limit and the next link loads them (the
 # table images, perft_core/gpu/tableimage.py); B_ENV="PERFT_TABLE_IMAGE_BYTES=0" makes arm B
 # start every link with empty tables (NOTES.md, session 24). Table images are deleted before the
-# archive is made.
+# archive is made. A_ENV: settings of arm A's commands (e.g. PERFT_TABLE_IMAGE_BYTES=N).
 #
 # FEN (default startpos), DEPTH (13), SPLIT (2), LEFT (seconds for the whole call, 540), NAME
 # (pair). Writes $OUT/NAME.tgz (both stores, store.sqlite being arm A's, their JSON and stderr,
@@ -31,6 +31,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1
 T0=$(date +%s)
 read -ra b_env <<< "${B_ENV:-}"
+read -ra a_env <<< "${A_ENV:-}"
 [ ${#b_env[@]} -eq 0 ] && { echo "B_ENV is empty: arm B would be arm A" >&2; exit 2; }
 . ci/gpu-env.sh
 export PYTHONPATH="$PWD:$PWD/ci/table_value:$PYTHONPATH"
@@ -51,6 +52,7 @@ for arm in A B; do
     gpu=0; [ "$arm" = B ] && gpu=1; [ -n "${SWAP:-}" ] && gpu=$(( 1 - gpu ))
     env=(CUDA_VISIBLE_DEVICES=$gpu)
     [ "$arm" = B ] && env+=("${b_env[@]}")
+    [ "$arm" = A ] && env+=("${a_env[@]}")
     if [ -n "${DRY:-}" ]; then how=(--backend gpu-emulated --workers 1); else how=(--backend gpu --gpus 1); fi
     echo "arm $arm on GPU $gpu: ${env[*]}" >> "$O/info.txt"
     if [ -n "${ST:-}" ]; then run=(--resume "${db[$arm]}")
@@ -60,7 +62,7 @@ for arm in A B; do
             end=$(( T0 + ${LEFT:-540} - 20 - (links - i) * (left / links) ))
             s=$(( end - $(date +%s) - 5 )); [ "$s" -lt 10 ] && s=10
             sfx=""; [ "$links" -gt 1 ] && sfx=".$i"
-            env "${env[@]}" timeout -s INT $(( s + 45 )) python3 -m perft_cli deep "${run[@]}" \
+            env "${env[@]}" timeout -s INT $(( s + 90 )) python3 -m perft_cli deep "${run[@]}" \
                 "${how[@]}" --max-seconds "$s" --json > "$O/$arm$sfx.json" 2> "$O/$arm$sfx.err"
             echo "arm $arm link $i: rc=$? ($s s)" >> "$O/info.txt"
             [ "$links" -gt 1 ] && snapshot "${db[$arm]}" "$O/$arm.link$i.sqlite"

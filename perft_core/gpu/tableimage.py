@@ -163,7 +163,8 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
     chosen, skipped = [], []
     for r in sorted(tables.tts, reverse=True):
         tt = tables.tts[r]
-        occupied = int(k.xp.count_nonzero(_occupied(k, tt.entries, w)))
+        occupied = sum(int(k.xp.count_nonzero(_occupied(k, tt.entries[first * w:(first + CHUNK_SLOTS) * w], w)))
+                       for first in range(0, tt.slots, CHUNK_SLOTS))  # chunks: no table-sized temporary
         cost = min(occupied * 8 * (1 + w + a), tt.slots * 8 * (w + a))  # bounds the chunks' best forms
         if skipped or cost > budget:
             skipped.append(r)
