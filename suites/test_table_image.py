@@ -131,7 +131,8 @@ def _corrupt(path, where: str) -> None:
     "resealed": every entry of the record, with the record's digest, the index and its digest
     rewritten to match."""
     header, index = tableimage.read_header(path)
-    row = next(r for r in index if r["kind"] == "sparse" and r["r"] == max(header["saved"]))
+    top = max(r["r"] for r in index if r["kind"] != "host")
+    row = next(r for r in index if r["kind"] == "sparse" and r["r"] == top)
     raw = bytearray(path.read_bytes())
     m, w = row["entries"], header["identity"]["entry_words"]
     for i in range(m if where == "resealed" else 1):
@@ -189,23 +190,34 @@ def test_a_damaged_file_is_refused_whole(saved, want, damage):
     assert got == want
 
 
-def test_the_budget_keeps_the_upper_tables_first(tmp_path):
+def test_the_budget_keeps_the_upper_tables_first(tmp_path, monkeypatch):
+    """Highest remaining depth first, chunk by chunk: a budget of the host cache and the top table
+    saves those; half the next table's bytes more saves part of it (and loads exact counts); the
+    host cache's bytes alone save no table."""
+    monkeypatch.setattr(tableimage, "CHUNK_SLOTS", 2048)  # tables of many chunks
+    later = [Position.from_fen(u.fen) for u in units.split(GAME, 7, 2)]
     drv = driver()
     drv.keep_tables("run", 7, GAME)  # units of depth 5: tables of remaining depths 3 and 4
-    drv.count_roots([Position.from_fen(u.fen) for u in units.split(GAME, 7, 2)][:12], 5, GAME)
+    drv.count_roots(later[:12], 5, GAME)
     whole = drv.save_image(tmp_path / "whole.img", 1 << 30)
-    assert len(whole["tables"]) >= 2, "needs two tables to order"
-    top = max(whole["tables"])
+    assert len(whole["tables"]) >= 2 and all(t["whole"] for t in whole["tables"].values()), "needs two tables"
+    top, below = sorted(whole["tables"], reverse=True)[:2]
     host = tableimage.read_header(tmp_path / "whole.img")[1][0]
     assert host["kind"] == "host"
-    # room for the host cache and the top table's bound (occupied slots' index and entry, audit record)
-    occupied = whole["tables"][top]["entries"]
-    budget = host["bytes"] + occupied * 8 * (1 + 2 + 8)
+    upper = drv.save_image(tmp_path / "upper.img", host["bytes"] + whole["tables"][top]["bytes"])
+    assert list(upper["tables"]) == [top] and upper["tables"][top] == whole["tables"][top]
+    assert upper["skipped"] == sorted(set(whole["tables"]) - {top}, reverse=True)
+    budget = host["bytes"] + whole["tables"][top]["bytes"] + whole["tables"][below]["bytes"] // 2
     part = drv.save_image(tmp_path / "part.img", budget)
-    assert list(part["tables"]) == [top] and part["skipped"] == sorted(set(whole["tables"]) - {top}, reverse=True)
-    assert part["bytes"] < whole["bytes"]
+    assert part["tables"][top]["whole"] and not part["tables"][below]["whole"]
+    assert 0 < part["tables"][below]["entries"] < whole["tables"][below]["entries"]
+    assert sum(row["bytes"] for row in tableimage.read_header(tmp_path / "part.img")[1]) <= budget
     none = drv.save_image(tmp_path / "none.img", host["bytes"])
     assert none["tables"] == {} and none["host_entries"] == whole["host_entries"]
+    resumed = driver()
+    resumed.keep_tables("run, resumed", 7, GAME, image=tmp_path / "part.img")
+    assert resumed.count_roots(later[12:24], 5, GAME) == [perft_core.perft(p, 5) for p in later[12:24]]
+    assert resumed.image_loads[0]["loaded"] and resumed.audit()[1] == []
 
 
 def test_an_image_is_loaded_into_tables_of_its_own_slots_when_they_fit(saved, want):

@@ -14,8 +14,8 @@
 # which take_back.py takes back into STORE, so the call also carries the run forward, and pair.json
 # compares only the units this call counted (pair_stores.py --base STORE).
 #
-# LINKS=N (with ST; default 1): each arm resumes its store N times in turn, each command with
-# 1/N of the time (`--max-seconds`), as a run carried across commands is; a pair per link
+# LINKS=N (default 1): each arm resumes its store N times in turn (without ST the first link makes
+# it), each command with 1/N of the time (`--max-seconds`), as a run carried across commands is; a pair per link
 # (pair.linkI.json) compares the units both arms counted in that link (pair_stores.py with both
 # arms' stores after the previous link as bases), and each arm's JSON per link is ARM.I.json.
 # With LINKS, arm A saves its tables at each link's limit and the next link loads them (the
@@ -46,7 +46,6 @@ if [ -n "${ST:-}" ]; then
     python3 -c "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); print('== store at start: %d of %d unit rows counted' % c.execute('SELECT COUNT(count), COUNT(*) FROM units').fetchone())" "$ST" | tee -a "$O/info.txt"
 fi
 links=${LINKS:-1}
-[ "$links" -gt 1 ] && [ -z "${ST:-}" ] && { echo "LINKS needs ST (links resume a store)" >&2; exit 2; }
 snapshot() { python3 -c "import sqlite3, sys; s = sqlite3.connect(sys.argv[1]); d = sqlite3.connect(sys.argv[2]); s.backup(d); d.close(); s.close()" "$1" "$2"; }
 for arm in A B; do
     gpu=0; [ "$arm" = B ] && gpu=1; [ -n "${SWAP:-}" ] && gpu=$(( 1 - gpu ))
@@ -62,6 +61,7 @@ for arm in A B; do
             end=$(( T0 + ${LEFT:-540} - 20 - (links - i) * (left / links) ))
             s=$(( end - $(date +%s) - 5 )); [ "$s" -lt 10 ] && s=10
             sfx=""; [ "$links" -gt 1 ] && sfx=".$i"
+            [ "$i" -gt 1 ] && run=(--resume "${db[$arm]}")  # a new run's later links resume it
             env "${env[@]}" timeout -s INT $(( s + 90 )) python3 -m perft_cli deep "${run[@]}" \
                 "${how[@]}" --max-seconds "$s" --json > "$O/$arm$sfx.json" 2> "$O/$arm$sfx.err"
             echo "arm $arm link $i: rc=$? ($s s)" >> "$O/info.txt"
@@ -74,12 +74,12 @@ for p in "${pids[@]}"; do wait "$p"; echo "rc=$?"; done
 rm -f "$O"/*.img
 python3 ci/table_value/pair_stores.py "${db[A]}" "${db[B]}" "${base[@]}" > "$O/pair.json"; rc=$?
 if [ "$links" -gt 1 ]; then
-    prev=("$ST" "$ST")
+    prev=(); [ -n "${ST:-}" ] && prev=(--base "$ST")
     for i in $(seq 1 "$links"); do
-        python3 ci/table_value/pair_stores.py "$O/A.link$i.sqlite" "$O/B.link$i.sqlite" --base "${prev[0]}" \
-            --base "${prev[1]}" > "$O/pair.link$i.json" || rc=1
+        python3 ci/table_value/pair_stores.py "$O/A.link$i.sqlite" "$O/B.link$i.sqlite" "${prev[@]}" \
+            > "$O/pair.link$i.json" || rc=1
         echo "== link $i: $(python3 -c "import json, sys; d = json.load(open(sys.argv[1])); print({k: d[k] for k in ('units_both', 'seconds_a', 'seconds_b', 'b_over_a', 'counts_differ')})" "$O/pair.link$i.json")"
-        prev=("$O/A.link$i.sqlite" "$O/B.link$i.sqlite")
+        prev=(--base "$O/A.link$i.sqlite" --base "$O/B.link$i.sqlite")
     done
 fi
 cat "$O/pair.json"; grep -h '^\[table_value\]' "$O"/*.err | sort -u | head -4

@@ -6,9 +6,9 @@ Why: a deep run's units share positions mostly between units, not inside one (NO
 but 8 consecutive units share only 1.08x). A resumed run whose tables start empty loses those hits
 at every resume; the image keeps them.
 
-What is saved: the upper device tables (highest remaining depth first, each table whole, while the
-image stays within its byte budget: an entry of remaining depth r saves a perft r, so the upper
-entries are worth the most a byte) and the lossless host cache. Each table is written in chunks of
+What is saved: the lossless host cache and the device tables, highest remaining depth first,
+while the image stays within its byte budget (an entry of remaining depth r saves a perft r, so
+the upper entries are worth the most a byte; the last table saved may be in part). Each table is written in chunks of
 CHUNK_SLOTS slots, a chunk as its occupied slots (indices and entries) or whole, whichever is
 smaller; empty chunks are left out.
 
@@ -54,9 +54,10 @@ DISK_SHARE = 0.5
 """The most of the store folder's free disk an image may take (:func:`byte_budget`)."""
 SAVE_SHARE = 0.05
 """The share of a command's time limit kept for saving its tables (``perft deep --max-seconds``)."""
-WRITE_BYTES_PER_SECOND = 1e9
+WRITE_BYTES_PER_SECOND = 0.5e9
 """The write speed assumed when a time limit bounds an image's bytes (SAVE_SHARE of the limit at
-this speed). An assumption until measured on the device machines (NOTES.md, session 24)."""
+this speed). Measured on an H200 host (NOTES.md, session 24): 2.52 GB in 4.6 s and 4.59 GB in
+7.8 s (0.55-0.59 GB/s: the tables' chunks read back, written and hashed); loads 3.6 GB/s."""
 
 
 def image_path(store: str | os.PathLike, seed: int, part: int, parts: int, part_depth: int) -> Path:
@@ -142,12 +143,14 @@ def _cache_arrays(cache, words: int, audit: bool) -> list[np.ndarray]:
 
 def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
     """Write ``driver``'s tables (a TTBfsDriver with planned tables) to the image ``path``: the
-    host cache, then whole device tables from the highest remaining depth down while the image
-    stays within ``max_bytes`` (bytes; the first table that does not fit ends the list). Replaces
-    ``path`` atomically.
+    host cache, then the device tables from the highest remaining depth down, chunk by chunk,
+    while the image stays within ``max_bytes`` (bytes): the first chunk that would not fit ends
+    the image, so every table above the last one saved is whole and that one may be in part.
+    Replaces ``path`` atomically.
 
-    Returns ``{"path", "bytes", "seconds", "tables": {r: {"slots", "entries", "bytes"}},
-    "host_entries", "skipped": [r not saved]}`` (bytes of the file; wall seconds; entries saved).
+    Returns ``{"path", "bytes", "seconds", "tables": {r: {"slots", "entries", "bytes", "whole"}},
+    "host_entries", "skipped": [r of which nothing was saved]}`` (bytes of the file; wall
+    seconds; entries saved; ``whole``: every occupied slot of the table saved).
     Raises OSError when the file cannot be written (the previous image, if any, stays)."""
     t0 = time.perf_counter()
     path = Path(path)
@@ -157,59 +160,53 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
     cache = driver.stats_cache if stats_entries else driver.host_cache
     cache_words = 13 if stats_entries else 1
     audit = bool(tables.audit_mode)
+    aw = 8 if audit else 0  # an audit record's words a slot
     host = _cache_arrays(cache, cache_words, audit)
-    budget = max_bytes - sum(x.nbytes for x in host)
-    a = 8 if audit else 0  # an audit record's words a slot
-    chosen, skipped = [], []
-    for r in sorted(tables.tts, reverse=True):
-        tt = tables.tts[r]
-        occupied = sum(int(k.xp.count_nonzero(_occupied(k, tt.entries[first * w:(first + CHUNK_SLOTS) * w], w)))
-                       for first in range(0, tt.slots, CHUNK_SLOTS))  # chunks: no table-sized temporary
-        cost = min(occupied * 8 * (1 + w + a), tt.slots * 8 * (w + a))  # bounds the chunks' best forms
-        if skipped or cost > budget:
-            skipped.append(r)
-            continue
-        budget -= cost
-        chosen.append(r)
+    left = max_bytes - sum(x.nbytes for x in host)
     header = {"identity": identity(driver), "slots": {str(r): int(tt.slots) for r, tt in tables.tts.items()},
-              "saved": chosen, "host_entries": len(cache), "audit": audit,
-              "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+              "host_entries": len(cache), "audit": audit, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     head = json.dumps(header, sort_keys=True).encode()
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     index, summary = [], {}
     try:
         with open(tmp, "wb") as f, ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
             f.write(MAGIC + struct.pack("<Q", len(head)) + head)
-
             pending = []
 
             def record(kind: str, r: int, first: int, slots: int, entries: int, arrays: list[np.ndarray]) -> None:
                 offset = f.tell()
-                for a in arrays:
-                    f.write(memoryview(np.ascontiguousarray(a)).cast("B"))
-                size = sum(a.nbytes for a in arrays)
+                for array in arrays:
+                    f.write(memoryview(np.ascontiguousarray(array)).cast("B"))
                 digest = pool.submit(_sha, arrays)
                 pending.append(digest)
                 while len(pending) > 16:  # bound the host copies waiting for their digest
                     pending.pop(0).result()
                 index.append({"kind": kind, "r": r, "first": first, "slots": slots, "entries": entries,
-                              "offset": offset, "bytes": size, "sha256": digest})
+                              "offset": offset, "bytes": sum(a.nbytes for a in arrays), "sha256": digest})
 
             if len(cache):
                 record("host", 0, 0, 0, len(cache), host)
-            for r in chosen:
+            full = left < 0
+            for r in sorted(tables.tts, reverse=True):
+                if full:
+                    break
                 tt = tables.tts[r]
-                flat = tt.entries
-                saved = 0
+                saved = size = 0
                 for first in range(0, tt.slots, CHUNK_SLOTS):
                     n = min(CHUNK_SLOTS, tt.slots - first)
-                    chunk = flat[first * w:(first + n) * w]
+                    chunk = tt.entries[first * w:(first + n) * w]
                     mask = _occupied(k, chunk, w)
                     m = int(k.xp.count_nonzero(mask))
                     if m == 0:
                         continue
+                    sparse = m * (1 + w + aw) < n * (w + aw)  # the occupied slots alone are smaller
+                    nbytes = 8 * (m * (1 + w + aw) if sparse else n * (w + aw))
+                    if nbytes > left:
+                        full = True
+                        break
+                    left -= nbytes
                     rows = tt.audit[first * 8:(first + n) * 8] if audit else None
-                    if m * (1 + w + a) < n * (w + a):  # the occupied slots alone are smaller
+                    if sparse:
                         idx = k.xp.nonzero(mask)[0]
                         arrays = [_host(k, idx.astype(k.xp.uint64)), _host(k, chunk.reshape(-1, w)[idx])]
                         if audit:
@@ -218,7 +215,9 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
                     else:
                         record("dense", r, first, n, m, [_host(k, chunk)] + ([_host(k, rows)] if audit else []))
                     saved += m
-                summary[r] = {"slots": int(tt.slots), "entries": saved}
+                    size += nbytes
+                if saved:
+                    summary[r] = {"slots": int(tt.slots), "entries": saved, "bytes": size, "whole": not full}
             for row in index:
                 row["sha256"] = row["sha256"].result()
             tail = json.dumps(index, sort_keys=True).encode()
@@ -228,10 +227,8 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
     finally:
         if tmp.exists():
             tmp.unlink()
-    for r in summary:
-        summary[r]["bytes"] = sum(row["bytes"] for row in index if row["r"] == r and row["kind"] != "host")
     return {"path": str(path), "bytes": size, "seconds": time.perf_counter() - t0, "tables": summary,
-            "host_entries": len(cache), "skipped": skipped}
+            "host_entries": len(cache), "skipped": sorted(set(tables.tts) - set(summary), reverse=True)}
 
 
 def _sha(arrays: list[np.ndarray]) -> str:
