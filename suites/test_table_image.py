@@ -297,3 +297,25 @@ def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(reques
     res_cold = deep_perft(resume=cold, scheduler=cluster.scheduler_address, progress=False)
     assert res_cold.nodes == expected and not any(x["loaded"] for x in res_cold.images["loaded"])
     assert res.tt_hits > res_cold.tt_hits  # the same 340 units counted: the loaded entries hit
+
+
+def test_the_cli_says_the_tables_were_saved_for_the_resume(monkeypatch, capsys, device):
+    """A stop at --max-seconds with saved images: exit 3, the stop line, then one line with the
+    images' size and time (from DeepStopped.images)."""
+    if device == "gpu":
+        pytest.skip("a message of the CLI: no device")
+    import perft_core.deep.run as run_mod
+    from perft_cli import main
+    from perft_core.deep.errors import DeepStopped
+
+    def stopped(*a, **kw):
+        raise DeepStopped("s.sqlite", "count", 400, 10, 10, 0.1, 6.0, {},
+                          {"saved": [{"part": 0, "bytes": 2_520_375_682, "seconds": 4.6},
+                                     {"part": 1, "saved": False, "reason": "no tables of the part"}]})
+
+    monkeypatch.setattr(run_mod, "deep_perft", stopped)
+    assert main(["deep", "startpos", "8", "--backend", "gpu-emulated", "--workers", "1", "--tt",
+                 "--max-seconds", "6"]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[-2].startswith("perft deep: stopped at the time limit")
+    assert err[-1] == "perft deep: the tables are saved beside the store for the resume (1 image, 2.52 GB in 4.6 s)"

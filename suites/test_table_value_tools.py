@@ -345,6 +345,35 @@ def test_one_gpu_pair_script_dry_run(tmp_path, device_tree):
     assert got.returncode == 2 and "B_ENV is empty" in got.stderr and not list(out_dir.iterdir())
 
 
+def test_one_gpu_pair_script_links_carry_table_images(tmp_path, device_tree):
+    """one_gpu_pair.sh LINKS=2 (DRY=1): each arm makes the run in its first link and resumes it in
+    the second; arm A saves its tables at link 1's limit and loads them in link 2, arm B (B_ENV
+    PERFT_TABLE_IMAGE_BYTES=0) never; a pair per link; the archive holds no table image."""
+    import tarfile
+
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS", "PYTHONPATH")}
+    env.update(OUT=str(out_dir), DRY="1", DEPTH="8", LEFT="70", LINKS="2", NAME="ln",
+               B_ENV="PERFT_TABLE_IMAGE_BYTES=0", PERFT_WHEELS=str(tmp_path / "no-wheels"),
+               PERFT_SITE=str(tmp_path / "site"), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
+    script = str(device_tree / "ci" / "table_value" / "one_gpu_pair.sh")
+    got = subprocess.run(["bash", script], env=env, cwd=device_tree, capture_output=True, text=True, timeout=300,
+                         check=False)
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "== link 1:" in got.stdout and "== link 2:" in got.stdout
+    with tarfile.open(out_dir / "ln.tgz") as tar:
+        names = tar.getnames()
+        runs = {f: json.load(tar.extractfile(f"ln/{f}.json")) for f in ("A.1", "A.2", "B.1", "B.2")}
+        links = [json.load(tar.extractfile(f"ln/pair.link{i}.json")) for i in (1, 2)]
+    assert not [n for n in names if n.endswith(".img")]
+    assert runs["A.1"]["finished"] is False and runs["A.1"]["images"]["saved"][0]["bytes"] > 0
+    assert runs["B.1"]["images"]["saved"] == []
+    assert any(x["loaded"] for x in runs["A.2"]["images"]["loaded"])
+    assert not any(x["loaded"] for x in runs["B.2"]["images"]["loaded"])
+    assert all(link["counts_differ"] == [] and link["units_both"] > 0 for link in links)
+
+
 def test_unit_locality_counts_the_published_positions():
     """ci/unit_locality.py at ply 4 below startpos's 400 units: no position repeats within a unit
     two plies down (so the units' own positions sum to perft 4, 197,281), and all of them together
