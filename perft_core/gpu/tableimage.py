@@ -8,9 +8,9 @@ at every resume; the image keeps them.
 
 What is saved: the lossless host cache and the device tables, highest remaining depth first,
 while the image stays within its byte budget (an entry of remaining depth r saves a perft r, so
-the upper entries are worth the most a byte; the last table saved may be in part). Each table is written in chunks of
-CHUNK_SLOTS slots, a chunk as its occupied slots (indices and entries) or whole, whichever is
-smaller; empty chunks are left out.
+the upper entries are worth the most a byte; the last table saved may be in part). Each table
+is written in chunks of CHUNK_SLOTS slots, a chunk as its occupied slots (indices and entries) or
+whole, whichever is smaller; empty chunks are left out.
 
 Why a loaded entry is as safe as one stored in this process: an entry is the fact "perft(position,
 r) = n" under one Zobrist key set, castling geometry and part split, checked by its key when probed
@@ -25,12 +25,13 @@ before the failure passed its own digest). The image is written to a temporary f
 so an interrupted save leaves the previous image or none.
 
 File layout (little-endian): MAGIC, header length (u64), header (JSON: identity, the tables'
-slots, the saved tables, the write's figures), then the records, then the index (JSON: per record
+slots, the host cache's entries, audit records or not, when written), then the records, then the index (JSON: per record
 its kind, remaining depth, first slot, slots, entries, offset, bytes and SHA-256), its length (u64),
 the SHA-256 of header + index, and END_MAGIC.
 """
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import itertools
@@ -56,8 +57,9 @@ SAVE_SHARE = 0.05
 """The share of a command's time limit kept for saving its tables (``perft deep --max-seconds``)."""
 WRITE_BYTES_PER_SECOND = 0.5e9
 """The write speed assumed when a time limit bounds an image's bytes (SAVE_SHARE of the limit at
-this speed). Measured on an H200 host (NOTES.md, session 24): 2.52 GB in 4.6 s and 4.59 GB in
-7.8 s (0.55-0.59 GB/s: the tables' chunks read back, written and hashed); loads 3.6 GB/s."""
+this speed). Measured on two H200 hosts (NOTES.md, session 24): 2.5-4.6 GB in 2.6-7.8 s
+(0.55-1.6 GB/s: the tables' chunks read back, written and hashed; the slowest taken); loads
+4.2-4.7 GB in 1.0-1.3 s."""
 
 
 def image_path(store: str | os.PathLike, seed: int, part: int, parts: int, part_depth: int) -> Path:
@@ -95,21 +97,19 @@ def identity(driver) -> dict:
     split depth, and SHA-256 of the kernel sources. Two drivers' entries are interchangeable
     exactly when these are equal."""
     from .kernels import kernel_source_dir
-    from .prebuilt import source_digest
 
     return {"format": FORMAT, "entry_words": int(driver.device_tables.entry_words), "seed": int(driver.seed),
             "zobrist": hashlib.sha256(np.ascontiguousarray(driver.z_host).tobytes()).hexdigest(),
             "castle_info": bytes(driver._ci_bytes).hex(), "part": int(driver.part), "parts": int(driver.parts),
-            "part_depth": int(driver.part_depth), "kernels": _kernels_digest(kernel_source_dir(), source_digest)}
+            "part_depth": int(driver.part_depth), "kernels": _kernels_digest(kernel_source_dir())}
 
 
-_DIGESTS: dict[str, str] = {}
+@functools.cache
+def _kernels_digest(src: str) -> str:
+    """SHA-256 of the kernel sources in ``src`` (``prebuilt.source_digest``), once a process."""
+    from .prebuilt import source_digest
 
-
-def _kernels_digest(src: str, digest) -> str:
-    if src not in _DIGESTS:
-        _DIGESTS[src] = digest(src)
-    return _DIGESTS[src]
+    return source_digest(src)
 
 
 def _host(kernels, array) -> np.ndarray:
