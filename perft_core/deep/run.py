@@ -415,8 +415,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     counted_now = 0
     imaged = tt and backend != "cpu"  # tables that outlive the command: the table images beside the store
     images: dict[str, list] = {"loaded": [], "saved": []}
+    image_bytes = tableimage.byte_budget(st.path, None if deadline is None else deadline - t0) if imaged else 0
     phase_deadline = deadline
-    if imaged and deadline is not None:  # keep a share of the time limit for saving the tables
+    if image_bytes > 0 and deadline is not None:  # keep a share of the time limit for saving the tables
         phase_deadline = deadline - tableimage.SAVE_SHARE * max(deadline - t0, 0.0)
 
     def load_images(rows: list[dict], seed_: int) -> None:
@@ -430,11 +431,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         tables of that phase (keyed by ``seed_``) to the table images."""
         if not left:
             return
-        if imaged and seed_ is not None:
+        if image_bytes > 0 and seed_ is not None:
             t = time.perf_counter()
-            budget = tableimage.byte_budget(st.path, None if deadline is None else deadline - t0)
-            if budget > 0:
-                images["saved"] += save_table_images(client, st, backend, run_key, seed_, budget)
+            images["saved"] += save_table_images(client, st, backend, run_key, seed_, image_bytes)
             timings["save_tables"] = time.perf_counter() - t
         timings["count"] = timings.get("count", count_seconds)
         units = st.units()
