@@ -119,12 +119,18 @@ struct LeafCold {
     // Each square's answer to the last rule is kept for the leaf parent's other checking moves
     // (`tested`, `safe`), and the test stops at the first safe square. False: not proved; the move
     // is then made and tested in full.
+    // Code: the moved piece's code when the caller knows it (PAWN..QUEEN; direct_only), else 0
+    // (plain(): read from the board); known, its attacks need no piece_code and no switch.
+    template <int Code = 0>
     bool escape(int from, int to) {
         const u64 cocc = ((occ ^ bit(from)) | bit(to)) ^ bit(ksq);
-        const int code = piece_code(b, from);
+        const int code = Code ? Code : piece_code(b, from);
         const u64 moved = code == PAWN   ? pawn_att(Us, to)
                           : code == KING ? king_att(to)
-                                         : piece_attacks(code, to, cocc);
+                          : code == KNIGHT ? knight_att(to)
+                          : code == BISHOP ? bishop_att(to, cocc)
+                          : code == ROOK   ? rook_att(to, cocc)
+                                           : bishop_att(to, cocc) | rook_att(to, cocc);
         u64 cand = king_att(ksq) & ~them & ~moved;
         if (!cand) return false;
         const u64 mine = occ & ~them;
@@ -166,10 +172,12 @@ struct LeafCold {
     }
 
     // The same where no piece of ours is a discovery blocker: every check is direct.
+    // Code: the moving piece's code (PAWN..QUEEN).
+    template <int Code>
     PC_LEAF_COLD void direct_only(int from, u64 direct, int flag) {
         for (u64 t = direct; t;) {
             const int sq = pop_lsb(t);
-            if (escape(from, sq)) ++s.checks[CHECK_DIRECT];
+            if (escape<Code>(from, sq)) ++s.checks[CHECK_DIRECT];
             else checking(from, sq, flag, CHECK_DIRECT);
         }
     }
@@ -242,10 +250,12 @@ struct LeafSink {
           queen(q), nodes(0), captures(0) {}
 
     // The moves from `from` to `to`, of which `direct` give direct check, to LeafCold when one may
-    // give check.
+    // give check. Code: the moving piece's code for direct_only (General: unused, plain() reads it
+    // from the board, as a move there may be a king's or only a discovery).
+    template <int Code>
     PC_HD void checks(int from, u64 to, u64 direct, int flag) {
         if (!General) {
-            if (direct) cold.direct_only(from, direct, flag);
+            if (direct) cold.template direct_only<Code>(from, direct, flag);
         } else if (direct || ((blockers >> from) & 1)) {
             cold.plain(from, to, direct, flag);
         }
@@ -256,17 +266,19 @@ struct LeafSink {
         nodes += popcnt(to);
         captures += popcnt(to & them);
         const u64 direct = from == own_king ? 0 : to & chk_n;
-        checks(from, to, direct, MF_NORMAL);
+        checks<KNIGHT>(from, to, direct, MF_NORMAL);
     }
     // Bishops and queens on the diagonals, rooks and queens on ranks and files.
     PC_HD void slider(int from, u64 to) {
         nodes += popcnt(to);
         captures += popcnt(to & them);
         if (General) {
-            checks(from, to, to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0)), MF_NORMAL);
+            checks<QUEEN>(from, to, to & (((diag >> from) & 1 ? chk_b : 0) | ((orth >> from) & 1 ? chk_r : 0)), MF_NORMAL);
         } else if (to & chk_q) {  // a queen's check squares hold every slider's
-            const u64 direct = to & (from == queen ? chk_q : (diag >> from) & 1 ? chk_b : chk_r);
-            if (direct) cold.direct_only(from, direct, MF_NORMAL);
+            if (from == queen) cold.template direct_only<QUEEN>(from, to & chk_q, MF_NORMAL);
+            else if ((diag >> from) & 1) {
+                if (to & chk_b) cold.template direct_only<BISHOP>(from, to & chk_b, MF_NORMAL);
+            } else if (to & chk_r) cold.template direct_only<ROOK>(from, to & chk_r, MF_NORMAL);
         }
     }
 
@@ -280,7 +292,7 @@ struct LeafSink {
         const u64 from_blocker = General ? to & forward(blockers, delta) : 0;  // targets whose pawn is a blocker
         for (u64 t = direct | from_blocker; t;) {
             const int sq = pop_lsb(t);
-            checks(sq - delta, bit(sq), direct & bit(sq), flag);
+            checks<PAWN>(sq - delta, bit(sq), direct & bit(sq), flag);
         }
     }
     PC_HD void promos(u64 to, int delta) {
