@@ -251,10 +251,21 @@ def test_an_interrupted_save_leaves_the_previous_image(saved, monkeypatch):
 distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
 
 
-def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(request, tmp_path, monkeypatch, device):
+@pytest.mark.timeout(300)  # a lost worker would hang a gather: fail instead
+def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(tmp_path, monkeypatch, device):
+    """On a 2-worker LocalCluster of this test's own (not the module's: its workers live exactly as
+    long as the three runs below)."""
     if device == "gpu":
         pytest.skip("the deep run's workers count on the emulated device (CPU CI's Dask cluster)")
-    cluster = request.getfixturevalue("cluster")
+    from perft_core.deep.cluster import NO_DASHBOARD
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as cluster:
+        with distributed.Client(cluster.scheduler_address) as client:
+            client.wait_for_workers(2, timeout=60)
+        _deep_run_saves_and_loads(cluster, tmp_path, monkeypatch)
+
+
+def _deep_run_saves_and_loads(cluster, tmp_path, monkeypatch) -> None:
     from perft_core.deep import deep_perft
     from perft_core.deep import run as run_mod
     from perft_core.deep.errors import DeepStopped
