@@ -4,6 +4,7 @@ missing or broken, except in CI (``CI=true``, or ``PERFT_REQUIRE_CORE=1``), wher
 built by the install and a broken one must fail the run instead of turning tests into skips."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 from pathlib import Path
@@ -66,14 +67,47 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@contextlib.contextmanager
+def no_shadowing_sys_path():
+    """sys.path without the folders that hold another ``perft_core`` than the one imported, while
+    the block runs. A spawned process (a Dask worker) takes this process's sys.path, and tests that
+    import a ci/ script put the checkout's root on it (the scripts do, to run from a checkout): in
+    CI, where perft_core is installed and the checkout has no built extension, a worker spawned
+    then imported the checkout's perft_core and failed on every task, and its run waited forever
+    (session 24)."""
+    import sys
+
+    import perft_core
+
+    home = Path(perft_core.__file__).resolve().parent
+
+    def shadows(entry: str) -> bool:
+        found = Path(entry or ".").resolve() / "perft_core"
+        return found.is_dir() and found.resolve() != home
+
+    saved = list(sys.path)
+    sys.path[:] = [e for e in sys.path if not shadows(e)]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
+
+
+def local_cluster():
+    """A 2-worker Dask LocalCluster (processes, one thread each; a context manager), its workers
+    spawned with :func:`no_shadowing_sys_path`."""
+    distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
+    from perft_core.deep.cluster import NO_DASHBOARD
+
+    with no_shadowing_sys_path():
+        return distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD)
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A 2-worker Dask LocalCluster (processes, one thread each) for a test module's deep runs;
     the module skips when Dask is not installed."""
-    distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
-    from perft_core.deep.cluster import NO_DASHBOARD
-
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as c:
+    with local_cluster() as c:
         yield c
 
 

@@ -257,9 +257,9 @@ def test_a_deep_run_saves_its_tables_at_the_limit_and_a_resume_loads_them(tmp_pa
     long as the three runs below)."""
     if device == "gpu":
         pytest.skip("the deep run's workers count on the emulated device (CPU CI's Dask cluster)")
-    from perft_core.deep.cluster import NO_DASHBOARD
+    from conftest import local_cluster
 
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, **NO_DASHBOARD) as cluster:
+    with local_cluster() as cluster:
         with distributed.Client(cluster.scheduler_address) as client:
             client.wait_for_workers(2, timeout=60)
         _deep_run_saves_and_loads(cluster, tmp_path, monkeypatch)
@@ -348,3 +348,34 @@ def test_statistics_tables_round_trip(tmp_path):
     assert load["loaded"] and load["entries"] == {r: t["entries"] for r, t in saved["tables"].items()}
     assert got == [perft_core.perft_stats(p, 4) for p in LATER[:60]]
     assert drv.audit()[1] == []
+
+
+@pytest.mark.timeout(120)
+def test_cluster_workers_import_this_perft_core_whatever_sys_path_holds(tmp_path, monkeypatch, device):
+    """The test clusters' workers import the perft_core the tests import, even when a folder
+    holding another perft_core is on sys.path (as a ci/ script puts the checkout there); without
+    ``no_shadowing_sys_path`` they import the other one (shown: a spawned process does)."""
+    if device == "gpu":
+        pytest.skip("about the test clusters: no device")
+    import multiprocessing
+
+    from conftest import local_cluster, no_shadowing_sys_path
+
+    fake = tmp_path / "perft_core"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("WHICH = 'the shadow'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:  # the failure the helper prevents: a spawned process takes the shadow
+        assert pool.apply(_which_perft_core) == "the shadow"
+    with no_shadowing_sys_path(), ctx.Pool(1) as pool:
+        assert pool.apply(_which_perft_core) == perft_core.__file__
+    with local_cluster() as cluster, distributed.Client(cluster.scheduler_address) as client:
+        client.wait_for_workers(2, timeout=60)
+        assert set(client.run(_which_perft_core).values()) == {perft_core.__file__}
+
+
+def _which_perft_core() -> str:
+    import perft_core
+
+    return getattr(perft_core, "WHICH", perft_core.__file__)
