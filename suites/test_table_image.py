@@ -353,29 +353,28 @@ def test_statistics_tables_round_trip(tmp_path):
 @pytest.mark.timeout(120)
 def test_cluster_workers_import_this_perft_core_whatever_sys_path_holds(tmp_path, monkeypatch, device):
     """The test clusters' workers import the perft_core the tests import, even when a folder
-    holding another perft_core is on sys.path (as a ci/ script puts the checkout there); without
-    ``no_shadowing_sys_path`` they import the other one (shown: a spawned process does)."""
+    holding another perft_core is on sys.path (as a ci/ script puts the checkout there); a process
+    started with that sys.path imports the other one, and with ``no_shadowing_sys_path``'s not."""
     if device == "gpu":
         pytest.skip("about the test clusters: no device")
-    import multiprocessing
+    import subprocess
+    import sys
 
     from conftest import local_cluster, no_shadowing_sys_path
 
     fake = tmp_path / "perft_core"
     fake.mkdir()
-    (fake / "__init__.py").write_text("WHICH = 'the shadow'\n")
+    (fake / "__init__.py").write_text("__file__ = 'the shadow'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(1) as pool:  # the failure the helper prevents: a spawned process takes the shadow
-        assert pool.apply(_which_perft_core) == "the shadow"
-    with no_shadowing_sys_path(), ctx.Pool(1) as pool:
-        assert pool.apply(_which_perft_core) == perft_core.__file__
+    which = "import sys; sys.path[:] = sys.argv[1].split('\\n'); import perft_core; print(perft_core.__file__)"
+
+    def child() -> str:  # what a spawned process, which takes this sys.path, imports
+        return subprocess.run([sys.executable, "-c", which, "\n".join(sys.path)], capture_output=True, text=True,
+                              timeout=60, check=True).stdout.strip()
+
+    assert child() == "the shadow"
+    with no_shadowing_sys_path():
+        assert child() == perft_core.__file__
     with local_cluster() as cluster, distributed.Client(cluster.scheduler_address) as client:
         client.wait_for_workers(2, timeout=60)
-        assert set(client.run(_which_perft_core).values()) == {perft_core.__file__}
-
-
-def _which_perft_core() -> str:
-    import perft_core
-
-    return getattr(perft_core, "WHICH", perft_core.__file__)
+        assert set(client.run(eval, "__import__('perft_core').__file__").values()) == {perft_core.__file__}
