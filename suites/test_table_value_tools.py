@@ -354,7 +354,7 @@ def test_one_gpu_pair_script_links_carry_table_images(tmp_path, device_tree):
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS", "PYTHONPATH")}
-    env.update(OUT=str(out_dir), DRY="1", DEPTH="8", LEFT="70", LINKS="2", NAME="ln",
+    env.update(OUT=str(out_dir), DRY="1", DEPTH="8", LEFT="120", LINKS="2", NAME="ln",
                B_ENV="PERFT_TABLE_IMAGE_BYTES=0", PERFT_WHEELS=str(tmp_path / "no-wheels"),
                PERFT_SITE=str(tmp_path / "site"), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
     script = str(device_tree / "ci" / "table_value" / "one_gpu_pair.sh")
