@@ -123,6 +123,14 @@ def _occupied(kernels, entries, words: int):
     return entries.reshape(-1, words)[:, 1] != 0
 
 
+def _cache_of(driver) -> tuple:
+    """(the driver's host cache of its tables' kind, words of a value): the statistics cache and 13
+    counters beside statistics entries, else the node-count cache and 1."""
+    if driver.device_tables.entry_words != 2:
+        return driver.stats_cache, 13
+    return driver.host_cache, 1
+
+
 def _cache_arrays(cache, words: int, audit: bool) -> list[np.ndarray]:
     """The host cache as [keys uint64 (n, 3): lo, hi, remaining depth; values uint64 (n, words)],
     and with ``audit`` each entry's record: board words and side, uint64 (n, 6)."""
@@ -156,9 +164,7 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
     path = Path(path)
     k, tables = driver.k, driver.device_tables
     w = int(tables.entry_words)
-    stats_entries = w != 2
-    cache = driver.stats_cache if stats_entries else driver.host_cache
-    cache_words = 13 if stats_entries else 1
+    cache, cache_words = _cache_of(driver)
     audit = bool(tables.audit_mode)
     aw = 8 if audit else 0  # an audit record's words a slot
     host = _cache_arrays(cache, cache_words, audit)
@@ -321,9 +327,7 @@ def _read_record(fd: int, row: dict) -> tuple[bytes, str]:
 def _load_records(driver, path, header: dict, index: list[dict], out: dict, before_upload) -> None:
     k, tables = driver.k, driver.device_tables
     w = int(tables.entry_words)
-    stats_entries = w != 2
-    cache = driver.stats_cache if stats_entries else driver.host_cache
-    cache_words = 13 if stats_entries else 1
+    cache, cache_words = _cache_of(driver)
     with open(path, "rb") as f, ThreadPoolExecutor(max_workers=READERS) as pool:
         ahead: deque = deque()
         queue = iter(index)
