@@ -348,13 +348,18 @@ def test_one_gpu_pair_script_dry_run(tmp_path, device_tree):
 def test_one_gpu_pair_script_links_carry_table_images(tmp_path, device_tree):
     """one_gpu_pair.sh LINKS=2 (DRY=1): each arm makes the run in its first link and resumes it in
     the second; arm A saves its tables at link 1's limit and loads them in link 2, arm B (B_ENV
-    PERFT_TABLE_IMAGE_BYTES=0) never; a pair per link; the archive holds no table image."""
+    PERFT_TABLE_IMAGE_BYTES=0) never; a pair per link; the archive holds no table image.
+
+    Startpos perft 9 split at ply 3 (8,902 units) so that neither arm can finish in a link on any
+    machine (about 0.9 s a unit at the top here, some 10 minutes of counting in all) and each link
+    counts many units even on a loaded one. Perft 8 split at ply 2 (the first form) finished in
+    one 45-s link on a fast CI machine, so link 2 had no units to pair (CI, session 25)."""
     import tarfile
 
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "PERFT_WHEELS", "PYTHONPATH")}
-    env.update(OUT=str(out_dir), DRY="1", DEPTH="8", LEFT="120", LINKS="2", NAME="ln",
+    env.update(OUT=str(out_dir), DRY="1", DEPTH="9", SPLIT="3", LEFT="120", LINKS="2", NAME="ln",
                B_ENV="PERFT_TABLE_IMAGE_BYTES=0", PERFT_WHEELS=str(tmp_path / "no-wheels"),
                PERFT_SITE=str(tmp_path / "site"), PATH=f"{Path(sys.executable).parent}:{env['PATH']}")
     script = str(device_tree / "ci" / "table_value" / "one_gpu_pair.sh")
