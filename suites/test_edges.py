@@ -656,3 +656,50 @@ def test_n2_a_schema_4_store_is_checked_by_its_own_rule_then_resealed(tmp_path):
     with Store.open(store) as st:
         assert st.run["schema"] == SCHEMA and [r["idx"] for r in st.tampered] == [0]
     assert check_store(store, sample=1).ok
+
+
+# ----- session 25: an edge-case hunt's findings ----------------------------------------------------
+
+# 26 white queens: 263 legal moves, more than the 256 a move list held on the stack (every CPU
+# count wrote past it: a segfault or "free(): invalid pointer"); counts from python-chess.
+MANY_QUEENS = "QQQQQQrk/Q4Qrr/Q5QQ/Q6Q/Q6Q/Q6Q/Q6Q/KQQQQQQQ w - - 0 1"
+
+
+def _chess_perft(board, depth: int) -> int:
+    if depth == 0:
+        return 1
+    total = 0
+    for move in board.legal_moves:
+        board.push(move)
+        total += _chess_perft(board, depth - 1)
+        board.pop()
+    return total
+
+
+def test_a_position_with_more_than_256_moves_counts_on_every_cpu_path():
+    """Each CPU path that keeps a move list (the recursion, the tables' batches of children, the
+    statistics with and without tables, divide's split on two threads, the root's legal moves)
+    gives python-chess's count for a position of 263 moves, in this process: before the heap
+    list (src/host.h MoveList) each of them crashed it."""
+    import chess
+
+    import perft_core
+
+    board = chess.Board(MANY_QUEENS)
+    assert len(perft_core.Position.from_fen(MANY_QUEENS).legal_moves()) == board.legal_moves.count() == 263
+    for depth in (2, 3):
+        want = _chess_perft(board, depth)
+        got = {"perft": perft_core.perft(MANY_QUEENS, depth, threads=1),
+               "tt": perft_core.perft(MANY_QUEENS, depth, tt=True, threads=1),
+               "stats": perft_core.perft_stats(MANY_QUEENS, depth, threads=1).nodes,
+               "stats tt": perft_core.perft_stats(MANY_QUEENS, depth, tt=True, threads=1).nodes,
+               "divide": sum(perft_core.divide(MANY_QUEENS, depth, threads=2).values())}
+        assert got == dict.fromkeys(got, want), (depth, want, got)
+
+
+def test_a_position_with_more_than_256_moves_from_the_cli():
+    """``perft run FEN 3 --stats`` in its own process: exit 0 and the node count (a segfault, exit
+    139, before)."""
+    p = perft_cmd("run", MANY_QUEENS, "3", "--stats", "--json")
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert json.loads(p.stdout)["stats"]["nodes"] == 265_868

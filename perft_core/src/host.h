@@ -150,9 +150,38 @@ inline std::string uci(const Root& r, Move m) {
     return s;
 }
 
-inline int legal(const Root& r, Move* out) {
-    return r.us == WHITE ? generate_moves<WHITE>(r.board, r.ci, out) : generate_moves<BLACK>(r.board, r.ci, out);
-}
+// ----- move lists ------------------------------------------------------------------------------
+// A node's legal moves, for the recursions that keep a list (the leaf parents count without one).
+// The first PC_MAX_MOVES (256) sit on the stack: a position of a game has at most 218 moves, and
+// the GPU kernels' lists stop at 256. A position the parser accepts may hold more pieces than a
+// game allows (26 queens: 263 moves), so a node with more regenerates its list on the heap. None
+// has more than 1,098: each of the 64 destination squares is reached by at most 16 pieces (the
+// nearest on each of its 8 rays, and 8 knights), the up to 24 pawn promotions add 3 moves each, and
+// there are 2 castles.
+struct MoveList {
+    Move local[PC_MAX_MOVES];
+    std::vector<Move> heap;
+    const Move* moves = local;
+    int n = 0;
+
+    template <int Us>
+    void generate(const Board& b, const CastleInfo& ci) {
+        CappedSink s(local, PC_MAX_MOVES);
+        generate_legal<Us>(b, ci, s);
+        n = s.n;
+        if (n > PC_MAX_MOVES) {
+            heap.resize(n);
+            ListSink all(heap.data());
+            generate_legal<Us>(b, ci, all);
+            moves = heap.data();
+        }
+    }
+    void generate(const Board& b, const CastleInfo& ci, int us) {
+        if (us == WHITE) generate<WHITE>(b, ci);
+        else generate<BLACK>(b, ci);
+    }
+    Move operator[](int i) const { return moves[i]; }
+};
 
 // Perft 2 without a move list: PerftSink (pc_bfs.h) with the moves of pieces and the pushes and
 // captures of pawns (nearly all moves) made and bulk-counted inline; castling, en passant and
@@ -199,8 +228,9 @@ u64 perft_rec(const Board& b, const CastleInfo& ci, int depth) {
         const bool them_castle = b.state & (castle_bit(Us ^ 1, 0) | castle_bit(Us ^ 1, 1));
         return them_castle ? perft2<Us, true>(b, ci) : perft2<Us, false>(b, ci);
     }
-    Move list[PC_MAX_MOVES];
-    int n = generate_moves<Us>(b, ci, list);
+    MoveList list;
+    list.generate<Us>(b, ci);
+    const int n = list.n;
     u64 total = 0;
     for (int i = 0; i < n; ++i) {
         Board c = b;
@@ -303,9 +333,9 @@ inline void split_divide(const Root& r, const Item& top, const std::vector<Move>
         if (size < total / (SPLIT_PER_THREAD * threads)) break;
         if (items[i].depth - 1 < SPLIT_MIN_PLIES) continue;  // too small to split: stays one item
         const Item parent = items[i];
-        Move list[PC_MAX_MOVES];
-        const int n = parent.us == WHITE ? generate_moves<WHITE>(parent.b, r.ci, list)
-                                         : generate_moves<BLACK>(parent.b, r.ci, list);
+        MoveList list;
+        list.generate(parent.b, r.ci, parent.us);
+        const int n = list.n;
         dead[i] = true;
         total -= size;
         --live;
@@ -367,9 +397,9 @@ inline std::vector<u64> divide_counts(const Root& r, const std::vector<Move>& mo
 }
 
 inline std::vector<Move> legal_list(const Root& r) {
-    Move buf[PC_MAX_MOVES];
-    int n = legal(r, buf);
-    return std::vector<Move>(buf, buf + n);
+    MoveList list;
+    list.generate(r.board, r.ci, r.us);
+    return std::vector<Move>(list.moves, list.moves + list.n);
 }
 
 inline void check_depth(int depth) {

@@ -29,9 +29,9 @@ void stats_rec(const Board& b, const CastleInfo& ci, int depth, StatCounts& s) {
         host_perft2_stats<Us>(b, ci, s);
         return;
     }
-    Move list[PC_MAX_MOVES];
-    const int n = generate_moves<Us>(b, ci, list);
-    for (int i = 0; i < n; ++i) {
+    MoveList list;
+    list.generate<Us>(b, ci);
+    for (int i = 0; i < list.n; ++i) {
         Board c = b;
         make_move<Us>(c, list[i], ci);
         stats_rec<Us ^ 1>(c, ci, depth - 1, s);
@@ -117,18 +117,22 @@ void stats_tt_rec(const Board& b, const Key128& k, int depth, StatsSearch& s, St
     if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
         stats_rec<Us>(b, s.ci, depth, here);
     } else {
-        // Children and their keys first, each child's bucket prefetched; then the counts.
-        Move list[PC_MAX_MOVES];
+        // Children and their keys first, each child's bucket prefetched; then the counts (in
+        // batches of PC_MAX_MOVES, one batch but where a node has more moves: MoveList).
+        MoveList list;
+        list.generate<Us>(b, s.ci);
         Board child[PC_MAX_MOVES];
         Key128 key[PC_MAX_MOVES];
-        const int n = generate_moves<Us>(b, s.ci, list);
-        for (int i = 0; i < n; ++i) {
-            child[i] = b;
-            make_move<Us>(child[i], list[i], s.ci);
-            key[i] = update_hash<Us>(k, b, list[i], s.ci, s.z);
-            s.tt.prefetch(depth - 1, key[i]);
+        for (int first = 0; first < list.n; first += PC_MAX_MOVES) {
+            const int n = std::min(list.n - first, PC_MAX_MOVES);
+            for (int i = 0; i < n; ++i) {
+                child[i] = b;
+                make_move<Us>(child[i], list[first + i], s.ci);
+                key[i] = update_hash<Us>(k, b, list[first + i], s.ci, s.z);
+                s.tt.prefetch(depth - 1, key[i]);
+            }
+            for (int i = 0; i < n; ++i) stats_tt_rec<Us ^ 1>(child[i], key[i], depth - 1, s, here);
         }
-        for (int i = 0; i < n; ++i) stats_tt_rec<Us ^ 1>(child[i], key[i], depth - 1, s, here);
     }
     if (use && (depth < STOP_PLIES || !stop_requested())) s.tt.store(depth, k, here, b, Us, s.ci, s.st[depth]);
     stats_add(out, here);

@@ -496,18 +496,22 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
     if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
         total = pc_host::perft_rec<Us>(b, s.ci, depth);
     } else {
-        // Children and their keys first, each child's bucket prefetched; then the counts.
-        Move list[PC_MAX_MOVES];
+        // Children and their keys first, each child's bucket prefetched; then the counts (in
+        // batches of PC_MAX_MOVES, one batch but where a node has more moves: pc_host::MoveList).
+        pc_host::MoveList list;
+        list.generate<Us>(b, s.ci);
         Board child[PC_MAX_MOVES];
         Key128 key[PC_MAX_MOVES];
-        const int n = generate_moves<Us>(b, s.ci, list);
-        for (int i = 0; i < n; ++i) {
-            child[i] = b;
-            make_move<Us>(child[i], list[i], s.ci);
-            key[i] = child_key<Us, F>(k, b, list[i], s);
-            s.tt.prefetch(depth - 1, key[i]);
+        for (int first = 0; first < list.n; first += PC_MAX_MOVES) {
+            const int n = std::min(list.n - first, PC_MAX_MOVES);
+            for (int i = 0; i < n; ++i) {
+                child[i] = b;
+                make_move<Us>(child[i], list[first + i], s.ci);
+                key[i] = child_key<Us, F>(k, b, list[first + i], s);
+                s.tt.prefetch(depth - 1, key[i]);
+            }
+            for (int i = 0; i < n; ++i) total += tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s);
         }
-        for (int i = 0; i < n; ++i) total += tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s);
     }
     if (use && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))
         s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
