@@ -703,3 +703,22 @@ def test_a_position_with_more_than_256_moves_from_the_cli():
     p = perft_cmd("run", MANY_QUEENS, "3", "--stats", "--json")
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
     assert json.loads(p.stdout)["stats"]["nodes"] == 265_868
+
+
+@pytest.mark.parametrize("seconds", [9.3e9, 1e12, 1e300, float("inf")])
+def test_a_limit_past_the_clocks_range_never_stops_a_count(seconds):
+    """A time limit the steady clock cannot reach (nanoseconds past int64: from 9.2e9 s) is no
+    limit: before, the extension's deadline overflowed to the past and the count stopped at once
+    (depth 5 on two threads: the deadline is looked at between work items and 4 plies up)."""
+    import perft_core
+    from perft_core import _core
+
+    args = perft_core.Position.from_fen(START).core_args()
+    assert sum(n for _, n in _core.divide(args, 5, 2, seconds)) == STARTPOS[5]
+    assert perft_core.perft_stats(START, 5, threads=2, max_seconds=seconds).nodes == STARTPOS[5]
+
+
+def test_a_limit_past_the_clocks_range_from_the_cli():
+    p = perft_cmd("run", "startpos", "5", "--stats", "--threads", "2", "--max-seconds", "1e10", "--json")
+    assert p.returncode == 0, (p.returncode, p.stdout[-1000:], p.stderr[-2000:])
+    assert json.loads(p.stdout)["stats"]["nodes"] == STARTPOS[5]

@@ -19,7 +19,10 @@ extern "C" inline void pc_stop_handler(int sig) { g_stop.store(sig, std::memory_
 class StopScope {
   public:
     StopScope(int depth, double max_seconds) {
-        t_deadline_ns = max_seconds > 0 ? steady_ns() + (std::int64_t)(max_seconds * 1e9) : 0;
+        // A limit past the steady clock's range in int64 nanoseconds (4e9 s, 127 years; inf too) is
+        // never reached: no deadline (the cast overflowed, and 1e10 s stopped a count at once).
+        const double ns = max_seconds * 1e9;
+        t_deadline_ns = max_seconds > 0 && ns < 4e18 ? steady_ns() + (std::int64_t)ns : 0;
         if (depth < 5 || !main_thread()) return;
         g_stop.store(0);
         t_stop = &g_stop;
