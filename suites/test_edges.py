@@ -722,3 +722,52 @@ def test_a_limit_past_the_clocks_range_from_the_cli():
     p = perft_cmd("run", "startpos", "5", "--stats", "--threads", "2", "--max-seconds", "1e10", "--json")
     assert p.returncode == 0, (p.returncode, p.stdout[-1000:], p.stderr[-2000:])
     assert json.loads(p.stdout)["stats"]["nodes"] == STARTPOS[5]
+
+
+def _foreign_run_table(path: Path) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE run (id INTEGER, schema INTEGER)")
+    conn.execute("INSERT INTO run VALUES (1, 2)")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("how", [("--resume",), ("--check",), ("--stats",)])
+def test_a_foreign_run_table_is_one_line_not_a_traceback(tmp_path, how):
+    """An SQLite file whose ``run`` table is not ours: ``not a deep-perft store``, exit 2 (a
+    KeyError traceback and exit 1, "a count differs", before)."""
+    path = tmp_path / "x.sqlite"
+    _foreign_run_table(path)
+    one_error_line(perft_cmd("deep", *how, str(path)), "not a deep-perft store", str(path))
+
+
+def _file_state(path: Path) -> tuple:
+    return path.read_bytes(), sorted(p.name for p in path.parent.iterdir())
+
+
+@pytest.mark.parametrize("kind", ["empty", "other database", "foreign run table"])
+def test_a_file_refused_by_resume_is_left_as_it_was(tmp_path, kind):
+    """``perft deep --resume`` of a file that is not a store refuses it and leaves it byte for byte
+    (no WAL switch, no database made of an empty file, no sidecar files)."""
+    path = tmp_path / "f.sqlite"
+    if kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "other database":
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE foo (x)")
+        conn.commit()
+        conn.close()
+    else:
+        _foreign_run_table(path)
+    before = _file_state(path)
+    one_error_line(perft_cmd("deep", "--resume", str(path)), "not a deep-perft store")
+    assert _file_state(path) == before
+
+
+def test_a_run_seed_that_is_not_hex_names_the_store_and_field(tmp_path):
+    """A store whose run row's seed was changed to text that is not hexadecimal: one line naming the
+    store and the field (``invalid literal for int()`` alone, before)."""
+    store = tmp_path / "s.sqlite"
+    _half_counted_store(store, depth=3, split_ply=1)
+    _edit(store, "UPDATE run SET seed = 'zz'")
+    one_error_line(perft_cmd("deep", "--resume", str(store)), str(store), "seed 'zz'", "not a hexadecimal key")

@@ -250,6 +250,14 @@ def _seed_text(seed: int | None) -> str | None:
     return None if seed is None else f"{seed:#x}"
 
 
+def _refuse_a_foreign_run_table(path: Path, columns) -> None:
+    """Raises StoreError when the run table's ``columns`` lack a field every store since schema 2
+    has: a table of that name, not ours."""
+    missing = [k for k in ("schema", *_RUN_SEALED) if k not in columns]
+    if missing:
+        raise StoreError(f"store {path} is not a deep-perft store: its run table has no {', '.join(missing)}")
+
+
 class Store:
     """An open, locked store. Make one with :meth:`create` or :meth:`open`; ``close()`` it (or use
     it as a context manager) to release the lock.
@@ -408,6 +416,7 @@ class Store:
             raise StoreError(f"store {path} does not exist")
         fd = cls._lock(path)
         try:
+            cls._refuse_unless_a_store(path)
             conn = cls._connect(path)
             check = conn.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
@@ -424,6 +433,27 @@ class Store:
         except BaseException:
             _unlock(fd)
             raise
+
+    @staticmethod
+    def _refuse_unless_a_store(path: Path) -> None:
+        """Raises StoreError when ``path`` is not an SQLite database with a run table, found through
+        a read-only connection, so that a file refused is left as it was: _connect switches a
+        database to WAL and an empty file would become one. Other errors (a WAL store whose -shm is
+        missing cannot be opened read-only) are left to the full open."""
+        try:
+            conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)
+        except sqlite3.Error:
+            return
+        try:
+            columns = [c[0] for c in conn.execute("SELECT * FROM run LIMIT 0").description]
+        except sqlite3.DatabaseError as exc:
+            text = str(exc)
+            if "not a database" in text or "no such table" in text:
+                raise StoreError(f"store {path} is not a deep-perft store: {text}") from None
+            return
+        finally:
+            conn.close()
+        _refuse_a_foreign_run_table(path, columns)
 
     @classmethod
     def read(cls, path: str | os.PathLike) -> Store:
@@ -456,13 +486,18 @@ class Store:
             raise StoreError(f"store {self.path} has no run (it was never completely created)")
         run = dict(zip([c[0] for c in cur.description], row))
         self._run_row = dict(run)  # as stored, for its checksum
+        _refuse_a_foreign_run_table(self.path, run)
         if run["schema"] not in (2, 3, 4, 5, 6, 7, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         run["stats"] = bool(run.get("stats") or 0)
         run["part_depth"] = run.get("part_depth") or PART_DEPTH
         for k in ("seed", "verify_seed"):
-            run[k] = None if run[k] is None else int(run[k], 16)
+            try:
+                run[k] = None if run[k] is None else int(run[k], 16)
+            except (TypeError, ValueError):
+                raise StoreError(f"store {self.path}: the run's {k} {run[k]!r} is not a hexadecimal key "
+                                 "(the run row was changed or damaged)") from None
         return run
 
     def _check_run(self) -> None:
