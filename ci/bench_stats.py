@@ -1,7 +1,8 @@
 """Statistics' cost against the plain count on the CPU, one thread, in the same run (issue 36).
 
-``python ci/bench_stats.py [ROUNDS]``: for startpos 7 and Kiwipete 6, ROUNDS (default 2) rounds of a
-plain count (``perft_core._core.perft``) and a statistics count (``_core.perft_stats``), alternated
+``python ci/bench_stats.py [ROUNDS] [--more]``: for startpos 7 and Kiwipete 6 (issue 36's target
+cases; ``--more`` adds CPW 3-6 and a Chess960 position, positions the leaf was not tuned on, as
+NOTES.md sessions 23-25 measured them), ROUNDS (default 2) rounds of a plain count (``perft_core._core.perft``) and a statistics count (``_core.perft_stats``), alternated
 so that both see the same load; prints the best process CPU time of each (``time.process_time``:
 the other engineers' load on a shared machine moves wall times by 50 %) and their ratio. The
 target: at most 2x (issue 36).
@@ -16,11 +17,16 @@ from perft_core.position import as_position
 
 CASES = (("startpos", "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", 7),
          ("kiwipete", "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", 6))
+MORE = (("cpw3", "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", 8),
+        ("cpw4", "r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", 6),
+        ("cpw5", "rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", 6),
+        ("cpw6", "r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10", 6),
+        ("chess960", "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9", 6))
 
 
-def main(rounds: int) -> None:
+def main(rounds: int, more: bool = False) -> None:
     print(f"extension {_core.__name__}; {rounds} rounds, best of each")
-    for name, fen, depth in CASES:
+    for name, fen, depth in CASES + (MORE if more else ()):
         args = as_position(fen).core_args()
         best = {"plain": float("inf"), "stats": float("inf")}
         for _ in range(rounds):
@@ -34,4 +40,5 @@ def main(rounds: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 2)
+    numbers = [a for a in sys.argv[1:] if a != "--more"]
+    main(int(numbers[0]) if numbers else 2, "--more" in sys.argv[1:])
