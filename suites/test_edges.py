@@ -665,30 +665,20 @@ def test_n2_a_schema_4_store_is_checked_by_its_own_rule_then_resealed(tmp_path):
 MANY_QUEENS = "QQQQQQrk/Q4Qrr/Q5QQ/Q6Q/Q6Q/Q6Q/Q6Q/KQQQQQQQ w - - 0 1"
 
 
-def _chess_perft(board, depth: int) -> int:
-    if depth == 0:
-        return 1
-    total = 0
-    for move in board.legal_moves:
-        board.push(move)
-        total += _chess_perft(board, depth - 1)
-        board.pop()
-    return total
-
-
 def test_a_position_with_more_than_256_moves_counts_on_every_cpu_path():
     """Each CPU path that keeps a move list (the recursion, the tables' batches of children, the
     statistics with and without tables, divide's split on two threads, the root's legal moves)
     gives python-chess's count for a position of 263 moves, in this process: before the heap
     list (src/host.h MoveList) each of them crashed it."""
     import chess
+    from test_divide_vs_pychess import pychess_perft
 
     import perft_core
 
     board = chess.Board(MANY_QUEENS)
     assert len(perft_core.Position.from_fen(MANY_QUEENS).legal_moves()) == board.legal_moves.count() == 263
     for depth in (2, 3):
-        want = _chess_perft(board, depth)
+        want = pychess_perft(board, depth)
         got = {"perft": perft_core.perft(MANY_QUEENS, depth, threads=1),
                "tt": perft_core.perft(MANY_QUEENS, depth, tt=True, threads=1),
                "stats": perft_core.perft_stats(MANY_QUEENS, depth, threads=1).nodes,
