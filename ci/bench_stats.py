@@ -2,8 +2,9 @@
 
 ``python ci/bench_stats.py [ROUNDS] [--more]``: for startpos 7 and Kiwipete 6 (issue 36's target
 cases; ``--more`` adds CPW 3-6 and a Chess960 position, positions the leaf was not tuned on, as
-NOTES.md sessions 23-25 measured them), ROUNDS (default 2) rounds of a plain count (``perft_core._core.perft``) and a statistics count (``_core.perft_stats``), alternated
-so that both see the same load; prints the best process CPU time of each (``time.process_time``:
+NOTES.md sessions 23-25 measured them), ROUNDS (default 2) rounds of a plain count
+(``perft_core._core.perft``) and a statistics count (``_core.perft_stats``), alternated so that
+both see the same load; prints the best process CPU time of each (``time.process_time``:
 the other engineers' load on a shared machine moves wall times by 50 %) and their ratio. The
 target: at most 2x (issue 36).
 """

@@ -197,17 +197,19 @@ struct LeafCold {
         for (int code = KNIGHT; code <= QUEEN; ++code) {
             const bool dir = direct[code - KNIGHT];
             if (dir || disc)
-                checking(from, to, code + 2, dir ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
+                checking(from, to, code + 2,
+                         dir ? (disc ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT) : CHECK_SINGLE_DISCOVERED);
         }
     }
 
     // Castling and en passant (LeafSink::one counts them), made when a check is possible at all:
     // the moved piece (rook, capturing pawn) on a check square of its kind (the rook: seeing the
     // king in the child, not only on its rank or file: a king on the rook's file behind a pawn made
-    // every castle in CPW 5, 4 % of its time, session 25), or a square left empty (the king's or the rook's, the capturing or the
-    // captured pawn's) between their king and one of our sliders (a discovery). Then the checkers
-    // are counted on the child. Inline: the test; out of line, the make (castling is a move in every
-    // position that still has the right, too common for a call each).
+    // every castle in CPW 5, 4 % of its time, session 25), or a square left empty (the king's or
+    // the rook's, the capturing or the captured pawn's) between their king and one of our sliders
+    // (a discovery). Then the checkers are counted on the child. Inline: the test; out of line, the
+    // make (castling is a move in every position that still has the right, too common for a call
+    // each).
     PC_HD void one(int from, int to, int flag) {
         int dest = to;
         u64 left = bit(from) | bit(to);  // castling: king and rook squares
