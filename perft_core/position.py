@@ -89,10 +89,12 @@ class Position:
         Raises:
             FenError: for any string that is malformed or describes a position whose perft
                 is undefined; ``.field`` names the FEN field at fault.
-            TypeError: if ``text`` is not a ``str``.
+            TypeError: if ``text`` is not a ``str``, or ``chess960`` is not None, True or False.
         """
         if not isinstance(text, str):
             raise TypeError(f"FEN must be a str, not {type(text).__name__}")
+        if chess960 is not None and not isinstance(chess960, bool):
+            raise TypeError(f"chess960 must be None, True or False, got {chess960!r}")
         if text.strip() == "startpos":  # as UCI's ``position startpos``
             text = STARTPOS
         parts = text.split()
@@ -133,13 +135,13 @@ class Position:
     # ------------------------------------------------------------------ writing FEN
 
     def piece_at(self, square: int) -> str | None:
-        """The piece letter on ``square`` (0..63): 'P', 'n', ... or None if empty.
+        """The piece letter on ``square`` (an int 0..63, a1 = 0, h8 = 63): 'P', 'n', ... or None if empty.
 
         Raises:
-            ValueError: if ``square`` is not in 0..63.
+            ValueError: if ``square`` is not an int in 0..63 (a bool, a float or a square name is not).
         """
-        if not 0 <= square < 64:
-            raise ValueError(f"square must be in 0..63, got {square!r}")
+        if isinstance(square, bool) or not isinstance(square, int) or not 0 <= square < 64:
+            raise ValueError(f"square must be an int in 0..63 (a1 = 0, h8 = 63), got {square!r}")
         code = (self.pbq >> square & 1) | (self.nbk >> square & 1) << 1 | (self.rqk >> square & 1) << 2
         if code == 0:
             return None
@@ -210,11 +212,14 @@ class Position:
         """Keys along UCI ``moves``: the from-scratch key, then the incremental key after each move.
 
         Each key after the first comes from the previous one by ``update_hash`` alone, never from
-        scratch. Raises IllegalMoveError for a move that is not legal where it is played,
-        ValueError for a bad seed.
+        scratch. ``moves``: a list (or other iterable) of UCI strings; one string is refused, not
+        walked letter by letter. Raises IllegalMoveError for a move that is not legal where it is
+        played or a ``moves`` that is a string, ValueError for a bad seed.
         """
         from perft_core import _core
 
+        if isinstance(moves, str):
+            raise IllegalMoveError(f"moves must be a list of UCI strings, got the string {moves!r}")
         moves = list(moves)
         for m in moves:
             if not isinstance(m, str):

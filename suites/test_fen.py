@@ -275,6 +275,30 @@ def test_value_semantics():
         a.piece_at(64)
 
 
+@pytest.mark.parametrize("square", [True, False, 1.5, 0.0, "a1", None])
+def test_piece_at_refuses_what_is_not_a_square_number(square):
+    """A bool (True read as 1: 'N'), a float or a square name (a bare TypeError from a comparison)
+    is a ValueError that names the form asked for (session 25's edge-case hunt)."""
+    with pytest.raises(ValueError, match="square must be an int in 0..63"):
+        Position.from_fen(START).piece_at(square)
+
+
+def test_zobrist_path_refuses_one_string_of_moves():
+    """``zobrist_path("e2e4")`` walked the string's letters ("move 0 is illegal: e"); a string is
+    refused as a string, and the same move in a list gives its two keys."""
+    pos = Position.from_fen(START)
+    with pytest.raises(IllegalMoveError, match="list of UCI strings, got the string 'e2e4'"):
+        pos.zobrist_path("e2e4")
+    assert len(pos.zobrist_path(["e2e4"])) == 2
+
+
+@pytest.mark.parametrize("flag", ["yes", 1, 0, "False"])
+def test_from_fen_refuses_a_chess960_flag_that_is_not_a_bool(flag):
+    """``chess960="yes"`` (or 1, or the string "False", which is truthy) was taken as a flag."""
+    with pytest.raises(TypeError, match="chess960 must be None, True or False"):
+        Position.from_fen(START, chess960=flag)
+
+
 # ---------------------------------------------------------------------- hypothesis
 
 FEN_ALPHABET = "pnbrqkPNBRQK12345678/ wb-KQkqABCDEFGHabcdefgh0369"
