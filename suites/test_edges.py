@@ -761,3 +761,15 @@ def test_a_run_seed_that_is_not_hex_names_the_store_and_field(tmp_path):
     _half_counted_store(store, depth=3, split_ply=1)
     _edit(store, "UPDATE run SET seed = 'zz'")
     one_error_line(perft_cmd("deep", "--resume", str(store)), str(store), "seed 'zz'", "not a hexadecimal key")
+
+
+@pytest.mark.parametrize("schema", [2, 4])
+def test_a_store_whose_schema_field_was_lowered_is_called_tampered(tmp_path, schema):
+    """A store of this schema with its run row's schema field set lower: its columns say otherwise,
+    so it is refused as changed, in one line (schema 2 failed its migration with "duplicate column
+    name: checksum" and advice to free space; schema 4 was migrated)."""
+    store = tmp_path / "s.sqlite"
+    _half_counted_store(store, depth=3, split_ply=1)
+    _edit(store, "UPDATE run SET schema = ?", schema)
+    one_error_line(perft_cmd("deep", "--resume", str(store)), str(store), f"says schema {schema}",
+                   "its schema field was changed")

@@ -536,6 +536,11 @@ class Store:
         schema = self.run["schema"]
         if schema == SCHEMA:
             return
+        columns = {t: {row[1] for row in self.conn.execute(f"PRAGMA table_info({t})")} for t in ("run", "units")}
+        for since, table, column in ((3, "units", "checksum"), (5, "run", "checksum")):
+            if schema < since and column in columns[table]:  # a later store whose schema field was lowered
+                raise StoreTampered(f"store {self.path} says schema {schema}, but its {table} table has the "
+                                    f"{column} column of schema {since} and later: its schema field was changed")
         if schema >= 5:  # its run row has a checksum: proven before anything is resealed
             self._check_run()
         with self._transaction():
