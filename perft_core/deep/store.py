@@ -550,7 +550,7 @@ class Store:
                 # before schema 6 every run is a plain one: no statistics; before schema 7 every run
                 # with parts split them at PART_DEPTH; before schema 8 no statistics run had a verify
                 # pass: its checksums stay what they were
-                if column.split()[0] not in {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}:
+                if column.split()[0] not in columns[table]:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
             if schema < 3:
                 self.conn.execute("ALTER TABLE units ADD COLUMN checksum TEXT")
@@ -561,7 +561,7 @@ class Store:
                                   f"WHEN checksum IS {v3} THEN {new} ELSE NULL END")
             if not self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'tables'").fetchone():
                 self.conn.execute(_TABLES_DDL)
-            if "checksum" not in {row[1] for row in self.conn.execute("PRAGMA table_info(run)")}:
+            if "checksum" not in columns["run"]:
                 self.conn.execute("ALTER TABLE run ADD COLUMN checksum TEXT")
             self.conn.execute("UPDATE run SET schema = ?, checksum = ?", (SCHEMA, run_checksum(self._run_row)))
         self.run["schema"] = self._run_row["schema"] = SCHEMA

@@ -25,9 +25,9 @@ before the failure passed its own digest). The image is written to a temporary f
 so an interrupted save leaves the previous image or none.
 
 File layout (little-endian): MAGIC, header length (u64), header (JSON: identity, the tables'
-slots, the host cache's entries, audit records or not, when written), then the records, then the index (JSON: per record
-its kind, remaining depth, first slot, slots, entries, offset, bytes and SHA-256), its length (u64),
-the SHA-256 of header + index, and END_MAGIC.
+slots, the host cache's entries, audit records or not, when written), then the records, then the
+index (JSON: per record its kind, remaining depth, first slot, slots, entries, offset, bytes and
+SHA-256), its length (u64), the SHA-256 of header + index, and END_MAGIC.
 """
 from __future__ import annotations
 
