@@ -24,7 +24,7 @@ void count(const Board& b, const CastleInfo& ci, int depth, StatCounts& s) {
         leaf_stats<Us>(b, ci, s);
         return;
     }
-    Move list[PC_MAX_MOVES];
+    Move list[PC_MOVES_BOUND];
     const int n = generate_moves<Us>(b, ci, list);
     for (int i = 0; i < n; ++i) {
         if (depth == 2) {

@@ -85,7 +85,7 @@ template <int Us>
 PC_HD u64 bfs_leaf3(const Board& parent, Move m, const CastleInfo& ci) {
     Board c = parent;
     make_move<Us>(c, m, ci);
-    Move list[PC_MAX_MOVES];
+    Move list[PC_MOVES_BOUND];
     u64 total = 0;
     const int n = generate_not_quiet<Us>(c, ci, list, total);
     for (int i = 0; i < n; ++i) {

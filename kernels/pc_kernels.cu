@@ -175,7 +175,7 @@ __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, cons
     __shared__ u32 s_own[Own ? PC_LEAF_THREADS : 1];  // < 256 grandchildren of < 256 moves each
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    Move list[PC_MAX_MOVES];
+    Move list[PC_MOVES_BOUND];
     int cnt = 0;
     u64 v = 0;
     if (j < n) {

@@ -6,7 +6,15 @@
 #pragma once
 #include "pc_board.h"
 
+// PC_MAX_MOVES: the lists kept where a position of a game is met (at most 218 moves) and a longer one
+// is handled (the GPU generate kernel writes each board's moves at offsets its count reserved; the
+// host recursions' MoveList spills to the heap). PC_MOVES_BOUND: no board has more legal moves, so a
+// list of that many never overflows whatever the parser accepted. Each of the 64 destination squares
+// is reached by at most 16 moves (the nearest piece on each of its 8 rays, and 8 knights); the up to
+// 24 promotion moves (8 pawns on the last rank but one, 3 targets each) count 3 more each, and there
+// are 2 castles: 64 x 16 + 24 x 3 + 2 = 1,098.
 #define PC_MAX_MOVES 256
+#define PC_MOVES_BOUND 1098
 
 template <int Us> PC_HD u64 shift_up(u64 b) { return Us == WHITE ? b << 8 : b >> 8; }
 // Towards the a-file / the h-file, one rank forward.

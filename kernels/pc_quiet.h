@@ -115,7 +115,7 @@ PC_HD void quiet_info(const Board& c, const CastleInfo& ci, QuietInfo& q) {
 }
 
 // Them's moves in c, the rule above applied to whole target sets: the quiet ones are only counted,
-// the others written to `out` (at least PC_MAX_MOVES entries).
+// the others written to `out` (PC_MOVES_BOUND entries: room for any board's moves).
 struct QuietListSink : ListSink {
     const QuietInfo& q;
     u64 knights, orth, diag;  // Them's knights and sliders
@@ -144,7 +144,7 @@ struct QuietListSink : ListSink {
     }
 };
 
-// The moves of a child c (Them to move) that are not quiet, written to list (PC_MAX_MOVES entries);
+// The moves of a child c (Them to move) that are not quiet, written to list (PC_MOVES_BOUND entries);
 // returns how many, and adds the quiet ones' counts (Us's base count each) to `quiet_nodes`.
 template <int Us>
 PC_HD int generate_not_quiet(const Board& c, const CastleInfo& ci, Move* list, u64& quiet_nodes) {

@@ -687,6 +687,22 @@ def test_a_position_with_more_than_256_moves_counts_on_every_cpu_path():
         assert got == dict.fromkeys(got, want), (depth, want, got)
 
 
+@pytest.mark.parametrize("backend", ["gpu-emulated", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_position_with_more_than_256_moves_counts_on_the_device_backends(backend):
+    """The device backends (the BFS, the generate kernel's reserved slots, the fused leaf's list of a
+    child's moves that are not quiet, the tables, the statistics leaf) give the CPU backend's counts
+    for the 263-move position and its black-to-move twin, whose children have 260 moves."""
+    import perft_core
+
+    for fen in (MANY_QUEENS, MANY_QUEENS.replace(" w ", " b ")):
+        for depth in (2, 3, 4):
+            want = perft_core.perft(fen, depth, backend="cpu")
+            got = {"perft": perft_core.perft(fen, depth, backend=backend),
+                   "tt": perft_core.perft(fen, depth, backend=backend, tt=True),
+                   "stats": perft_core.perft_stats(fen, depth, backend=backend).nodes}
+            assert got == dict.fromkeys(got, want), (fen, depth, want, got)
+
+
 def test_a_position_with_more_than_256_moves_from_the_cli():
     """``perft run FEN 3 --stats`` in its own process: exit 0 and the node count (a segfault, exit
     139, before)."""

@@ -152,12 +152,10 @@ inline std::string uci(const Root& r, Move m) {
 
 // ----- move lists ------------------------------------------------------------------------------
 // A node's legal moves, for the recursions that keep a list (the leaf parents count without one).
-// The first PC_MAX_MOVES (256) sit on the stack: a position of a game has at most 218 moves, and
-// the GPU kernels' lists stop at 256. A position the parser accepts may hold more pieces than a
-// game allows (26 queens: 263 moves), so a node with more regenerates its list on the heap. None
-// has more than 1,098: each of the 64 destination squares is reached by at most 16 pieces (the
-// nearest on each of its 8 rays, and 8 knights), the up to 24 pawn promotions add 3 moves each, and
-// there are 2 castles.
+// The first PC_MAX_MOVES (256) sit on the stack: a position of a game has at most 218 moves. A
+// position the parser accepts may hold more pieces than a game allows (26 queens: 263 moves), so a
+// node with more regenerates its list on the heap (at most PC_MOVES_BOUND = 1,098 moves, the bound
+// kernels/pc_movegen.h proves).
 struct MoveList {
     Move local[PC_MAX_MOVES];
     std::vector<Move> heap;
