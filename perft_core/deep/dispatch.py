@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 import uuid
+from fractions import Fraction
 
 from .. import watch
 from ..gpu import tableimage
@@ -47,7 +48,9 @@ def sample_keys(keys, fraction: float) -> set[str]:
     distinct = sorted(set(keys), key=lambda k: (int(k[-8:], 16), k))
     if fraction >= 1:
         return set(distinct)
-    return set(distinct[:math.ceil(fraction * len(distinct))])
+    # The fraction as the decimal it was written as: 0.07 * 400 is 28.000000000000004 in floats,
+    # whose ceiling took 29 units (session 26); Fraction("0.07") * 400 is 28.
+    return set(distinct[:math.ceil(Fraction(repr(fraction)) * len(distinct))])
 
 
 PROGRESS_LINE_SECONDS = watch.PROGRESS_LINE_SECONDS
