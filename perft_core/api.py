@@ -38,7 +38,7 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
             that balance across threads (perft_core/src/host.h).
         tt: count through transposition tables (same counts): CPU tables (perft_core.zobrist) or,
             on the GPU backends, device tables plus a host cache (perft_core.gpu.ttdriver).
-        tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 60 % of the GPU
+        tt_mb: memory budget of those tables, MiB; default 256 on the CPU, 75 % of the GPU
             driver's memory on the GPU backends (fixed when the process's driver is made).
         verify_seed: with tt, count again with tables keyed by this Zobrist seed (an int in
             0..2**64-1 other than the default seed) and raise HashVerificationError if the two

@@ -17,7 +17,7 @@ def get_driver(backend: str, tt_mb: float | None = None):
 
     One driver per device and process (each holds its arena): a ``TTBfsDriver`` that counts with
     or without transposition tables (its ``tt_enabled``). ``tt_mb`` sizes its TTs (MiB; default
-    60 % of its memory, tables.TT_SHARE), fixed when the driver is made: asking later for another size raises
+    75 % of its memory, tables.TT_SHARE), fixed when the driver is made: asking later for another size raises
     ValueError. The emulated memory comes from ``PERFT_EMULATED_MB`` (default 256 MiB), the real
     device's from ``PERFT_GPU_MB`` (default 85 % of the free memory: set it to leave room for
     another GPU program, e.g. an engine under test); a fault plan from ``PERFT_FAULT_PLAN``.

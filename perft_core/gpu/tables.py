@@ -23,11 +23,14 @@ STATS_ENTRY_WORDS = 16
 statistics count's tables (``DeviceTables.entry_words``) have 8x fewer slots for the same bytes."""
 AUDIT_BYTES = 64
 """Audit mode's record a slot: board (5 words), key (2), tag (1)."""
-TT_SHARE = 0.6
+TT_SHARE = 0.75
 """The tables' default share of the driver's device memory (the BFS arena gets the rest). Measured
-on an H200 (NOTES "Session 10"): startpos perft 12 counted 54 % of its nodes in 200 s with 30 %
-(35.5 GiB: the remaining-depth-3 table 96 % full, 7.2 G of 9.2 G stores evicted) and 66 % with
-88 GiB; perft 11 took 21.1 s with 30 % and 20.8 s with 49 %; counts of one BFS call use no table."""
+on H200s: startpos perft 12 counted 54 % of its nodes in 200 s with 30 % (35.5 GiB: the
+remaining-depth-3 table 96 % full, 7.2 G of 9.2 G stores evicted) and 66 % with 88 GiB; perft 11
+took 21.1 s with 30 % and 20.8 s with 49 % (NOTES "Session 10"). From 60 % to about 75 %
+(session 26, two H200s, both GPU orders): startpos perft 12 215.6 / 215.2 s -> 209.4 / 208.4 s
+(remaining-depth-3 table 2.04 -> 2.95 G slots, hits 17.3 -> 23.4 %), Kiwipete perft 9 20.64 ->
+20.39 s. Counts of one BFS call use no table."""
 HITS_SLOTS = 64  # device hit counters of a BFS call, one per remaining depth
 DEPTH_COUNTERS = ("probes", "hits", "host_probes", "host_hits", "stores")
 """The cumulative counters of ``DeviceTables.depth_stats`` (per remaining depth): subtract two
