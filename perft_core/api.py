@@ -118,6 +118,8 @@ def _prepare(fen_or_position, depth: object, backend: str, threads: object, tt: 
         raise ValueError(f"tt must be True or False, got {tt!r}")
     if verify_seed is not None and not tt:
         raise ValueError("verify_seed needs tt=True (it re-counts through tables with another key seed)")
+    if tt_mb is not None and not tt:
+        raise ValueError("tt_mb needs tt=True (it sizes the transposition tables)")
     for name, value in (("max_seconds", max_seconds), ("max_estimate_seconds", max_estimate_seconds)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not value > 0 or value != value):

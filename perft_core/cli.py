@@ -26,6 +26,8 @@ from .threads import available_cores
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.verify_seed is not None and not args.tt:
         raise UsageError("--verify-seed needs --tt")
+    if args.tt_mb is not None and not args.tt:
+        raise UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
     if args.position == "-" or (" " not in args.position.strip() and args.position.strip() != "startpos"):
         return _run_many(args)
     if args.depth is None:

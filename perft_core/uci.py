@@ -190,7 +190,8 @@ class UciSession:
 
         try:
             parts = divide(self.position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
-                           tt_mb=self.tt_mb, progress=False, max_estimate_seconds=None)
+                           tt_mb=self.tt_mb if self.tt else None,  # UCI's Hash: set either way, used with tables
+                           progress=False, max_estimate_seconds=None)
         except ValueError as exc:  # a limit of this machine (tables over the memory, ...): said, the session goes on
             self._error(f"go perft {depth}: {exc}")
             return
@@ -318,6 +319,8 @@ class _Reader:
 def command(args: argparse.Namespace) -> int:
     """Answer UCI commands from standard input until ``quit`` or its end; returns 0 (2 for input
     that is not UCI text: a line over the bound, not UTF-8)."""
+    if args.tt_mb is not None and not args.tt:
+        raise cliargs.UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
     session = UciSession(args.backend, args.threads, args.tt, args.tt_mb)
     reader = _Reader(session, sys.stdin)
     old = signal.signal(signal.SIGINT, reader.on_sigint) if threading.current_thread() is threading.main_thread() \

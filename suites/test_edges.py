@@ -789,3 +789,44 @@ def test_a_store_whose_schema_field_was_lowered_is_called_tampered(tmp_path, sch
     _edit(store, "UPDATE run SET schema = ?", schema)
     one_error_line(perft_cmd("deep", "--resume", str(store)), str(store), f"says schema {schema}",
                    "its schema field was changed")
+
+
+# ----- session 26 ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("count", ["perft", "divide", "perft_stats"])
+def test_a_table_budget_without_tables_is_refused(count):
+    """``tt_mb`` sizes the transposition tables: without ``tt=True`` it was ignored without a word
+    (as ``verify_seed`` is refused, so is it)."""
+    import perft_core
+
+    with pytest.raises(ValueError, match="tt_mb needs tt=True"):
+        getattr(perft_core, count)(START, 3, tt_mb=64)
+    assert getattr(perft_core, count)(START, 1, tt=True, tt_mb=64)
+
+
+@pytest.mark.parametrize("argv", [["run", "startpos", "3", "--tt-mb", "64"],
+                                  ["perftree", "3", START, "--tt-mb", "64"], ["uci", "--tt-mb", "64"]])
+def test_tt_mb_without_tt_on_the_command_line_is_one_line(argv):
+    one_error_line(perft_cmd(*argv), "--tt-mb needs --tt")
+
+
+def test_a_uci_session_given_a_table_budget_without_tables_counts_without_them():
+    """A UciSession made with ``tt_mb`` and tables off (the API, not the CLI, which refuses it)
+    counts without tables: the budget is passed on only with them."""
+    from test_cli_protocols import session
+
+    out, err = session("position startpos", "go perft 3", tt=False, tt_mb=32)
+    assert "Nodes searched: 8902" in out and err == ""
+
+
+def test_tables_larger_than_the_device_are_one_clear_error():
+    """Tables the device cannot hold are a ValueError naming their size, not NumPy's MemoryError
+    (emulated device: 'Unable to allocate 931. PiB') or an arena of negative size (a GPU, where the
+    tables come out of the driver's memory)."""
+    from perft_core.gpu.kernels import EmulatedKernels
+    from perft_core.gpu.ttdriver import TTBfsDriver
+
+    with pytest.raises(ValueError, match=r"tables of 9\.53674e\+11 MiB do not fit in memory"):
+        TTBfsDriver(EmulatedKernels(), memory_bytes=1 << 24, tt_bytes=10**18)
+    with pytest.raises(ValueError, match="tables of 2048 MiB leave nothing for the BFS arena"):
+        TTBfsDriver(EmulatedKernels(), tt_bytes=2 << 30)  # the emulated device's free memory: 1 GiB

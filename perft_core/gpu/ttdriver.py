@@ -74,9 +74,15 @@ class TTBfsDriver(TTLevels, BfsDriver):
             tt_bytes = int(total * TT_SHARE)
             total -= tt_bytes
         elif memory_bytes is None:
+            if tt_bytes >= total:
+                raise ValueError(f"tables of {tt_bytes / 2**20:g} MiB leave nothing for the BFS arena: the driver "
+                                 f"has {total / 2**20:g} MiB (85 % of the device's free memory); ask for less")
             total -= tt_bytes
         super().__init__(kernels, total, fault_plan, max_gpu_depth)
-        self.device_tables = DeviceTables(kernels, tt_bytes, fault_plan, audit)
+        try:
+            self.device_tables = DeviceTables(kernels, tt_bytes, fault_plan, audit)
+        except MemoryError as exc:  # NumPy's on the emulated device, CuPy's OutOfMemoryError on a GPU
+            raise ValueError(f"tables of {tt_bytes / 2**20:g} MiB do not fit in memory ({exc}); ask for less") from None
         # Memory left beside the arenas for the merge's temporaries (with a margin for the rest).
         self.temp_bytes = int(kernels.free_bytes() * 0.8)
         self.tt_enabled = True
