@@ -172,7 +172,7 @@ __device__ __forceinline__ u64 leaf3_warp(const Board* __restrict__ boards, cons
     __shared__ Board s_child[PC_LEAF_THREADS];
     __shared__ Move s_move[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
     __shared__ u8 s_owner[PC_LEAF_THREADS / 32][PC_WARP_LEAF_CAP];
-    __shared__ u32 s_own[Own ? PC_LEAF_THREADS : 1];  // < 256 grandchildren of < 256 moves each
+    __shared__ u32 s_own[Own ? PC_LEAF_THREADS : 1];  // <= 1,098 grandchildren of <= 1,098 moves each
     const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
     const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     Move list[PC_MOVES_BOUND];

@@ -50,7 +50,7 @@ def sample_keys(keys, fraction: float) -> set[str]:
         return set(distinct)
     # The fraction as the decimal it was written as: 0.07 * 400 is 28.000000000000004 in floats,
     # whose ceiling took 29 units (session 26); Fraction("0.07") * 400 is 28.
-    return set(distinct[:math.ceil(Fraction(repr(fraction)) * len(distinct))])
+    return set(distinct[:math.ceil(Fraction(repr(float(fraction))) * len(distinct))])
 
 
 PROGRESS_LINE_SECONDS = watch.PROGRESS_LINE_SECONDS
