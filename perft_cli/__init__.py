@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``perft`` command; returns the exit status (0, 1, 2, 3 or 130: :mod:`perft_core.cliargs`)."""
     parser = build_parser()
-    restore = _sigterm_interrupts()
+    restore = _signals_interrupt()
     try:
         args = parser.parse_args(argv)
         if args.command is None:  # bare ``perft``: the usage and the subcommands, on stderr
@@ -75,20 +75,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         restore()
 
 
-def _sigterm_interrupts():
+def _signals_interrupt():
     """SIGTERM stops the command as Ctrl-C does (exit 130), so engines, clusters and files are
     cleaned up by the same ``finally`` blocks, instead of the process dying with them left running.
-    Returns the function that puts the previous handler back (main() called as a library)."""
+    Both are noted (``cliargs.note_stop``) before KeyboardInterrupt is raised: Python drops one
+    raised inside a garbage collector callback (a loaded machine's CI once saw Ctrl-C lost in
+    Dask's), and a deep run's loop then stops at its next result. Returns the function that puts
+    the previous handlers back (main() called as a library)."""
     import signal
     import threading
 
     def interrupt(signum, frame):
+        cliargs.note_stop(signum)
         raise KeyboardInterrupt
 
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
-    old = signal.signal(signal.SIGTERM, interrupt)
-    return lambda: signal.signal(signal.SIGTERM, old)
+    cliargs.note_stop(0)
+    old = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore():
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        cliargs.note_stop(0)
+
+    return restore
 
 
 if __name__ == "__main__":

@@ -60,6 +60,23 @@ class UsageError(Exception):
     """Bad command-line input; reported on one line with exit status 2."""
 
 
+_stop_signal = 0  # the signal the command's handler saw (perft_cli.main), 0: none
+
+
+def note_stop(signum: int) -> None:
+    """Record that the command was asked to stop (``signum``: SIGINT or SIGTERM; 0 clears it).
+    The handler also raises KeyboardInterrupt, but Python drops an exception raised while a garbage
+    collector callback or a ``__del__`` runs ("Exception ignored in ..."): a loop that waits on long
+    work asks :func:`stop_requested` too (a deep run's ``dispatch.run_phase``, after each result)."""
+    global _stop_signal
+    _stop_signal = signum
+
+
+def stop_requested() -> bool:
+    """Whether the command's signal handler saw SIGINT or SIGTERM (:func:`note_stop`)."""
+    return _stop_signal != 0
+
+
 class _Formatter(argparse.HelpFormatter):
     """Descriptions wrapped to the terminal; text with its own line breaks (the epilog) kept as is."""
 

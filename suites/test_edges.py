@@ -830,3 +830,22 @@ def test_tables_larger_than_the_device_are_one_clear_error():
         TTBfsDriver(EmulatedKernels(), memory_bytes=1 << 24, tt_bytes=10**18)
     with pytest.raises(ValueError, match="tables of 2048 MiB leave nothing for the BFS arena"):
         TTBfsDriver(EmulatedKernels(), tt_bytes=2 << 30)  # the emulated device's free memory: 1 GiB
+
+
+def test_a_stop_noted_but_not_raised_ends_a_deep_run_at_its_next_result(cluster, tmp_path, monkeypatch):
+    """Python drops a KeyboardInterrupt raised while a garbage collector callback runs (Dask's,
+    under load: CI saw a Ctrl-C'd deep run count to the end and exit 0). The CLI's handler notes
+    the signal first (cliargs.note_stop); a deep run whose interrupt was dropped stops at its next
+    result, before committing it; the store resumes."""
+    import signal
+
+    from perft_core import cliargs
+    from perft_core.deep.run import deep_perft
+
+    store = tmp_path / "stopped.sqlite"
+    monkeypatch.setattr(cliargs, "_stop_signal", signal.SIGINT)  # the handler ran; its exception was lost
+    with pytest.raises(KeyboardInterrupt):
+        deep_perft(START, 5, split_ply=2, scheduler=cluster.scheduler_address, store=store)
+    monkeypatch.setattr(cliargs, "_stop_signal", 0)
+    res = deep_perft(resume=store, scheduler=cluster.scheduler_address)
+    assert res.nodes == 4_865_609 and res.counted_now == 400  # nothing was committed once the stop was noted

@@ -10,7 +10,7 @@ import time
 import uuid
 from fractions import Fraction
 
-from .. import watch
+from .. import cliargs, watch
 from ..gpu import tableimage
 from ..api import BACKENDS
 from . import worker
@@ -287,6 +287,8 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         for _ in range(max(4 * len(workers), 16)):
             submit_next()
         for fut in ac:
+            if cliargs.stop_requested():  # a Ctrl-C whose KeyboardInterrupt Python dropped (cliargs.note_stop)
+                raise KeyboardInterrupt
             batch = futures.pop(fut.key)
             est = inflight.pop(fut.key, 0.0)
             try:
