@@ -274,7 +274,7 @@ def count_options(p: argparse.ArgumentParser) -> None:
                    help=f"CPU threads (cpu backend); default: every core this process may run on ({available_cores()} here)")
     p.add_argument("--tt", action="store_true", help="count through transposition tables (same counts, faster on deep counts)")
     p.add_argument("--tt-mb", type=cliargs.mib, default=None, metavar="MIB",
-                   help="table memory budget, MiB (default 256 on the CPU, 75 %% of the driver's memory on a GPU)")
+                   help="table memory budget with --tt, MiB (default 256 on the CPU, 75 %% of the driver's memory on a GPU)")
 
 
 def register(sub) -> None:
