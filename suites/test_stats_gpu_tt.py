@@ -1,5 +1,5 @@
 """Perft statistics on the GPU backends with transposition tables (issue 36): TTBfsDriver.perft_stats,
-13 counters a board through the BFS levels, the upsweep, the 128-byte statistics entries of the
+13 counters a board through the BFS levels, the upsweep, the 64-byte statistics entries of the
 device tables (kernels/pc_tt_stats.h) and the host cache.
 
 Every driver test runs on the emulated device (CPU CI) and again on the real GPU (marker ``gpu``).
@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 
 import chess
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -24,7 +25,8 @@ import perft_core
 from oracle.stats import statistics_rows
 from oracle.strategies import random_walk_fens
 from perft_core.gpu.arena import FaultPlan
-from perft_core.gpu.tables import STATS_ENTRY_WORDS
+from perft_core.gpu.kernels import BOARD_WORDS
+from perft_core.gpu.tables import STATS_ENTRY_WORDS, stats_entry_counters
 from perft_core.gpu.ttdriver import TTBfsDriver
 from perft_core.stats import Stats
 
@@ -142,8 +144,47 @@ def test_tt_stats_hit_device_tables_and_host_cache(kernels):
     assert drv.tt_stats["host_hits"] > 0 and drv.stats.gpu_calls < calls
 
 
+def _stored_then_probed(kernels, rows: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
+    """Store each row (13 counters, STATS_FIELDS order) under a key of its own slot in a table of 1,024
+    slots (stats_store), then probe every key (stats_probe): the counters found, None for a miss."""
+    n, slots = len(rows), 1024
+    rng = np.random.default_rng(2027)
+    keys = rng.integers(0, 1 << 54, size=(n, 2), dtype=np.uint64)
+    keys[:, 0] |= np.arange(n, dtype=np.uint64) << np.uint64(54)  # tt16_slot: key.lo >> 54 with 1,024 slots
+    values = np.array(rows, dtype=np.uint64).T.reshape(-1)  # 13 slices of n
+    xp = kernels.xp
+    tt = xp.zeros(STATS_ENTRY_WORDS * slots, dtype=xp.uint64)
+    dev_keys = kernels.to_device(keys.reshape(-1))
+    kernels.stats_store(kernels.to_device(np.zeros(n * BOARD_WORDS, dtype=np.uint64)), dev_keys,
+                        kernels.to_device(values), n, tt, slots, None, 2)
+    counts = kernels.to_device(np.ones(n, dtype=np.uint32))
+    found = kernels.to_device(np.zeros(13 * n, dtype=np.uint64))
+    kernels.stats_probe(dev_keys, n, tt, slots, counts, found)
+    counts, found, table = kernels.read(counts, found, tt)
+    found = found.reshape(13, n).T
+    for i in range(n):  # the Python reading of an entry (the audit's) agrees with the probe's
+        row = table.reshape(slots, STATS_ENTRY_WORDS)[i]
+        assert (stats_entry_counters(row) if row[1] else None) == (tuple(int(x) for x in found[i]) if counts[i] == 0 else None)
+    return [tuple(int(x) for x in found[i]) if counts[i] == 0 else None for i in range(n)]
+
+
+def test_statistics_entries_hold_32_bit_counters_exactly_and_never_a_wider_one(kernels):
+    """An entry keeps nodes in 64 bits and the other 12 counters in 32 (kernels/pc_tt_stats.h): rows
+    whose counters all fit come back exactly, each counter at its own place (values that differ in
+    every counter and reach the top bits); a row with any other counter of 2^32 or more is not
+    stored, so it is a miss and never a truncated count."""
+    top = (1 << 32) - 1
+    fits = [(1 << 40) + 3, *(top - 7 * c for c in range(12))]
+    rows = [tuple(x - j for x in fits) for j in range(3)]
+    rows.append(((1 << 64) - 1, *range(1, 13)))
+    wide = [tuple((1 << 32) + 5 if c == k else c for c in range(1, 13)) for k in range(1, 13)]
+    got = _stored_then_probed(kernels, rows + [((1 << 41), *w) for w in wide])
+    assert got[:len(rows)] == rows
+    assert got[len(rows):] == [None] * 12
+
+
 def test_tiny_statistics_tables_heavy_collisions_still_exact(kernels):
-    """Tables of about a thousand 128-byte slots for ~10^4-10^5 positions: most stores overwrite others."""
+    """Tables of about two thousand 64-byte slots for ~10^4-10^5 positions: most stores overwrite others."""
     drv = make_driver(kernels, tt_bytes=400_000)
     pos = position(POS3)
     assert drv.perft_stats(pos, 7) == cpu_stats(pos, 7)

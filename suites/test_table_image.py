@@ -333,7 +333,7 @@ def test_the_cli_says_the_tables_were_saved_for_the_resume(monkeypatch, capsys, 
 
 
 def test_statistics_tables_round_trip(tmp_path):
-    """A statistics run's tables (16-word entries, the 13-counter host cache) saved and loaded: the
+    """A statistics run's tables (8-word entries, the 13-counter host cache) saved and loaded: the
     resumed driver's statistics equal the CPU backend's, and its audit finds nothing wrong."""
     path = tmp_path / "stats.img"
     first = driver()

@@ -18,9 +18,11 @@ from .arena import Arena, DeviceOutOfMemory
 
 ENTRY_BYTES = 16
 ENTRY_WORDS = ENTRY_BYTES // 8
-STATS_ENTRY_WORDS = 16
-"""uint64 words of a statistics entry (kernels/pc_tt_stats.h: check, 13 counters, 2 unused): a
-statistics count's tables (``DeviceTables.entry_words``) have 8x fewer slots for the same bytes."""
+STATS_ENTRY_WORDS = 8
+"""uint64 words of a statistics entry (kernels/pc_tt_stats.h: check, nodes, the other 12 counters
+as 32-bit halves; a count with a wider one is not stored): a statistics count's tables
+(``DeviceTables.entry_words``) have 4x fewer slots than a node count's for the same bytes (8x
+before session 27's 16-word entries were halved)."""
 AUDIT_BYTES = 64
 """Audit mode's record a slot: board (5 words), key (2), tag (1)."""
 TT_SHARE = 0.75
@@ -58,6 +60,15 @@ table fits, 14.7 s either way."""
 
 
 _M64 = (1 << 64) - 1
+
+
+def stats_entry_counters(words) -> tuple[int, ...]:
+    """The 13 counters (ints, STATS_FIELDS order) a statistics entry holds: ``words`` its
+    STATS_ENTRY_WORDS uint64 words (check, nodes, then 12 counters two to a word, the odd-numbered
+    one in the low half; kernels/pc_tt_stats.h)."""
+    w = [int(x) for x in words]
+    halves = [(x >> shift) & 0xFFFFFFFF for x in w[2:STATS_ENTRY_WORDS] for shift in (0, 32)]
+    return (w[1], *halves)
 
 
 def stats_entry_mix(counters) -> int:
@@ -300,7 +311,7 @@ class DeviceTables:
             e = np.asarray(tt.entries.get() if hasattr(tt.entries, "get") else tt.entries).reshape(-1, w)
             a = np.asarray(tt.audit.get() if hasattr(tt.audit, "get") else tt.audit).reshape(-1, 8)
             for s in np.nonzero(e[:, 1])[0]:
-                counters = tuple(int(x) for x in e[s, 1:14])
+                counters = stats_entry_counters(e[s])
                 lo, hi = int(a[s, 5]), int(a[s, 6])
                 if int(e[s, 0]) ^ stats_entry_mix(counters) != hi:
                     continue

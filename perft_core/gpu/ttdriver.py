@@ -23,7 +23,7 @@ Statistics with tables (``perft_stats``): the same BFS with 13 counters a board 
 slices of n uint64 values (perft_core.stats.STATS_FIELDS order): the levels go down to the leaf
 parents (two plies left), whose moves the statistics leaf with tables classifies into their
 parents' values (``stats_leaf_values``); the upsweep runs once a slice; the device tables hold
-128-byte statistics entries (kernels/pc_tt_stats.h, ``DeviceTables.use_entries``) and the host
+64-byte statistics entries (kernels/pc_tt_stats.h, ``DeviceTables.use_entries``) and the host
 cache 13-tuples (``stats_cache``, apart from the node counts). The leaf merge groups the moves of
 the remaining-depth-2 level by the leaf parents they make (``merge.stats_leaf_merged``) and
 classifies each distinct leaf parent once. A deep statistics run counts its units in parts

@@ -352,8 +352,8 @@ void register_batch(py::module_& m) {
         }
         py::gil_scoped_release nogil;
         for (u64 i = 0; i < n; ++i) bfs_stats_store(t, slots, k[i], v, n, i, a, b[i], tag);
-    }, "Store each board's finished counters (values[c * n + i]) in the statistics table (16 words an "
-       "entry, nodes 0 never stored; audit as batch_store).");
+    }, "Store each board's finished counters (values[c * n + i]) in the statistics table (8 words an "
+       "entry; nodes 0, or a counter other than nodes of 2^32 or more, never stored; audit as batch_store).");
 
     m.def("batch_upsweep", [](py::array parents, py::array child_values, u64 n, py::array parent_values) {
         const u32* par = ptr<u32>(parents, n, "parents");
