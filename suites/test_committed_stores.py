@@ -140,17 +140,20 @@ def test_a_verify_sample_is_at_least_its_fraction_and_keeps_what_was_verified(na
     assert sample_keys(keys, 1.0) == set(keys) and len(sample_keys(keys, 1e-9)) == 1
 
 
-def _unit_counts(path: Path) -> tuple[tuple, dict[str, int], bool]:
+def _unit_counts(path: Path) -> tuple[tuple, dict[str, tuple[int, ...]], bool]:
     """The count a store ran ((fen, depth, split ply, stats)), by unit key the count of each unit
-    whose parts are all counted (the parts summed), and whether every unit is; read from a copy as
-    ``perft deep --check`` opens it (every checksum passing)."""
+    whose parts are all counted (the parts summed: the node count, and in a statistics run all 13
+    counters), and whether every unit is; read from a copy as ``perft deep --check`` opens it
+    (every checksum passing)."""
     with Store.open(path, repair=False) as st:
         assert not st.tampered, f"{path.name}: {len(st.tampered)} rows fail their checksums"
         run = st.run
         parts: dict[str, list] = {}
         for r in st.checked_rows():
-            parts.setdefault(r["key"], []).append(r["count"])
-    whole = {k: sum(int(c) for c in cs) for k, cs in parts.items() if None not in cs}
+            got = None if r["count"] is None else (
+                tuple(int(v) for v in r["stats"].split(",")) if run["stats"] else (int(r["count"]),))
+            parts.setdefault(r["key"], []).append(got)
+    whole = {k: tuple(map(sum, zip(*cs))) for k, cs in parts.items() if None not in cs}
     return (run["fen"], run["depth"], run["split_ply"], bool(run["stats"])), whole, len(whole) == len(parts)
 
 
@@ -171,7 +174,7 @@ def _agreement(paths: list[Path], tmp_path) -> list[tuple[str, str, int]]:
                 continue
             differ = [k for k in units if units[k] != units_o.get(k)]
             assert not differ, (f"{name}: {len(differ)} of {len(units)} units differ from {other}'s "
-                                f"(first: key {differ[0]}, {units[differ[0]]:,} against {units_o.get(differ[0])})")
+                                f"(first: key {differ[0]}, {units[differ[0]]} against {units_o.get(differ[0])})")
             compared.append((name, other, len(units)))
     return compared
 
@@ -183,6 +186,9 @@ def test_stores_of_one_count_agree_unit_by_unit(tmp_path):
     for both before the partial run ends."""
     compared = {c[:2]: c[2] for c in _agreement(STORES, tmp_path)}
     assert compared[("perft13-h200x1-s22.sqlite", "perft13-h200x4-s17.sqlite")] >= 33
+    # Session 27's statistics run (64-byte statistics entries, four parts a unit) against the finished
+    # one of sessions 16-22 (128-byte entries, two parts a unit): every counter of every whole unit.
+    assert compared[("perft12-stats-h200x4-s27.sqlite", "perft12-stats-h200x2-s16.sqlite")] >= 15
     assert compared[("perft13-h200x4-s14.sqlite", "perft13-h200x4-s17.sqlite")] >= 5
     assert ("perft13-h200x4-s14.sqlite", "perft13-h200x1-s22.sqlite") not in compared  # s22 is not finished
 
@@ -201,4 +207,25 @@ def test_a_unit_that_differs_from_the_finished_store_fails(tmp_path):
         st._seal("idx = ?", (idx,))
         st.conn.commit()
     with pytest.raises(AssertionError, match=f"perft13-h200x1-s22.sqlite: 1 of .* units differ .*key {key}"):
+        _agreement([changed, finished], tmp_path)
+
+
+def test_a_statistics_unit_with_one_counter_changed_fails(tmp_path):
+    """In statistics stores every counter is compared: session 27's run with one counted row's
+    captures one higher (its node count unchanged, its checksum made again) fails against the
+    finished statistics store, naming the unit; a comparison of node counts alone would pass."""
+    (partial,) = [p for p in STORES if p.name == "perft12-stats-h200x4-s27.sqlite"]
+    (finished,) = [p for p in STORES if p.name == "perft12-stats-h200x2-s16.sqlite"]
+    changed = tmp_path / "in" / partial.name
+    changed.parent.mkdir()
+    shutil.copyfile(partial, changed)
+    with Store.open(changed) as st:
+        whole = st.conn.execute("SELECT key FROM units GROUP BY key HAVING COUNT(count) = COUNT(*) LIMIT 1").fetchone()
+        idx, key, text = st.conn.execute("SELECT idx, key, stats FROM units WHERE key = ? LIMIT 1", whole).fetchone()
+        counters = [int(v) for v in text.split(",")]
+        counters[1] += 1
+        st.conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (",".join(map(str, counters)), idx))
+        st._seal("idx = ?", (idx,))
+        st.conn.commit()
+    with pytest.raises(AssertionError, match=f"perft12-stats-h200x4-s27.sqlite: 1 of .* units differ .*key {key}"):
         _agreement([changed, finished], tmp_path)
