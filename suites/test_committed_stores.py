@@ -74,26 +74,39 @@ def test_a_committed_store_gives_the_published_total(path, tmp_path):
         pytest.skip(why)
 
 
-def _changed_copy(tmp_path, name: str, column: str, change) -> Path:
-    """A copy of the finished committed store ``name`` (which passes the check) with ``column`` of
-    its first unit row replaced by ``change(old text)`` and the row's checksum made again, so that
-    only the comparison with the published row can tell."""
-    (finished,) = [p for p in STORES if p.name == name]
-    copy = tmp_path / "changed.sqlite"
-    shutil.copyfile(finished, copy)
-    assert _check_store(copy) is None
+def _changed_copy(tmp_path, name: str, column: str, change, where: str = "1") -> tuple[Path, str]:
+    """A copy of the committed store ``name`` (tmp_path/in/name, whose checksums pass) with ``column``
+    of its first unit row matching the SQL ``where`` replaced by ``change(old text)`` and the row's
+    checksum made again, so that only a comparison (with the published row, or with another
+    store) can tell. Returns (the copy, that row's unit key)."""
+    (committed,) = [p for p in STORES if p.name == name]
+    copy = tmp_path / "in" / name
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copyfile(committed, copy)
     with Store.open(copy) as st:
-        idx, old = st.conn.execute(f"SELECT idx, {column} FROM units ORDER BY idx LIMIT 1").fetchone()
+        assert not st.tampered
+        idx, key, old = st.conn.execute(f"SELECT idx, key, {column} FROM units WHERE {where} ORDER BY idx LIMIT 1").fetchone()
         st.conn.execute(f"UPDATE units SET {column} = ? WHERE idx = ?", (change(old), idx))
         st._seal("idx = ?", (idx,))
         st.conn.commit()
-    return copy
+    return copy, key
+
+
+def _bump(field: str):
+    """change() for _changed_copy's ``stats`` column: ``field``'s counter (a Stats field) one higher."""
+    names = [f.name for f in dataclasses.fields(Stats)]  # the stored order (Stats.from_tuple)
+
+    def bump(stats: str) -> str:
+        values = [int(v) for v in stats.split(",")]
+        values[names.index(field)] += 1
+        return ",".join(map(str, values))
+    return bump
 
 
 def test_a_store_with_a_changed_count_fails(tmp_path):
     """The check is not blind: the finished perft 13 store with one row's count one higher, its
     checksum made again (so that only the total can tell), no longer gives the published total."""
-    copy = _changed_copy(tmp_path, "perft13-h200x4-s17.sqlite", "count", lambda c: str(int(c) + 1))
+    copy, _ = _changed_copy(tmp_path, "perft13-h200x4-s17.sqlite", "count", lambda c: str(int(c) + 1))
     with pytest.raises(AssertionError, match="published 1,981,066,775,000,396,239"):
         _check_store(copy)
 
@@ -102,15 +115,8 @@ def test_a_statistics_store_with_a_changed_counter_fails(tmp_path):
     """The statistics are judged too, counter by counter: the finished perft 12 statistics store with
     one row's double-discovered checks one higher (its node count untouched, its checksum made
     again) no longer equals Grand Chess Tree's depth-12 row."""
-    names = [f.name for f in dataclasses.fields(Stats)]  # the stored order (Stats.from_tuple)
-
-    def bump(stats: str) -> str:
-        values = [int(v) for v in stats.split(",")]
-        values[names.index("double_discovered_checks")] += 1
-        return ",".join(map(str, values))
-
-    copy = _changed_copy(tmp_path, "perft12-stats-h200x2-s16.sqlite", "stats", bump)
-    with pytest.raises(AssertionError, match="changed.sqlite: statistics .* differ from the published"):
+    copy, _ = _changed_copy(tmp_path, "perft12-stats-h200x2-s16.sqlite", "stats", _bump("double_discovered_checks"))
+    with pytest.raises(AssertionError, match="perft12-stats-h200x2-s16.sqlite: statistics .* differ from the published"):
         _check_store(copy)
 
 
@@ -196,16 +202,9 @@ def test_stores_of_one_count_agree_unit_by_unit(tmp_path):
 def test_a_unit_that_differs_from_the_finished_store_fails(tmp_path):
     """The unit-by-unit check is not blind: the one-GPU perft 13 store with one counted unit one
     higher (its checksum made again, so only the comparison can tell) fails it, naming the unit."""
-    (partial,) = [p for p in STORES if p.name == "perft13-h200x1-s22.sqlite"]
+    changed, key = _changed_copy(tmp_path, "perft13-h200x1-s22.sqlite", "count", lambda c: str(int(c) + 1),
+                                 "count IS NOT NULL")
     (finished,) = [p for p in STORES if p.name == "perft13-h200x4-s17.sqlite"]
-    changed = tmp_path / "in" / partial.name
-    changed.parent.mkdir()
-    shutil.copyfile(partial, changed)
-    with Store.open(changed) as st:
-        idx, key = st.conn.execute("SELECT idx, key FROM units WHERE count IS NOT NULL ORDER BY idx LIMIT 1").fetchone()
-        st.conn.execute("UPDATE units SET count = CAST(CAST(count AS INTEGER) + 1 AS TEXT) WHERE idx = ?", (idx,))
-        st._seal("idx = ?", (idx,))
-        st.conn.commit()
     with pytest.raises(AssertionError, match=f"perft13-h200x1-s22.sqlite: 1 of .* units differ .*key {key}"):
         _agreement([changed, finished], tmp_path)
 
@@ -214,18 +213,8 @@ def test_a_statistics_unit_with_one_counter_changed_fails(tmp_path):
     """In statistics stores every counter is compared: session 27's run with one counted row's
     captures one higher (its node count unchanged, its checksum made again) fails against the
     finished statistics store, naming the unit; a comparison of node counts alone would pass."""
-    (partial,) = [p for p in STORES if p.name == "perft12-stats-h200x4-s27.sqlite"]
+    whole = "key IN (SELECT key FROM units GROUP BY key HAVING COUNT(count) = COUNT(*))"  # every part counted
+    changed, key = _changed_copy(tmp_path, "perft12-stats-h200x4-s27.sqlite", "stats", _bump("captures"), whole)
     (finished,) = [p for p in STORES if p.name == "perft12-stats-h200x2-s16.sqlite"]
-    changed = tmp_path / "in" / partial.name
-    changed.parent.mkdir()
-    shutil.copyfile(partial, changed)
-    with Store.open(changed) as st:
-        whole = st.conn.execute("SELECT key FROM units GROUP BY key HAVING COUNT(count) = COUNT(*) LIMIT 1").fetchone()
-        idx, key, text = st.conn.execute("SELECT idx, key, stats FROM units WHERE key = ? LIMIT 1", whole).fetchone()
-        counters = [int(v) for v in text.split(",")]
-        counters[1] += 1
-        st.conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (",".join(map(str, counters)), idx))
-        st._seal("idx = ?", (idx,))
-        st.conn.commit()
     with pytest.raises(AssertionError, match=f"perft12-stats-h200x4-s27.sqlite: 1 of .* units differ .*key {key}"):
         _agreement([changed, finished], tmp_path)
