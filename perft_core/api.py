@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from typing import TYPE_CHECKING
 
 from . import estimate, limits, watch
@@ -109,7 +110,7 @@ def _prepare(fen_or_position, depth: object, backend: str, threads: object, tt: 
         raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
     if depth < 0:
         raise ValueError(f"depth must be a non-negative integer, got {depth}")
-    if backend not in BACKENDS:
+    if not isinstance(backend, str) or backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     threads = resolve_threads(threads)
     limits.check_count(depth, threads)  # bounds: recursion depth and threads (one-line errors, exit 2)
@@ -120,6 +121,9 @@ def _prepare(fen_or_position, depth: object, backend: str, threads: object, tt: 
         raise ValueError("verify_seed needs tt=True (it re-counts through tables with another key seed)")
     if tt_mb is not None and not tt:
         raise ValueError("tt_mb needs tt=True (it sizes the transposition tables)")
+    if tt_mb is not None and (isinstance(tt_mb, bool) or not isinstance(tt_mb, (int, float))
+                              or not math.isfinite(tt_mb) or tt_mb <= 0):
+        raise ValueError(f"tt_mb must be a positive number of MiB, got {tt_mb!r}")
     for name, value in (("max_seconds", max_seconds), ("max_estimate_seconds", max_estimate_seconds)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not value > 0 or value != value):

@@ -28,7 +28,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--verify-seed needs --tt")
     if args.tt_mb is not None and not args.tt:
         raise UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
-    if args.position == "-" or (" " not in args.position.strip() and args.position.strip() != "startpos"):
+    # A FEN's fields are separated by any whitespace, as Position.from_fen splits them: one word is
+    # a file (or "-", standard input), unless it is "startpos".
+    if args.position == "-" or (len(args.position.split()) <= 1 and args.position.strip() != "startpos"):
         return _run_many(args)
     if args.depth is None:
         raise UsageError("DEPTH is needed (plies), e.g. perft run startpos 5")
@@ -97,7 +99,7 @@ def _stats_one(args, pos, depth: int) -> int:
         }))
         return cliargs.AGREE
     rows = [(move, s) for move, s in (parts or {}).items()] + [(str(depth), total)]
-    print("\n".join(stats_table_lines(rows, "Move" if parts else "Depth")))
+    print("\n".join(stats_table_lines(rows, "Move" if parts is not None else "Depth")))
     print(f"perft {depth} with statistics: {total.nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, "
           f"{args.backend})", file=sys.stderr)
     return cliargs.AGREE
@@ -193,7 +195,7 @@ def _check_line(args, entry, t0: float) -> int:
     """Count one line of positions input at DEPTH (or at each of its EPD depths); print one line
     per count (a JSON object with --json); return its exit status."""
     from .errors import FenError, IllegalMoveError
-
+    from .limits import LimitError
     from .zobrist import HashVerificationError
 
     depths = [args.depth] if args.depth is not None else sorted(entry.counts)
@@ -222,7 +224,8 @@ def _check_line(args, entry, t0: float) -> int:
             statuses.append(cliargs.LIMITED)
             _print_line(args, record | {"status": f"stopped by --max-seconds after {exc.seconds:.1f} s"})
             continue
-        except (UsageError, HashVerificationError) as exc:  # refused (over a day), or the key seeds disagree
+        except (UsageError, LimitError, HashVerificationError) as exc:  # refused (over a day or past the
+            # depth limit), or the key seeds disagree
             print(f"perft: error: {where}: depth {depth}: {exc}", file=sys.stderr)
             statuses.append(cliargs.DIFFER if isinstance(exc, HashVerificationError) else cliargs.UNJUDGED)
             continue

@@ -265,6 +265,9 @@ class Position:
         try:
             pbq, nbk, rqk, black, castle_rooks, ep, resets = _core.make_move(self.core_args(), uci)
         except ValueError:
+            if len(uci) == 4 and uci + "q" in self.legal_moves():
+                raise IllegalMoveError(f"{uci!r} is a promotion here: it needs its piece, e.g. {uci + 'q'!r} "
+                                       f"(q, r, b or n), in {self.fen()!r}") from None
             castling = "king-takes-rook, e.g. e1h1" if self.chess960 else "e.g. e1g1"
             raise IllegalMoveError(
                 f"{uci!r} is not a legal move in {self.fen()!r} (castling is written {castling})"

@@ -849,3 +849,66 @@ def test_a_stop_noted_but_not_raised_ends_a_deep_run_at_its_next_result(cluster,
     monkeypatch.setattr(cliargs, "_stop_signal", 0)
     res = deep_perft(resume=store, scheduler=cluster.scheduler_address)
     assert res.nodes == 4_865_609 and res.counted_now == 400  # nothing was committed once the stop was noted
+
+
+# ----- session 27 (an edge-case hunt's findings) ----------------------------------------------------
+
+def test_a_line_past_the_depth_limit_is_that_lines_error_and_the_others_still_count():
+    """``perft run -`` (and FILE): a line whose EPD depth is past the limit (65 plies) stopped the
+    whole input with an error naming no line, exit 2, and the lines after it were never counted;
+    it is now that line's error (stdin:LINE) and the others are judged (line 1 differs: exit 1)."""
+    lines = ["4k3/8/8/8/8/8/8/4K3 w - - 0 1 ;D1 6", "4k3/8/8/8/8/8/8/4K3 w - - 0 1 ;D65 1",
+             "4k3/8/8/8/8/8/8/4K3 w - - 0 1 ;D1 5"]
+    p = perft_cmd("run", "-", input="\n".join(lines) + "\n")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert [w.split(":")[0] for w in p.stdout.splitlines()] == ["line 1 depth 1", "line 3 depth 1"]
+    assert "expected 6: DIFFERS" in p.stdout and "expected 5: agrees" in p.stdout
+    assert p.stderr.strip().splitlines() == ["perft: error: stdin:2: depth 65: depth must be an integer in 0..64 "
+                                             "plies, got 65"]
+
+
+@pytest.mark.parametrize("sep", ["\t", "\u00a0", "  "])
+def test_a_fen_whose_fields_other_whitespace_separates_is_a_fen_not_a_file(sep):
+    """``perft run FEN``: the CLI took a FEN whose fields tabs or non-breaking spaces separate for a
+    file name ("does not exist ... quote it", though it was quoted), while Position.from_fen,
+    ``perft perftree`` and ``perft diff`` read it as a FEN."""
+    fen = sep.join("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".split(" "))
+    p = perft_cmd("run", fen, "2", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["nodes"] == 400
+
+
+@pytest.mark.parametrize("kw,words", [
+    (dict(backend="gpu-emulated", tt=True, tt_mb=float("inf")), "tt_mb must be a positive number of MiB, got inf"),
+    (dict(backend="gpu", tt=True, tt_mb=float("nan")), "tt_mb must be a positive number of MiB, got nan"),
+    (dict(backend=[]), "unknown backend []"),
+    (dict(backend=None), "unknown backend None")])
+def test_a_bad_backend_or_table_budget_is_a_value_error_on_every_backend(kw, words):
+    """The API checked ``tt_mb`` only on the cpu backend: on the GPU backends infinity was an
+    OverflowError from int(); a backend that is not a string was a TypeError (unhashable)."""
+    import perft_core
+
+    with pytest.raises(ValueError) as exc:
+        perft_core.perft(START, 2, **kw)
+    assert words in str(exc.value)
+
+
+def test_tables_too_large_to_allocate_name_their_size_on_the_emulated_device():
+    """``--tt-mb 1e30`` on gpu-emulated: NumPy refuses the array with a ValueError ("Maximum allowed
+    dimension exceeded"), which the CLI printed alone; it is the tables' one line now."""
+    one_error_line(perft_cmd("run", "startpos", "4", "--tt", "--tt-mb", "1e30", "--backend", "gpu-emulated"),
+                   "tables of 1e+30 MiB do not fit in memory", "ask for less")
+
+
+@pytest.mark.parametrize("argv", [["run", "8/P6k/8/8/8/8/8/K7 w - - 0 1", "1", "--moves", "a7a8"],
+                                  ["perftree", "1", "8/P6k/8/8/8/8/8/K7 w - - 0 1", "a7a8"]])
+def test_a_promotion_without_its_piece_says_so(argv):
+    """A promotion written without its piece (a7a8) was 'not a legal move ... (castling is written
+    e.g. e1g1)'; it now says the move needs its piece."""
+    one_error_line(perft_cmd(*argv), "'a7a8' is a promotion here: it needs its piece, e.g. 'a7a8q'")
+
+
+def test_an_empty_statistics_divide_is_headed_move():
+    """``perft run startpos 0 --stats --divide``: a divide with no moves headed its table Depth."""
+    p = perft_cmd("run", "startpos", "0", "--stats", "--divide")
+    assert p.returncode == 0 and p.stdout.split()[0] == "Move"

@@ -81,7 +81,8 @@ class TTBfsDriver(TTLevels, BfsDriver):
         super().__init__(kernels, total, fault_plan, max_gpu_depth)
         try:
             self.device_tables = DeviceTables(kernels, tt_bytes, fault_plan, audit)
-        except MemoryError as exc:  # NumPy's on the emulated device, CuPy's OutOfMemoryError on a GPU
+        except (MemoryError, ValueError) as exc:  # NumPy's (or its "maximum allowed dimension") on the
+            # emulated device, CuPy's OutOfMemoryError on a GPU
             raise ValueError(f"tables of {tt_bytes / 2**20:g} MiB do not fit in memory ({exc}); ask for less") from None
         # Memory left beside the arenas for the merge's temporaries (with a margin for the rest).
         self.temp_bytes = int(kernels.free_bytes() * 0.8)
