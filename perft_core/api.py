@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from typing import TYPE_CHECKING
 
 from . import estimate, limits, watch
@@ -121,9 +120,10 @@ def _prepare(fen_or_position, depth: object, backend: str, threads: object, tt: 
         raise ValueError("verify_seed needs tt=True (it re-counts through tables with another key seed)")
     if tt_mb is not None and not tt:
         raise ValueError("tt_mb needs tt=True (it sizes the transposition tables)")
-    if tt_mb is not None and (isinstance(tt_mb, bool) or not isinstance(tt_mb, (int, float))
-                              or not math.isfinite(tt_mb) or tt_mb <= 0):
-        raise ValueError(f"tt_mb must be a positive number of MiB, got {tt_mb!r}")
+    if tt_mb is not None:
+        from .zobrist import check_tt_mb  # here: perft_core imports without the extension zobrist needs
+
+        check_tt_mb(tt_mb)
     for name, value in (("max_seconds", max_seconds), ("max_estimate_seconds", max_estimate_seconds)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not value > 0 or value != value):

@@ -26,8 +26,7 @@ from .threads import available_cores
 def _cmd_run(args: argparse.Namespace) -> int:
     if args.verify_seed is not None and not args.tt:
         raise UsageError("--verify-seed needs --tt")
-    if args.tt_mb is not None and not args.tt:
-        raise UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
+    cliargs.check_tt_mb_needs_tt(args)
     # A FEN's fields are separated by any whitespace, as Position.from_fen splits them: one word is
     # a file (or "-", standard input), unless it is "startpos".
     if args.position == "-" or (len(args.position.split()) <= 1 and args.position.strip() != "startpos"):

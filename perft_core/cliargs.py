@@ -77,6 +77,14 @@ def stop_requested() -> bool:
     return _stop_signal != 0
 
 
+def check_tt_mb_needs_tt(args: argparse.Namespace) -> None:
+    """The run, perftree and uci commands' rule: ``--tt-mb`` sizes the tables, so it needs ``--tt``.
+
+    Raises UsageError."""
+    if args.tt_mb is not None and not args.tt:
+        raise UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
+
+
 class _Formatter(argparse.HelpFormatter):
     """Descriptions wrapped to the terminal; text with its own line breaks (the epilog) kept as is."""
 

@@ -35,8 +35,7 @@ def command(args: argparse.Namespace) -> int:
     """Answer one perftree query; returns the exit status (0; bad input raises for the dispatcher)."""
     from .api import divide
 
-    if args.tt_mb is not None and not args.tt:
-        raise cliargs.UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
+    cliargs.check_tt_mb_needs_tt(args)
     moves = args.moves.split() if args.moves else []
     pos = positions.position_from(args.fen, moves, chess960=True if args.chess960 else None)
     parts = divide(pos, args.depth, backend=args.backend, threads=args.threads, tt=args.tt, tt_mb=args.tt_mb,

@@ -319,8 +319,7 @@ class _Reader:
 def command(args: argparse.Namespace) -> int:
     """Answer UCI commands from standard input until ``quit`` or its end; returns 0 (2 for input
     that is not UCI text: a line over the bound, not UTF-8)."""
-    if args.tt_mb is not None and not args.tt:
-        raise cliargs.UsageError("--tt-mb needs --tt (it sizes the transposition tables)")
+    cliargs.check_tt_mb_needs_tt(args)
     session = UciSession(args.backend, args.threads, args.tt, args.tt_mb)
     reader = _Reader(session, sys.stdin)
     old = signal.signal(signal.SIGINT, reader.on_sigint) if threading.current_thread() is threading.main_thread() \

@@ -80,10 +80,18 @@ def _depth(depth: object) -> int:
     return depth
 
 
-def _budget_bytes(mb: object) -> int:
+def check_tt_mb(mb: object) -> float:
+    """``mb`` (a tables' budget, MiB) if it is a finite positive number; the one check of ``tt_mb``
+    for every backend (the API, the GPU driver registry, the CPU tables).
+
+    Raises ValueError naming the value otherwise."""
     if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not math.isfinite(mb) or mb <= 0:
         raise ValueError(f"tt_mb must be a positive number of MiB, got {mb!r}")
-    return int(mb * 2**20)
+    return mb
+
+
+def _budget_bytes(mb: object) -> int:
+    return int(check_tt_mb(mb) * 2**20)
 
 
 def zobrist(position: str | Position, seed: int | None = None) -> int:

@@ -5,7 +5,6 @@ which counts with or without tables), so ``driver.BfsDriver`` stays a base that 
 """
 from __future__ import annotations
 
-import math
 import os
 
 from .arena import FaultPlan
@@ -30,9 +29,10 @@ def get_driver(backend: str, tt_mb: float | None = None):
             raise ValueError(f"the {backend} driver of this process already has {drv.tt_arena.capacity / 2**20:g} MiB "
                              f"of transposition tables; tt_mb={tt_mb} cannot change it")
         return drv
-    if tt_mb is not None and not (isinstance(tt_mb, (int, float)) and not isinstance(tt_mb, bool)
-                                  and math.isfinite(tt_mb) and tt_mb > 0):
-        raise ValueError(f"tt_mb must be a positive number of MiB, got {tt_mb!r}")
+    if tt_mb is not None:
+        from ..zobrist import check_tt_mb
+
+        check_tt_mb(tt_mb)
     _DRIVERS[backend] = drv = _make_driver(backend, tt_mb)
     return drv
 
