@@ -32,7 +32,7 @@ import chess
 
 from oracle.drill import locate
 from perft_core.threads import available_cores
-from oracle.engines import DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, make_engine
+from oracle.engines import DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, fen_problems, make_engine
 from oracle.runner import RunResult, run_suite, select_rows
 from perft_core import cliargs
 
@@ -44,10 +44,6 @@ DEFAULT_MAX_NODES = 500_000_000
 DEFAULT_OUT = "perft-report"
 #: Output folder of ``perft report --publish`` (tracked: the published reports and their index).
 PUBLISHED_OUT = "docs"
-
-_BAD_STATUS = (chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING | chess.STATUS_TOO_MANY_KINGS
-               | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK | chess.STATUS_EMPTY
-               | chess.STATUS_BAD_CASTLING_RIGHTS | chess.STATUS_INVALID_EP_SQUARE)
 
 
 class BadInput(ValueError):
@@ -202,10 +198,9 @@ def _check_fen(fen: str) -> None:
         board = board_from(fen)
     except ValueError as exc:
         raise BadInput(f"bad FEN {fen!r}: {exc}") from None
-    bad = board.status() & _BAD_STATUS
-    if bad:
-        names = [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and bad & flag]
-        raise BadInput(f"bad FEN {fen!r}: {', '.join(names)}")
+    problems = fen_problems(board)
+    if problems:
+        raise BadInput(f"bad FEN {fen!r}: {', '.join(problems)}")
 
 
 def _make(spec: str, protocol: str, args, *, reference: bool = False) -> object:

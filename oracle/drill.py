@@ -38,7 +38,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_of
+from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_notation, fen_of
 from oracle.explain import Explanation, OutOfTime, explain
 from oracle.localize import Level, Localization, canonical_divide, localize
 
@@ -90,7 +90,16 @@ def drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_second
     Raises ``ValueError`` for a bad FEN or depth or a reference without a divide, and
     :class:`oracle.engines.EngineError` when an engine fails, when the reference's moves differ
     from perft_core's, or when its count changes under another key seed.
+    Every FEN the engine is asked about is written in ``fen``'s castling notation
+    (:func:`oracle.engines.fen_notation`).
     """
+    with fen_notation(fen):
+        return _drill(engine, reference, fen, depth, max_seconds=max_seconds, judge=judge,
+                      judge_max_nodes=judge_max_nodes, on_step=on_step)
+
+
+def _drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_seconds: float | None,
+           judge: Engine | None, judge_max_nodes: int, on_step: Callable[[Level], None] | None) -> Localization:
     import perft_core
 
     check_depth(depth)

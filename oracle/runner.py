@@ -69,9 +69,12 @@ class RowResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RowResult":
-        """Inverse of :meth:`to_dict`."""
-        data = dict(data)
+        """Inverse of :meth:`to_dict`. Raises ``TypeError`` naming the field for a value of the
+        wrong type (:func:`checked_fields`)."""
+        data = checked_fields(cls, data, skip=("localization",))
         if data.get("localization"):
+            if not isinstance(data["localization"], dict):
+                raise TypeError(f"field 'localization': expected an object, got {data['localization']!r}")
             data["localization"] = Localization.from_dict(data["localization"])
         return cls(**data)
 
@@ -212,10 +215,68 @@ class RunResult:
 
     @classmethod
     def from_dict(cls, data: dict) -> "RunResult":
-        """Inverse of :meth:`to_dict` (the ``summary`` key is recomputed, not read)."""
-        data = {k: v for k, v in data.items() if k != "summary"}
-        data["rows"] = [RowResult.from_dict(row) for row in data.get("rows", [])]
+        """Inverse of :meth:`to_dict` (the ``summary`` key is recomputed, not read). Raises
+        ``TypeError`` naming the field (and row) for a value of the wrong type (:func:`checked_fields`)."""
+        data = checked_fields(cls, {k: v for k, v in data.items() if k != "summary"}, skip=("rows",))
+        rows = data.get("rows", [])
+        if not isinstance(rows, list):
+            raise TypeError(f"field 'rows': expected a list, got {rows!r}")
+        data["rows"] = []
+        for i, row in enumerate(rows):
+            try:
+                if not isinstance(row, dict):
+                    raise TypeError(f"expected an object, got {row!r}")
+                data["rows"].append(RowResult.from_dict(row))
+            except TypeError as exc:
+                raise TypeError(f"rows[{i}]: {exc}") from None
         return cls(**data)
+
+
+def checked_fields(cls, data: dict, skip: Sequence[str] = ()) -> dict:
+    """``data`` (a dict read from JSON) checked against the fields of the dataclass ``cls``: every
+    key a field, every value of its annotated type (``int``, ``float`` (an int allowed), ``str``,
+    ``bool``, ``list[...]``, ``dict[...]``, ``X | None``; the items of lists and dicts are checked
+    one level deep). Fields in ``skip`` are the caller's to check. Returns a copy of ``data``.
+    Raises ``TypeError`` naming the field, the type expected and the value (a report edited by hand
+    or by another program once made ``perft report --index`` end in a traceback deep in the
+    rendering, with the exit status of a failed count)."""
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    out = dict(data)
+    for key, value in data.items():
+        if key not in hints:
+            raise TypeError(f"unknown field {key!r}")
+        if key not in skip and not _of_type(value, hints[key]):
+            raise TypeError(f"field {key!r}: expected {_type_name(hints[key])}, got {value!r}")
+    return out
+
+
+def _of_type(value, hint) -> bool:
+    import types
+    import typing
+
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_of_type(value, arg) for arg in args)
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint in (str, bool):
+        return isinstance(value, hint)
+    if origin is list or hint is list:
+        return isinstance(value, list) and (not args or all(_of_type(v, args[0]) for v in value))
+    if origin is dict or hint is dict:
+        return isinstance(value, dict) and (not args or all(
+            _of_type(k, args[0]) and _of_type(v, args[1]) for k, v in value.items()))
+    return True  # other types (nested dataclasses) are the caller's
+
+
+def _type_name(hint) -> str:
+    return str(hint).replace("typing.", "").replace("<class '", "").replace("'>", "")
 
 
 def select_rows(suites: Sequence[str] | None = None) -> tuple[list[str], list]:

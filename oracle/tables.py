@@ -204,6 +204,7 @@ def load_file(path: str) -> list[TableRow]:
     """
     import os
 
+    from oracle.engines import fen_problems
     from oracle.engines.process import engine_fen
 
     ext = os.path.splitext(path)[1].lower()
@@ -227,8 +228,11 @@ def load_file(path: str) -> list[TableRow]:
             engine_fen(fen)
             chess960 = _needs_chess960(fen)
             row_tags = tags(fen, chess960)
+            problems = fen_problems(chess.Board(fen, chess960=chess960))
         except ValueError as exc:
             raise TableFileError(f"{path}:{line}: bad FEN {fen!r}: {exc}") from None
+        if problems:  # as `perft diff` refuses it (python-chess would count the position without them)
+            raise TableFileError(f"{path}:{line}: bad FEN {fen!r}: {', '.join(problems)}")
         rows.append(TableRow(suite=path, id=row_id, fen=fen, depth=depth, nodes=nodes, source=path,
                              tags=row_tags, chess960=chess960))
     return rows

@@ -33,7 +33,9 @@ from oracle.engines.base import (
     TotalOnlyEngine,
     board_from,
     check_depth,
+    fen_notation,
     fen_of,
+    fen_problems,
     needs_chess960,
 )
 from oracle.engines.cli import CliEngine
@@ -55,7 +57,9 @@ __all__ = [
     "UciEngine",
     "board_from",
     "check_depth",
+    "fen_notation",
     "fen_of",
+    "fen_problems",
     "make_engine",
     "needs_chess960",
 ]

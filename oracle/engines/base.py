@@ -4,7 +4,9 @@ python-chess is the reference for FEN handling (:func:`board_from`, :func:`fen_o
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 import chess
@@ -64,6 +66,21 @@ def needs_chess960(fen: str) -> bool:
     return chess.Board(fen, chess960=True).has_chess960_castling_rights()
 
 
+#: python-chess status flags of a FEN that perft cannot count as written: no king or too many, the
+#: side not to move in check, pawns on a back rank, no board at all, and castling rights or an en
+#: passant square the position cannot hold (python-chess would drop them and count another position).
+BAD_STATUS = (chess.STATUS_NO_WHITE_KING | chess.STATUS_NO_BLACK_KING | chess.STATUS_TOO_MANY_KINGS
+              | chess.STATUS_OPPOSITE_CHECK | chess.STATUS_PAWNS_ON_BACKRANK | chess.STATUS_EMPTY
+              | chess.STATUS_BAD_CASTLING_RIGHTS | chess.STATUS_INVALID_EP_SQUARE)
+
+
+def fen_problems(board: chess.Board) -> list[str]:
+    """What makes ``board`` (read from a FEN) uncountable as written: the names of its
+    :data:`BAD_STATUS` flags (``"bad castling rights"``, ...); empty when there is none."""
+    bad = board.status() & BAD_STATUS
+    return [flag.name.lower().replace("_", " ") for flag in chess.Status if flag and bad & flag]
+
+
 def board_from(fen: str, moves: Sequence[str] = (), *, chess960: bool | None = None) -> chess.Board:
     """A python-chess board for ``fen`` (FEN, X-FEN, Shredder-FEN, or 4-field EPD) after ``moves``.
 
@@ -79,14 +96,43 @@ def board_from(fen: str, moves: Sequence[str] = (), *, chess960: bool | None = N
     return board
 
 
+_SHREDDER: ContextVar[bool | None] = ContextVar("oracle_fen_shredder", default=None)
+
+
+def shredder_notation(fen: str) -> bool:
+    """True if ``fen``'s castling field is written in Shredder-FEN: rook files only (``HAha``), no
+    ``K``, ``Q``, ``k`` or ``q``. False for X-FEN (``KQkq``, with a file letter where a right's rook
+    is not the outermost), for no rights (``-``) and for text with no castling field."""
+    fields = fen.split()
+    field = fields[2] if len(fields) > 2 else "-"
+    return field != "-" and not any(c in "KQkq" for c in field)
+
+
+@contextmanager
+def fen_notation(fen: str) -> Iterator[None]:
+    """Inside the block, :func:`fen_of` writes Chess960 castling rights in the notation of ``fen``
+    (the root the user gave): Shredder-FEN if ``fen`` is written so, else X-FEN. The oracle asks an
+    engine about positions it writes itself (children, variants), and an engine that reads only
+    X-FEN takes Shredder-FEN's ``HBhb`` for other rights: asked in another notation than its user's,
+    a correct engine would be judged wrong (session 28's edge hunt). Nested blocks are allowed; the
+    setting is per thread and per task (:class:`contextvars.ContextVar`)."""
+    token = _SHREDDER.set(shredder_notation(fen))
+    try:
+        yield
+    finally:
+        _SHREDDER.reset(token)
+
+
 def fen_of(board: chess.Board) -> str:
     """A FEN that reproduces ``board`` on its own, for any engine.
 
     The en passant square is kept after every double pawn push, even when no capture is legal
-    (an engine's bug may be exactly an illegal en passant), and Chess960 boards are written as
-    Shredder-FEN so that castling rights survive whatever the rooks' files.
+    (an engine's bug may be exactly an illegal en passant). Chess960 boards are written in the
+    notation :func:`fen_notation` set (the root's: X-FEN or Shredder-FEN), and as Shredder-FEN
+    outside such a block; either keeps every castling right whatever the rooks' files.
     """
-    return board.fen(en_passant="fen", shredder=board.chess960)
+    shredder = _SHREDDER.get()
+    return board.fen(en_passant="fen", shredder=board.chess960 and (shredder is None or shredder))
 
 
 def check_depth(depth: object) -> int:

@@ -13,6 +13,9 @@ for double quotes inside ``"{fen}"``, as it is inside ``'{fen}'`` (:func:`shell_
 - ``perft(N) = N`` or ``perft N: N``,
 
 or, when ``total_regex`` is given, the first group of the last line it matches (``re.search``).
+A total is read whole or not at all: plain digits, or digits grouped by threes (``8,902``); a number
+such as ``8.902``, ``8 902`` or ``1.19e+08`` is refused, and so are two lines that give the depth
+asked for different totals.
 Where the line states its depth (``Perft(NN)``, ``perft N``), NN must be the depth asked for: a
 total for another depth is never taken silently.
 """
@@ -28,37 +31,65 @@ from oracle.engines.process import argv_of, command_name, engine_fen, run_once
 __all__ = ["CliEngine", "parse_total"]
 
 # (pattern, group of the depth or None, group of the total)
+_NUMBER = r"(\d+(?:[,_']\d+)*)"  # digits, perhaps grouped; _number() reads or refuses it
 _TOTAL_LINES = (
-    (re.compile(r"Nodes searched\s*:\s*(\d+)", re.IGNORECASE), None, 1),
-    (re.compile(r"\bperft\s*\(\s*(\d+)\s*\)\s*[:=]\s*(\d+)", re.IGNORECASE), 1, 2),
-    (re.compile(r"\bperft\s+(\d+)\s*:\s*(\d+)", re.IGNORECASE), 1, 2),
+    (re.compile(r"Nodes searched\s*:\s*" + _NUMBER, re.IGNORECASE), None, 1),
+    (re.compile(r"\bperft\s*\(\s*(\d+)\s*\)\s*[:=]\s*" + _NUMBER, re.IGNORECASE), 1, 2),
+    (re.compile(r"\bperft\s+(\d+)\s*:\s*" + _NUMBER, re.IGNORECASE), 1, 2),
 )
+# What may not follow a total: a decimal point or separator and a digit (8.902, 1.19e+08), a space
+# and three digits (8 902), or a letter or digit (8902k).
+_NUMBER_GOES_ON = re.compile(r"[.,_'](?=\d)|[ \u00a0\u202f]\d{3}\b|[A-Za-z0-9]")
+
+
+def _number(line: str, match: re.Match, group: int) -> int:
+    """The total in ``match``'s ``group`` of ``line``: plain digits, or digits grouped by threes
+    with one of ``,`` ``_`` ``'`` (``8,902``). Raises ``ValueError`` for a number that is not read
+    whole (``8.902``, ``8 902``, ``1.19e+08``, ``8902k``, ``8,90``): reading its first digits alone
+    would judge a count the program never printed."""
+    text = match.group(group)
+    rest = line[match.end(group):]
+    seps = set(re.findall(r"[,_']", text))
+    groups = re.split(r"[,_']", text)
+    if (_NUMBER_GOES_ON.match(rest) or len(seps) > 1
+            or (seps and (not 1 <= len(groups[0]) <= 3 or any(len(g) != 3 for g in groups[1:])))):
+        raise ValueError(f"unreadable total in {line.strip()!r}: print it as plain digits "
+                         "(or grouped by threes with ',', '_' or \"'\")")
+    return int("".join(groups))
 
 
 def parse_total(output: str, depth: int, total_regex: re.Pattern | None = None) -> int:
     """The total (nodes) in a program's ``output`` for ``depth`` plies (see the module docstring).
 
-    Raises ``ValueError`` when no line holds a total, or when the last one states another depth.
+    Raises ``ValueError`` when no line holds a total, when the last one states another depth, when
+    a total is not a whole number (:func:`_number`), or when two lines give this depth different
+    totals (``Nodes searched: 8902`` then ``info nodes searched: 5``): which one the program means
+    cannot be told, and taking either could judge it wrongly.
     """
-    found: tuple[int, int | None, str] | None = None
+    found: list[tuple[int, int | None, str]] = []
     for line in output.splitlines():
         if total_regex is not None:
             m = total_regex.search(line)
             if m:
-                found = (int(m.group(1)), None, line)
+                found = [(_number(line, m, 1), None, line)]  # the regex's last line wins
             continue
         for pattern, depth_group, total_group in _TOTAL_LINES:
             m = pattern.search(line)
             if m:
-                found = (int(m.group(total_group)), int(m.group(depth_group)) if depth_group else None, line)
+                found.append((_number(line, m, total_group), int(m.group(depth_group)) if depth_group else None,
+                              line))
                 break
-    if found is None:
+    if not found:
         wanted = f"a line matching {total_regex.pattern!r}" if total_regex is not None else \
             "a line 'Nodes searched: N', 'Perft(NN): N', 'perft(N) = N' or 'perft N: N'"
         raise ValueError(f"no total in the output (expected {wanted})")
-    total, stated, line = found
+    total, stated, line = found[-1]
     if stated is not None and stated != depth:
         raise ValueError(f"the last total is for depth {stated}, not {depth}: {line.strip()!r}")
+    totals = {t: other for t, s, other in found if s in (None, depth)}
+    if len(totals) > 1:
+        lines = "; ".join(repr(other.strip()) for other in totals.values())
+        raise ValueError(f"the output gives depth {depth} different totals ({lines}); print one")
     return total
 
 

@@ -225,7 +225,10 @@ def run_once(argv: list[str], timeout: float | None, name: str) -> tuple[str, st
 
     sent = shlex.join(argv)
     try:
-        proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # a byte that is not UTF-8 (a Latin-1 author name, say) becomes U+FFFD: strict decoding
+        # made the reader thread drop the rest of the output and the engine look crashed
+        proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                     encoding="utf-8", errors="replace")
     except OSError as exc:
         raise EngineError(name, f"cannot start: {exc}", command=sent) from exc
 

@@ -81,7 +81,7 @@ class UciEngine(BaseEngine):
     def _start(self) -> None:
         try:
             proc = spawn(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, bufsize=1)
+                         text=True, encoding="utf-8", errors="replace", bufsize=1)  # see run_once
         except OSError as exc:
             raise EngineError(self.name, f"cannot start: {exc}", command=shlex.join(self.argv)) from exc
         self._proc = proc

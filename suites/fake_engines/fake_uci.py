@@ -8,6 +8,7 @@ MODE is a bug from ``broken.BUGS`` (``good``, ``no-ep``, ...), ``miscount`` (per
 ``crash-960`` (exits 3 on go perft in Chess960 mode only),
 ``hang`` (never answers go perft), ``hang-start`` (never answers uci), ``king-takes-rook``
 (prints standard castling as e1h1, like an engine that only knows Chess960 notation).
+``--latin1`` after MODE: its ``id author`` line is Latin-1, not UTF-8.
 """
 import sys
 import time
@@ -34,6 +35,9 @@ for line in sys.stdin:
         if mode == "hang-start":
             time.sleep(3600)
         say("id name fake-" + mode)
+        if "--latin1" in sys.argv:
+            sys.stdout.buffer.write("id author J\u00fcrgen M\u00fcller\n".encode("latin-1"))
+            sys.stdout.flush()
         say("option name UCI_Chess960 type check default false")
         say("uciok")
     elif words[0] == "isready":

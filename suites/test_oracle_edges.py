@@ -1,0 +1,175 @@
+"""The oracle at its edges (session 28's hunt, NOTES.md): each test fails on the code before its fix.
+
+- a total is read whole or refused, never by its first digits (``8,902`` was read as 8 and a right
+  engine proven wrong);
+- a walk asks an engine about positions in its user's castling notation (an X-FEN root was asked
+  as Shredder-FEN, and an engine that reads only X-FEN was proven wrong);
+- output that is not UTF-8 is read, not taken for a crash;
+- where python-chess contradicts the reference, the verdict does not call the engine's moves illegal;
+- a report with a mistyped field is refused with its name (exit 2), not a traceback;
+- a table file's FEN that ``perft diff`` refuses is refused by ``perft suite`` too.
+Counts are judged by python-chess (the fakes run on it) or our CPU backend.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+
+import chess
+import pytest
+
+from oracle import cli
+from oracle.drill import locate
+from oracle.engines import CliEngine, PythonChessEngine, board_from, fen_of, make_engine
+from oracle.engines.cli import parse_total
+from oracle.runner import RunResult, run_suite, select_rows
+
+from oracle_fakes import FAKES
+
+pytestmark = pytest.mark.core
+TOTAL_ONLY = FAKES / "total_only.py"
+# Chess960, the b-file rooks outermost: X-FEN KQkq, Shredder-FEN HBhb (the hunt's position)
+XFEN = "1r2k2r/p7/8/1P6/8/8/8/1R2K2R b KQkq - 0 1"
+SHREDDER = "1r2k2r/p7/8/1P6/8/8/8/1R2K2R b HBhb - 0 1"
+CPW3 = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+
+
+def total_only(*flags: str) -> str:
+    return shlex.join([sys.executable, str(TOTAL_ONLY)]) + " {fen} {depth} " + " ".join(flags)
+
+
+def pychess_perft(fen: str, depth: int) -> int:
+    return PythonChessEngine().perft(fen, depth)
+
+
+@pytest.mark.parametrize("line, total", [
+    ("Nodes searched: 8,902", 8902),
+    ("Nodes searched: 1,234,567", 1234567),
+    ("perft 3: 8_902", 8902),
+    ("Perft(03): 8'902, time: 0.01 s", 8902),
+    ("Perft(03): 8902, time: 0.01 s", 8902),
+    ("Nodes searched: 8902 (0.1 s)", 8902),
+])
+def test_a_grouped_total_is_read_whole(line, total):
+    assert parse_total(line + "\n", 3) == total
+
+
+@pytest.mark.parametrize("line", [
+    "Nodes searched: 8.902", "perft(3) = 8 902", "Nodes searched: 1.19e+08", "Nodes searched: 8902k",
+    "Nodes searched: 8,90", "Nodes searched: 1234,567", "Nodes searched: 8,902_123",
+])
+def test_a_total_not_read_whole_is_refused(line):
+    with pytest.raises(ValueError, match="unreadable total"):
+        parse_total(line + "\n", 3)
+    with pytest.raises(ValueError, match="unreadable total"):  # a user's regex too
+        parse_total(line + "\n", 3, re.compile(r"(?:searched:|=)\s*(\d+)"))
+
+
+def test_two_different_totals_for_the_depth_are_refused():
+    with pytest.raises(ValueError, match="different totals"):
+        parse_total("Nodes searched: 8902\ninfo nodes searched: 5\n", 3)
+    assert parse_total("Nodes searched: 8902\nNodes searched: 8902\n", 3) == 8902
+    assert parse_total("Perft(02): 400\nPerft(03): 8902\n", 3) == 8902  # other depths' lines are not totals
+
+
+def test_diff_of_an_engine_that_groups_its_digits_agrees(capsys):
+    status = cli.main(["diff", "--protocol", "cli", "--engine", total_only("--format", "grouped"), "startpos", "3"])
+    out = capsys.readouterr().out
+    assert status == 0 and "agree: 8902 nodes" in out, out
+
+
+def test_the_xfen_only_fake_misreads_shredder_fen():
+    # what makes the next test mean something: asked in Shredder-FEN, this engine counts another position
+    engine = CliEngine(total_only("--xfen-only"))
+    assert engine.perft(XFEN, 2) == pychess_perft(XFEN, 2)
+    assert engine.perft(SHREDDER, 2) != pychess_perft(XFEN, 2)
+
+
+@pytest.mark.parametrize("reference", ["python-chess", "cpu"])
+def test_a_walk_asks_in_the_roots_notation(reference):
+    engine = CliEngine(total_only("--xfen-only"))
+    result = locate(engine, make_engine(reference), XFEN, 3)
+    assert result.kind == "agree", result.describe()
+    assert result.levels[0].engine_total == pychess_perft(XFEN, 3)
+
+
+def test_a_walk_names_a_bug_in_the_roots_notation():
+    # en passant dropped by an engine that reads only X-FEN: found, and every FEN written in X-FEN
+    fen = "1r2k2r/2p5/8/1P6/8/8/8/1R2K2R b KQkq - 0 1"
+    result = locate(CliEngine(total_only("no-ep", "--xfen-only")), PythonChessEngine(), fen, 3)
+    assert result.kind == "moves" and result.missing, result.describe()
+    board = board_from(result.fen)
+    assert result.missing == sorted(board.uci(m) for m in board.legal_moves if board.is_en_passant(m))
+    assert all(not re.search(r"[A-Ha-h]", level.fen.split()[2].replace("-", "")) for level in result.levels)
+
+
+def test_fen_of_writes_the_notation_set():
+    from oracle.engines import fen_notation
+
+    board = board_from(SHREDDER)
+    assert fen_of(board).split()[2] == "HBhb"  # outside a walk: Shredder-FEN, as before
+    with fen_notation(XFEN):
+        assert fen_of(board).split()[2] == "KQkq"
+        with fen_notation(SHREDDER):
+            assert fen_of(board).split()[2] == "HBhb"
+        assert fen_of(board).split()[2] == "KQkq"
+    assert fen_of(board_from(chess.STARTING_FEN)).split()[2] == "KQkq"  # standard chess: always KQkq
+
+
+def test_output_that_is_not_utf8_is_read(capsys):
+    engine = CliEngine(total_only("--latin1"))
+    assert engine.perft(chess.STARTING_FEN, 3) == 8902
+    uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "good", "--latin1"])
+    status = cli.main(["diff", "--timeout", "60", "--engine", uci, "startpos", "2"])
+    out = capsys.readouterr().out
+    assert status == 0 and "agree: 400 nodes" in out, out
+
+
+def test_a_wrong_reference_does_not_make_the_engine_illegal(capsys):
+    uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "no-ep"])
+    status = cli.main(["diff", "--engine", "cpu", "--reference", uci, CPW3, "4"])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "the reference is wrong here" in out and "listed by the engine, not by the reference" in out, out
+    assert "not legal" not in out and "make-move" not in out
+    status = cli.main(["diff", "--engine", "cpu", "--reference", uci, CPW3, "4", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    loc = data.get("localization", data)
+    assert loc["confirmed"] is False and loc["reproduces_from_fen"] is True
+    board = board_from(loc["fen"])
+    assert loc["extra"] == sorted(board.uci(m) for m in board.legal_moves if board.is_en_passant(m))
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.update(started=None), "'started'"),
+    (lambda d: d["rows"][0].update(depth="x"), "rows[0]: field 'depth'"),
+    (lambda d: d["rows"][0].update(got="12"), "rows[0]: field 'got'"),
+    (lambda d: d.update(suites=None), "'suites'"),
+    (lambda d: d.update(over_budget=[]), "'over_budget'"),
+    (lambda d: d.update(rows=["ab"]), "rows[0]: expected an object"),
+])
+def test_index_refuses_a_mistyped_report(tmp_path, capsys, change, field):
+    _, rows = select_rows(["cpw"])
+    data = run_suite(PythonChessEngine(), [r for r in rows if r.nodes <= 500]).to_dict()
+    RunResult.from_dict(json.loads(json.dumps(data)))  # as written, it reads
+    change(data)
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    assert cli.main(["report", "--index", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "r.json: not a conformance report" in err and field in err, err
+
+
+@pytest.mark.parametrize("fen, problem", [
+    ("4k3/8/8/8/8/8/8/4K3 w KQkq - 0 1", "bad castling rights"),
+    ("4k3/8/8/3pP3/8/8/8/4K3 w - c6 0 1", "invalid ep square"),
+])
+def test_suite_refuses_a_fen_that_diff_refuses(tmp_path, capsys, fen, problem):
+    table = tmp_path / "t.csv"
+    table.write_text(f'fen,depth,nodes\n"{chess.STARTING_FEN}",1,20\n"{fen}",1,5\n')
+    assert cli.main(["suite", str(table), "--engine", "python-chess"]) == 2
+    err = capsys.readouterr().err
+    assert f"t.csv:3: bad FEN" in err and problem in err, err
+    assert cli.main(["diff", "--engine", "python-chess", fen, "1"]) == 2
+    assert problem in capsys.readouterr().err
