@@ -12,8 +12,9 @@ Algorithm (:func:`drill`), with a reference that has a divide (our cpu or gpu ba
 3. descend into the child that differs, the largest absolute difference first when several do
    (the reference's count of it is first re-counted under a second Zobrist key seed when the
    reference has one: ``CoreEngine(tt=True, verify_seed=S)``), with ``d - 1`` plies;
-4. stop when one ply is left, or when no child differs although the node does, and turn the node
-   into a hypothesis test (:func:`oracle.explain.explain`): the engine counts the node and its
+4. stop when one ply is left, or when no child differs although the node does; ask the engine for
+   the node's count again (an engine whose answer changes is an :class:`EngineError`, not a
+   verdict), and turn the node into a hypothesis test (:func:`oracle.explain.explain`): the engine counts the node and its
    children at more depths, and move-list hypotheses (missing, extra, twice-generated moves) and
    state hypotheses (a child's FEN with castling rights, en passant square or halfmove clock
    changed) are kept only where they predict the node's local surplus exactly at every depth.
@@ -26,8 +27,8 @@ counts the final position when that is cheap (at most ``judge_max_nodes`` nodes)
 legal moves; ``Localization.judged`` says which engine judged what and ``confirmed`` whether the
 judge agrees with the reference there.
 
-Cost: the engine is called once for the root and at most once per child per level
-(``engine_calls``); its work per level is at most the node's own count, so the walk costs the
+Cost: the engine is called once for the root, at most once per child per level and once more at
+the last node (``engine_calls``); its work per level is at most the node's own count, so the walk costs the
 engine at most about twice the root's count plus a start-up per call; the probes at the last node
 cost about its count again, deeper probes only within ``budget_nodes`` (half the root's count, at
 least 1,000,000 nodes: a few milliseconds for a compiled engine). The reference counts one divide per level (the GPU
@@ -211,6 +212,11 @@ def _explain_node(result: Localization, engine: Engine, judge: Engine, board, po
     move-list and state hypotheses there (:func:`oracle.explain.explain`) and record the verdict,
     its evidence and the judge's check."""
     d = level.depth
+    again = engine.perft(level.fen, d)  # a verdict rests on this count: it must not change when asked again
+    level.engine_calls += 1
+    if again != level.engine_total:
+        raise EngineError(engine.name, f"asked twice for perft({level.fen!r}, {d}), it answered "
+                          f"{level.engine_total} and then {again}: a count that changes cannot be judged")
     if not children:
         children = {m: position.push(m).fen() for m in sorted(level.reference)}
     deadline = None if max_seconds is None else start + max_seconds

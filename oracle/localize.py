@@ -21,7 +21,8 @@ passant square after every double push (see :func:`oracle.engines.fen_of`) and i
 Chess960. ``reproduces_from_fen`` says whether the engine, given that FEN alone, disagrees the same
 way (False points at state the engine carries wrongly through make-move).
 
-Cost: the engine's divide once per level, and the reference's counts of the children it visits.
+Cost: the engine's divide once per level (twice at a node that ends in a verdict on its moves: an
+engine whose divide changes when asked again is an EngineError, not a verdict), and the reference's counts of the children it visits.
 A rule bug (a move kind never generated, say) shows in many subtrees, so the cheapest few reveal
 it: en passant dropped, first seen 5 plies from the start, is localized against python-chess in
 about 5 s. A bug at a single node under the most expensive move of every ply makes the reference
@@ -38,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 import chess
 
 from oracle.engines import Engine, EngineError, board_from, check_depth, fen_notation, fen_of
+from oracle.engines.base import describe_query
 
 __all__ = ["Level", "Localization", "canonical_divide", "localize"]
 
@@ -315,6 +317,7 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
                     missing.remove(move)
         extra = [m for m in eng if m not in ref_legal]
         if missing or extra:
+            _same_again(engine, board, fen, d, eng_moves, eng)
             result.missing, result.extra = sorted(missing), sorted(extra)
             _check_reproduction(result, engine, board, d, set(ref_legal))
             return finish("moves")
@@ -346,6 +349,7 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
                 result.judged.append(f"{reference.name} re-counted {' '.join(path + [mismatch])} under key seed "
                                      f"{reference.verify_seed:#x}: {again}")
         if d == 1:
+            _same_again(engine, board, fen, d, eng_moves, eng)
             result.wrong = {mismatch: [eng[mismatch], 1]}
             _check_reproduction(result, engine, board, d, set(ref_legal))
             return finish("count")
@@ -358,6 +362,18 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
     result.levels.append(Level(path=[], fen=fen_of(board), depth=0, engine={}, reference={},
                                engine_total=1, reference_total=1))
     return finish("agree")
+
+
+def _same_again(engine: Engine, board: chess.Board, fen: str, depth: int, moves: list[str],
+                divide: dict[str, int]) -> None:
+    """Ask ``engine`` the final node's divide again: a verdict rests on it, and an engine whose
+    answers change (uninitialised memory, a race) would otherwise be 'proven' wrong by chance.
+    Raises :class:`EngineError` when the second answer differs."""
+    again, _ = canonical_divide(board, engine.divide(fen, depth, moves))
+    if again != divide:
+        changed = sorted(m for m in set(again) | set(divide) if again.get(m) != divide.get(m))
+        raise EngineError(engine.name, f"asked twice for {describe_query(fen, depth, moves)}, it answered differently "
+                          f"(at {', '.join(changed[:8])}): a count that changes cannot be judged")
 
 
 def _check_reproduction(result: Localization, engine: Engine, board: chess.Board, depth: int,

@@ -65,8 +65,9 @@ def test_move_generation_bug_at_depth_4_names_the_missing_move():
         assert level.reference[level.mismatch] == pychess_perft(fen_of(child), level.depth - 1)
         assert level.engine[level.mismatch] != level.reference[level.mismatch]
     assert loc.confirmed is True and any("python-chess" in s for s in loc.judged)
-    # one engine call for the root, one per child at each level above the last, then the probes
-    assert loc.engine_calls == 1 + sum(len(level.engine) for level in loc.levels) + loc.evidence["engine_calls"]
+    # one engine call for the root, one per child at each level above the last, the final node
+    # asked again (its count must not change), then the probes
+    assert loc.engine_calls == 2 + sum(len(level.engine) for level in loc.levels) + loc.evidence["engine_calls"]
 
 
 def test_children_stop_once_the_difference_is_explained():
@@ -196,7 +197,7 @@ def test_perft_diff_cli_protocol_localizes_a_move_generation_bug():
     loc = Localization.from_dict({k: v for k, v in data.items() if k not in ("agree", "exit_status")})
     board = check_path(loc)
     assert len(broken.no_en_passant(board)) == data["levels"][-1]["engine_total"] != board.legal_moves.count()
-    assert data["engine_calls"] == 1 + sum(len(level["engine"]) for level in data["levels"]) + data["evidence"]["engine_calls"]
+    assert data["engine_calls"] == 2 + sum(len(level["engine"]) for level in data["levels"]) + data["evidence"]["engine_calls"]
     assert all(level["seconds"] > 0 for level in data["levels"][:-1])
 
 

@@ -173,3 +173,33 @@ def test_suite_refuses_a_fen_that_diff_refuses(tmp_path, capsys, fen, problem):
     assert f"t.csv:3: bad FEN" in err and problem in err, err
     assert cli.main(["diff", "--engine", "python-chess", fen, "1"]) == 2
     assert problem in capsys.readouterr().err
+
+
+class Flaky(PythonChessEngine):
+    """python-chess whose first three divides count their first move one too high, and whose later
+    ones are right: an engine whose answers change between two identical questions (uninitialised
+    memory, a race). A walk from the root follows that move down to one ply, where the move looks
+    counted twice."""
+
+    def __init__(self):
+        super().__init__()
+        self.name, self.calls = "flaky", 0
+
+    def _divide(self, fen, depth, moves):
+        counts = dict(super()._divide(fen, depth, moves))
+        self.calls += 1
+        if self.calls <= 3:
+            counts[min(counts)] += 1
+        return counts
+
+
+def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, capsys):
+    from oracle.engines import EngineError
+
+    with pytest.raises(EngineError, match="asked twice"):  # a divide engine, walked by its divides
+        locate(Flaky(), PythonChessEngine(), chess.STARTING_FEN, 3)
+    runs = tmp_path / "runs"  # a total-only engine, walked by its children's counts
+    status = cli.main(["diff", "--protocol", "cli", "--engine", total_only("--flaky", str(runs)),
+                       "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "3"])
+    captured = capsys.readouterr()
+    assert status == 2 and "asked twice" in captured.err and "proven" not in captured.out, captured

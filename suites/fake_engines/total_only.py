@@ -14,7 +14,8 @@ BUG (default ``good``) plants one mistake:
 ``--loop-illegal`` never answers on one. ``--format grouped`` prints ``Nodes searched: 8,902``;
 ``--xfen-only`` reads only the ``KQkq`` letters of a Chess960 FEN's castling field (X-FEN), as an
 engine that knows no Shredder-FEN does (``HBhb`` becomes no right); ``--latin1`` first prints a
-line in Latin-1 (not UTF-8).
+line in Latin-1 (not UTF-8). ``--flaky PATH``: every second run (counted in the file PATH) prints
+each total one too high (the first run among them), as an engine reading uninitialised memory may.
 BUG may also be ``garbage`` (no total), ``crash`` (exit 3 after printing depth 1), ``hang``, ``wrong-depth``
   (stops printing one depth short).
 """
@@ -25,10 +26,17 @@ import broken
 
 strict = "--strict" in sys.argv  # refuse positions whose side not to move is in check, as many engines do
 loops = "--loop-illegal" in sys.argv  # or never answer on them, as a program may
+flaky = sys.argv[sys.argv.index("--flaky") + 1] if "--flaky" in sys.argv else None
+if flaky is not None:
+    sys.argv.remove(flaky)
+    with open(flaky, "a+") as runs:
+        runs.seek(0)
+        off = (len(runs.read()) + 1) % 2  # 1, 0, 1, ... over the runs
+        runs.write("x")
 xfen_only = "--xfen-only" in sys.argv
 latin1 = "--latin1" in sys.argv
 args = [a for a in sys.argv[1:]
-        if not a.startswith("--format") and a not in ("--strict", "--loop-illegal", "--xfen-only", "--latin1")]
+        if not a.startswith("--format") and a not in ("--strict", "--loop-illegal", "--xfen-only", "--latin1", "--flaky")]
 fmt = sys.argv[sys.argv.index("--format") + 1] if "--format" in sys.argv else "perft_gpu"
 if fmt in args:
     args.remove(fmt)
@@ -95,6 +103,8 @@ last = depth - 1 if mode == "wrong-depth" else depth
 for d in range(1, last + 1) if fmt == "perft_gpu" else [last]:
     start = time.perf_counter()
     nodes = root(d)
+    if flaky is not None:
+        nodes += off
     if fmt == "stockfish":
         print(f"\nNodes searched: {nodes}")
     elif fmt == "grouped":
