@@ -39,7 +39,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_notation, fen_of
+from oracle.engines import (Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_notation, fen_of,
+                            time_limit)
 from oracle.explain import Explanation, OutOfTime, explain
 from oracle.localize import Level, Localization, canonical_divide, localize
 
@@ -61,9 +62,21 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
     current level after each engine or reference query of the walk (progress lines). Arguments and
     errors as for those two functions.
     """
-    if not getattr(engine, "supports_divide", True):
-        return drill(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
-    result = localize(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
+    start = time.monotonic()
+    try:
+        with time_limit(engine, max_seconds):  # no one query of the engine outlasts the walk's budget
+            if not getattr(engine, "supports_divide", True):
+                return drill(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
+            result = localize(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
+    except EngineError as exc:
+        if max_seconds is None or time.monotonic() - start < max_seconds:
+            raise
+        gave_up = Localization(engine=engine.name, reference=reference.name, root_fen=fen, depth=depth,
+                               kind="agree", fen=fen_of(board_from(fen)), depth_left=depth,
+                               method="divide" if getattr(engine, "supports_divide", True) else "children")
+        gave_up.judged.append(f"a query of {engine.name} was stopped at the time budget ({max_seconds:g} s): "
+                              f"{exc.problem}")
+        return gave_up.ended("gave_up", [], gave_up.fen, depth, start)
     if result.kind in ("moves", "count", "inconsistent") and not isinstance(reference, PythonChessEngine):
         # the reference judged the move list at the final position: python-chess confirms it
         board = board_from(result.fen)

@@ -171,7 +171,10 @@ class Localization:
         if self.kind == "agree":
             total = self.levels[0].engine_total if self.levels else 1
             return f"{self.engine} and {self.reference} agree: {total} nodes at depth {self.depth} from {self.root_fen}"
-        lines = [f"{self.engine} disagrees with {self.reference} at depth {self.depth} from {self.root_fen}"]
+        if self.kind == "gave_up" and not self.levels:  # stopped before any count was compared
+            lines = [f"{self.engine} against {self.reference} at depth {self.depth} from {self.root_fen}: no verdict"]
+        else:
+            lines = [f"{self.engine} disagrees with {self.reference} at depth {self.depth} from {self.root_fen}"]
         lines.append("  path:    " + (" ".join(self.path) if self.path else "(the root position)"))
         lines.append(f"  fen:     {self.fen}")
         if self.kind == "moves" and self.confirmed is False:  # python-chess contradicts the reference here

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
-from oracle.engines import Engine, EngineError, PythonChessEngine, board_from
+from oracle.engines import Engine, EngineError, PythonChessEngine, board_from, time_limit
 from perft_core import provenance
 from oracle.drill import locate
 from oracle.localize import Localization
@@ -305,7 +305,8 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
     tags, chess960``; sources are gathered per suite). ``max_nodes``: rows expecting more nodes are
     left out (counted in ``over_budget``). ``max_seconds``: wall-time budget for counting; rows not reached in time are
     ``"skipped"``, and so is a row whose estimated time (its expected nodes at the engine's nodes/s
-    measured over the rows counted so far in this run) exceeds the budget left: it is not started. Rows run cheapest first (so a time budget covers as many as possible) and are
+    measured over the rows counted so far in this run) exceeds the budget left: it is not started; a row
+    started is stopped when the budget runs out (:func:`oracle.engines.time_limit`) and is ``"skipped"`` too. Rows run cheapest first (so a time budget covers as many as possible) and are
     reported in table order. Engine failures mark the row ``"error"`` and the run goes on.
     Each failing position is localized once, at its smallest failing depth, against ``reference``
     (default: :class:`oracle.engines.PythonChessEngine`; total-only engines through
@@ -346,7 +347,11 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
             result.error = (f"estimated {expected_seconds:.3g} s at the {counted_nodes / counted_seconds:.3g} nodes/s "
                             f"measured so far, more than the {left:.3g} s left of the time budget")
         else:
-            _count_row(engine, result)
+            with time_limit(engine, left):  # a row never runs past the budget (a wrong tiny count, a hang)
+                _count_row(engine, result)
+            if result.status == "error" and max_seconds is not None and time.monotonic() - t0 >= max_seconds:
+                result.status = "skipped"
+                result.error = f"stopped at the time budget ({max_seconds:g} s) after {result.seconds:.3g} s"
             if result.got is not None and result.seconds > 0:
                 counted_nodes += result.got
                 counted_seconds += result.seconds

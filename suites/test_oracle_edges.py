@@ -16,6 +16,7 @@ import json
 import re
 import shlex
 import sys
+import time
 
 import chess
 import pytest
@@ -203,3 +204,26 @@ def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, cap
                        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "3"])
     captured = capsys.readouterr()
     assert status == 2 and "asked twice" in captured.err and "proven" not in captured.out, captured
+
+
+def test_a_suite_row_never_runs_past_the_time_budget(tmp_path, capsys):
+    # a row whose wrong, tiny count puts it inside the node budget: perft 12 of startpos
+    table = tmp_path / "deep.epd"
+    table.write_text(f"{chess.STARTING_FEN.rsplit(' ', 2)[0]} ;D12 20\n")
+    start = time.monotonic()
+    status = cli.main(["suite", str(table), "--engine", "cpu", "--threads", "1", "--max-seconds", "2",
+                       "--max-nodes", "1000", "--json"])
+    assert time.monotonic() - start < 30
+    data = json.loads(capsys.readouterr().out)
+    assert status == 3 and data["rows"][0]["status"] == "skipped"
+    assert "stopped at the time budget" in data["rows"][0]["error"]
+
+
+def test_diff_max_seconds_bounds_a_query_that_hangs(capsys):
+    uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "hang"])
+    start = time.monotonic()
+    status = cli.main(["diff", "--max-seconds", "2", "--timeout", "60", "--engine", uci, "startpos", "3"])
+    assert time.monotonic() - start < 30  # the code before waited out --timeout
+    out = capsys.readouterr().out
+    assert status == 3 and "gave up" in out and "stopped at the time budget (2 s)" in out, out
+    assert "no verdict" in out and "disagrees" not in out  # nothing was compared

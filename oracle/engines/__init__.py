@@ -37,6 +37,7 @@ from oracle.engines.base import (
     fen_of,
     fen_problems,
     needs_chess960,
+    time_limit,
 )
 from oracle.engines.cli import CliEngine
 from oracle.engines.core import CoreEngine
@@ -62,6 +63,7 @@ __all__ = [
     "fen_problems",
     "make_engine",
     "needs_chess960",
+    "time_limit",
 ]
 
 PROTOCOLS = ("uci", "perftree", "cli")

@@ -96,6 +96,26 @@ def board_from(fen: str, moves: Sequence[str] = (), *, chess960: bool | None = N
     return board
 
 
+@contextmanager
+def time_limit(engine: object, seconds: float | None) -> Iterator[None]:
+    """Inside the block, each query of ``engine`` ends within ``seconds`` (wall), or its own
+    ``timeout`` if that is shorter: engines that run a program (UCI, perftree, cli) and our own
+    (:class:`oracle.engines.CoreEngine`) have a ``timeout`` attribute, set here and restored after;
+    an engine without one (python-chess) is left alone. A query that runs out fails as that engine
+    fails (:class:`EngineError`). ``seconds=None``: no change. Why: a time budget (``--max-seconds``)
+    checked only between queries let one hanging query run for the whole ``--timeout`` (600 s),
+    and a table row with a tiny wrong count past the node budget run unbounded."""
+    if seconds is None or not hasattr(engine, "timeout"):
+        yield
+        return
+    old = engine.timeout
+    engine.timeout = max(0.001, seconds if old is None else min(old, seconds))
+    try:
+        yield
+    finally:
+        engine.timeout = old
+
+
 _SHREDDER: ContextVar[bool | None] = ContextVar("oracle_fen_shredder", default=None)
 
 

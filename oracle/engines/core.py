@@ -26,6 +26,7 @@ class CoreEngine(BaseEngine):
         self.tt = tt
         self.verify_seed = verify_seed
         self.name = f"perft_core[{backend}{', tt' if tt else ''}]"
+        self.timeout: float | None = None  # seconds a count may take (oracle.engines.time_limit), None: no limit
 
     def _position(self, fen: str, moves: tuple[str, ...]):
         import perft_core
@@ -50,7 +51,8 @@ class CoreEngine(BaseEngine):
             # no run-time estimate nor its bound: the oracle makes hundreds of small calls and
             # bounds its own time (max_seconds)
             return func(position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
-                        verify_seed=verify_seed, progress=False, max_estimate_seconds=None)
+                        verify_seed=verify_seed, progress=False, max_estimate_seconds=None,
+                        max_seconds=self.timeout)
         except Exception as exc:  # an engine failure, whatever its type, is reported as one
             raise EngineError(self.name, f"{type(exc).__name__} while counting",
                               command=command, output=str(exc)) from exc
