@@ -14,8 +14,8 @@ Algorithm (:func:`drill`), with a reference that has a divide (our cpu or gpu ba
    reference has one: ``CoreEngine(tt=True, verify_seed=S)``), with ``d - 1`` plies;
 4. stop when one ply is left, or when no child differs although the node does; ask the engine for
    the node's count again (an engine whose answer changes is an :class:`EngineError`, not a
-   verdict), and turn the node into a hypothesis test (:func:`oracle.explain.explain`): the engine counts the node and its
-   children at more depths, and move-list hypotheses (missing, extra, twice-generated moves) and
+   verdict), and turn the node into a hypothesis test (:func:`oracle.explain.explain`): the engine
+   counts the node and its children at more depths, and move-list hypotheses (missing, extra, twice-generated moves) and
    state hypotheses (a child's FEN with castling rights, en passant square or halfmove clock
    changed) are kept only where they predict the node's local surplus exactly at every depth.
    The verdict is ``"moves"``, ``"count"`` or ``"state"`` when one hypothesis fits, ``"candidates"``
@@ -28,8 +28,8 @@ legal moves; ``Localization.judged`` says which engine judged what and ``confirm
 judge agrees with the reference there.
 
 Cost: the engine is called once for the root, at most once per child per level and once more at
-the last node (``engine_calls``); its work per level is at most the node's own count, so the walk costs the
-engine at most about twice the root's count plus a start-up per call; the probes at the last node
+the last node (``engine_calls``); its work per level is at most the node's own count, so the walk
+costs the engine at most about twice the root's count plus a start-up per call; the probes at the last node
 cost about its count again, deeper probes only within ``budget_nodes`` (half the root's count, at
 least 1,000,000 nodes: a few milliseconds for a compiled engine). The reference counts one divide per level (the GPU
 backend keeps one driver for the whole walk).

@@ -22,7 +22,8 @@ Chess960. ``reproduces_from_fen`` says whether the engine, given that FEN alone,
 way (False points at state the engine carries wrongly through make-move).
 
 Cost: the engine's divide once per level (twice at a node that ends in a verdict on its moves: an
-engine whose divide changes when asked again is an EngineError, not a verdict), and the reference's counts of the children it visits.
+engine whose divide changes when asked again is an EngineError, not a verdict), and the
+reference's counts of the children it visits.
 A rule bug (a move kind never generated, say) shows in many subtrees, so the cheapest few reveal
 it: en passant dropped, first seen 5 plies from the start, is localized against python-chess in
 about 5 s. A bug at a single node under the most expensive move of every ply makes the reference
