@@ -38,6 +38,7 @@ class CoreEngine(BaseEngine):
 
     def _call(self, what: str, fen: str, depth: int, moves: tuple[str, ...], verify_seed: int | None = None):
         import perft_core
+        from perft_core.estimate import within_limit
 
         options = f"backend={self.backend!r}, threads={self.threads}, tt={self.tt}"
         if verify_seed is not None:
@@ -48,11 +49,15 @@ class CoreEngine(BaseEngine):
         try:
             position = self._position(fen, moves)
             func = perft_core.divide if what == "divide" else perft_core.perft
-            # no run-time estimate nor its bound: the oracle makes hundreds of small calls and
-            # bounds its own time (max_seconds)
+            # no run-time estimate: the oracle makes hundreds of small calls and bounds its own time;
+            # a time limit (self.timeout) only where the count could outlast it (estimate.within_limit,
+            # about 1 ms): a time-limited count goes root move by root move (Kiwipete perft 4: 33 ms
+            # against 4.6 ms)
+            limit = self.timeout
+            if limit is not None and within_limit(position, depth, self.backend, limit):
+                limit = None
             return func(position, depth, backend=self.backend, threads=self.threads, tt=self.tt,
-                        verify_seed=verify_seed, progress=False, max_estimate_seconds=None,
-                        max_seconds=self.timeout)
+                        verify_seed=verify_seed, progress=False, max_estimate_seconds=None, max_seconds=limit)
         except Exception as exc:  # an engine failure, whatever its type, is reported as one
             raise EngineError(self.name, f"{type(exc).__name__} while counting",
                               command=command, output=str(exc)) from exc
