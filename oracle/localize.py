@@ -21,9 +21,9 @@ passant square after every double push (see :func:`oracle.engines.fen_of`) and i
 Chess960. ``reproduces_from_fen`` says whether the engine, given that FEN alone, disagrees the same
 way (False points at state the engine carries wrongly through make-move).
 
-Cost: the engine's divide once per level (twice at a node that ends in a verdict on its moves: an
-engine whose divide changes when asked again is an EngineError, not a verdict), and the
-reference's counts of the children it visits.
+Cost: the engine's divide once per level, and once more at one ply where the walk ends in a verdict
+on its moves (an engine whose answer changes when asked again is an EngineError, not a verdict),
+and the reference's counts of the children it visits.
 A rule bug (a move kind never generated, say) shows in many subtrees, so the cheapest few reveal
 it: en passant dropped, first seen 5 plies from the start, is localized against python-chess in
 about 5 s. A bug at a single node under the most expensive move of every ply makes the reference
@@ -34,7 +34,7 @@ transposition table, which also makes each descent after the first level nearly 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import chess
@@ -321,7 +321,7 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
                     missing.remove(move)
         extra = [m for m in eng if m not in ref_legal]
         if missing or extra:
-            _same_again(engine, board, fen, d, eng_moves, eng)
+            _same_again(engine, board, fen, d, eng_moves, eng, missing, extra)
             result.missing, result.extra = sorted(missing), sorted(extra)
             _check_reproduction(result, engine, board, d, set(ref_legal))
             return finish("moves")
@@ -369,15 +369,21 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
 
 
 def _same_again(engine: Engine, board: chess.Board, fen: str, depth: int, moves: list[str],
-                divide: dict[str, int]) -> None:
-    """Ask ``engine`` the final node's divide again: a verdict rests on it, and an engine whose
-    answers change (uninitialised memory, a race) would otherwise be 'proven' wrong by chance.
-    Raises :class:`EngineError` when the second answer differs."""
-    again, _ = canonical_divide(board, engine.divide(fen, depth, moves))
-    if again != divide:
+                divide: dict[str, int], missing: Sequence[str] = (), extra: Sequence[str] = ()) -> None:
+    """Ask ``engine`` the final node's divide again, at one ply: a verdict rests on it, and an
+    engine whose answers change (uninitialised memory, a race) would otherwise be 'proven' wrong by
+    chance. At ``depth`` 1 the whole divide must come back the same; deeper (a move-list verdict
+    from the depth-``depth`` divide, which may be costly to ask again), the moves named must be
+    named again: ``missing`` not generated, ``extra`` generated.
+    Raises :class:`EngineError` when they are not."""
+    again, _ = canonical_divide(board, engine.divide(fen, 1, moves))
+    if depth == 1:
         changed = sorted(m for m in set(again) | set(divide) if again.get(m) != divide.get(m))
-        raise EngineError(engine.name, f"asked twice for {describe_query(fen, depth, moves)}, it answered differently "
-                          f"(at {', '.join(changed[:8])}): a count that changes cannot be judged")
+    else:
+        changed = sorted([m for m in missing if m in again] + [m for m in extra if m not in again])
+    if changed:
+        raise EngineError(engine.name, f"asked twice, it answered differently at {', '.join(changed[:8])} "
+                          f"({describe_query(fen, depth, moves)}, then at 1 ply): a count that changes cannot be judged")
 
 
 def _check_reproduction(result: Localization, engine: Engine, board: chess.Board, depth: int,

@@ -194,11 +194,28 @@ class Flaky(PythonChessEngine):
         return counts
 
 
+class FlakyList(PythonChessEngine):
+    """python-chess whose first divide leaves out its first move, and whose later ones are right."""
+
+    def __init__(self):
+        super().__init__()
+        self.name, self.calls = "flaky-list", 0
+
+    def _divide(self, fen, depth, moves):
+        counts = dict(super()._divide(fen, depth, moves))
+        self.calls += 1
+        if self.calls == 1:
+            del counts[min(counts)]
+        return counts
+
+
 def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, capsys):
     from oracle.engines import EngineError
 
     with pytest.raises(EngineError, match="asked twice"):  # a divide engine, walked by its divides
         locate(Flaky(), PythonChessEngine(), chess.STARTING_FEN, 3)
+    with pytest.raises(EngineError, match="asked twice"):  # a move-list verdict at 3 plies, asked again at 1
+        locate(FlakyList(), PythonChessEngine(), chess.STARTING_FEN, 3)
     runs = tmp_path / "runs"  # a total-only engine, walked by its children's counts
     status = cli.main(["diff", "--protocol", "cli", "--engine", total_only("--flaky", str(runs)),
                        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "3"])
