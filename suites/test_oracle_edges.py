@@ -177,35 +177,24 @@ def test_suite_refuses_a_fen_that_diff_refuses(tmp_path, capsys, fen, problem):
 
 
 class Flaky(PythonChessEngine):
-    """python-chess whose first three divides count their first move one too high, and whose later
+    """python-chess whose first ``wrong`` divides are spoiled at their first move, and whose later
     ones are right: an engine whose answers change between two identical questions (uninitialised
-    memory, a race). A walk from the root follows that move down to one ply, where the move looks
-    counted twice."""
+    memory, a race). ``drop``: that move is left out (a move-list verdict at the root); else it is
+    counted one too high, and a walk from the root follows it down to one ply, where the move looks
+    counted twice (``wrong=3`` for a depth-3 walk)."""
 
-    def __init__(self):
+    def __init__(self, wrong: int, drop: bool = False):
         super().__init__()
-        self.name, self.calls = "flaky", 0
+        self.name, self.calls, self.wrong, self.drop = "flaky", 0, wrong, drop
 
     def _divide(self, fen, depth, moves):
         counts = dict(super()._divide(fen, depth, moves))
         self.calls += 1
-        if self.calls <= 3:
-            counts[min(counts)] += 1
-        return counts
-
-
-class FlakyList(PythonChessEngine):
-    """python-chess whose first divide leaves out its first move, and whose later ones are right."""
-
-    def __init__(self):
-        super().__init__()
-        self.name, self.calls = "flaky-list", 0
-
-    def _divide(self, fen, depth, moves):
-        counts = dict(super()._divide(fen, depth, moves))
-        self.calls += 1
-        if self.calls == 1:
-            del counts[min(counts)]
+        if self.calls <= self.wrong:
+            if self.drop:
+                del counts[min(counts)]
+            else:
+                counts[min(counts)] += 1
         return counts
 
 
@@ -213,9 +202,9 @@ def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, cap
     from oracle.engines import EngineError
 
     with pytest.raises(EngineError, match="asked twice"):  # a divide engine, walked by its divides
-        locate(Flaky(), PythonChessEngine(), chess.STARTING_FEN, 3)
+        locate(Flaky(3), PythonChessEngine(), chess.STARTING_FEN, 3)
     with pytest.raises(EngineError, match="asked twice"):  # a move-list verdict at 3 plies, asked again at 1
-        locate(FlakyList(), PythonChessEngine(), chess.STARTING_FEN, 3)
+        locate(Flaky(1, drop=True), PythonChessEngine(), chess.STARTING_FEN, 3)
     runs = tmp_path / "runs"  # a total-only engine, walked by its children's counts
     status = cli.main(["diff", "--protocol", "cli", "--engine", total_only("--flaky", str(runs)),
                        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "3"])
