@@ -327,6 +327,25 @@ def test_max_seconds_stops_before_work_that_cannot_end_in_time_and_the_run_resum
     assert_counted_once(path, 400)
 
 
+def test_a_run_stopped_in_its_verify_phase_reports_the_verify_seconds(cluster, tmp_path, capsys):
+    """A run whose count is finished and whose verify pass is stopped by --max-seconds says so
+    ("phase": "verify") and reports the seconds that pass took (timings["verify"]), as a finished
+    run does; session 29's stopped verify pass reported none."""
+    path = tmp_path / "verify.sqlite"
+    argv = ["deep", STARTPOS, "3", "--split-ply", "1", "--tt", "--scheduler", cluster.scheduler_address, "--store", str(path)]
+    assert main(argv + ["--json"]) == 0
+    capsys.readouterr()
+    resume = ["deep", "--resume", str(path), "--scheduler", cluster.scheduler_address, "--verify-seed", "0x5EED",
+              "--verify-sample", "1", "--json"]
+    assert main(resume + ["--max-seconds", "0.001"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["finished"] is False and out["phase"] == "verify" and out["counted"] == out["rows"] == 20
+    assert out["timings"]["verify"] >= 0 and out["timings"]["count"] == 0
+    assert main(resume) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == expected(3) and out["verified"] == 20 and out["mismatches"] == []
+
+
 def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
     from perft_core import watch
     from perft_core.deep import dispatch

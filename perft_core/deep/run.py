@@ -519,6 +519,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                                       workers, bar, "verify", parts, pace, merged, deadline=phase_deadline)
             failures += failed
             if not failures:
+                timings["verify"] = time.perf_counter() - t  # a run stopped here reports its verify seconds too
                 stopped("verify", left, run["verify_seed"])
                 _remove_images(st, run["verify_seed"])
             if rows:
@@ -530,6 +531,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                                   workers, bar, "recount", parts, pace, deadline=deadline)
         failures += failed
         if not failures:
+            timings["recount"] = time.perf_counter() - t
             stopped("recount", left)
         timings["recount"] = time.perf_counter() - t
     timings["count"] = count_seconds
