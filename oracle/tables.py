@@ -222,6 +222,7 @@ def load_file(path: str) -> list[TableRow]:
     raw_rows = _epd_rows(path, text) if ext == ".epd" else _csv_rows(path, text)
     if not raw_rows:
         raise TableFileError(f"{path}: no perft row in it")
+    _refuse_contradictions(path, raw_rows)
     rows = []
     for line, row_id, fen, depth, nodes in raw_rows:
         try:
@@ -236,6 +237,24 @@ def load_file(path: str) -> list[TableRow]:
         rows.append(TableRow(suite=path, id=row_id, fen=fen, depth=depth, nodes=nodes, source=path,
                              tags=row_tags, chess960=chess960))
     return rows
+
+
+def _refuse_contradictions(path: str, raw_rows) -> None:
+    """Raise TableFileError where a table contradicts itself: one position (its first four FEN
+    fields: perft does not read the move counters) given two counts at one depth, or one id naming
+    two positions at one depth (a row's key in the reports). Both lines are named."""
+    counts: dict[tuple[str, int], tuple[int, int]] = {}
+    ids: dict[tuple[str, int], tuple[int, str]] = {}
+    for line, row_id, fen, depth, nodes in raw_rows:
+        position = " ".join(fen.split()[:4])
+        first = counts.setdefault((position, depth), (line, nodes))
+        if first[1] != nodes:
+            raise TableFileError(f"{path}:{line}: perft {depth} of {position!r} is {nodes} here and {first[1]} on "
+                                 f"line {first[0]}: which count is meant?")
+        named = ids.setdefault((row_id, depth), (line, position))
+        if named[1] != position:
+            raise TableFileError(f"{path}:{line}: id {row_id!r} at depth {depth} names another position than on "
+                                 f"line {named[0]}: ids must tell rows apart")
 
 
 def _count(path: str, line: int, what: str, text: str) -> int:

@@ -20,6 +20,7 @@ from .position import STARTPOS, Position
 __all__ = ["STARTPOS", "EpdLine", "position_from", "read_csv", "read_epd", "read_lines"]
 
 _DEPTH_OP = re.compile(r"D(\d+)")
+_OPCODE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")  # EPD: a letter, then letters, digits and underscores
 
 
 def position_from(spec: str, moves: Sequence[str] = (), chess960: bool | None = None) -> Position:
@@ -97,11 +98,51 @@ def read_epd(text: str, line: int = 0) -> EpdLine:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"EPD operation {op}: expected a node count, got {value!r}")
             counts[int(m.group(1))] = value
+    _check_depth_operands(ops_text)
     if not counters and ("hmvc" in ops or "fmvn" in ops):
         fen += f" {ops.get('hmvc', 0)} {ops.get('fmvn', 1)}"
         Position.from_fen(fen)
     name = ops.get("id")
     return EpdLine(fen, counts, name if isinstance(name, str) else None, line)
+
+
+def _operations(ops_text: str) -> list[str]:
+    """The operations of an EPD record's operation text, split at the semicolons outside quoted
+    strings (EPD's string operands may hold one)."""
+    out, start, quoted, escaped = [], 0, False, False
+    for i, ch in enumerate(ops_text):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quoted:
+            escaped = True
+        elif ch == '"':
+            quoted = not quoted
+        elif ch == ";" and not quoted:
+            out.append(ops_text[start:i])
+            start = i + 1
+    out.append(ops_text[start:])
+    return [op.strip() for op in out if op.strip()]
+
+
+def _check_depth_operands(ops_text: str) -> None:
+    """Raise ValueError for what python-chess's EPD reader lets through: an opcode that is not one
+    (the extra number of a FEN written with 5 or 7 fields, which it takes as an opcode), a node
+    count written other than as plain digits (it reads ``4_00`` and ``+400`` as 400), and a depth
+    given two different counts (it keeps the last: a table that contradicts itself)."""
+    seen: dict[str, str] = {}
+    for op in _operations(ops_text):
+        opcode, _, operand = op.partition(" ")
+        if not _OPCODE.fullmatch(opcode):  # python-chess takes "0" as an opcode: a FEN of 5 or 7 fields
+            raise ValueError(f"EPD operation {opcode!r}: an opcode starts with a letter (a FEN ends with two "
+                             "move counters, an EPD record's four fields with operations)")
+        if not _DEPTH_OP.fullmatch(opcode):
+            continue
+        operand = operand.strip()
+        if not (operand.isascii() and operand.isdigit()):
+            raise ValueError(f"EPD operation {opcode}: expected a node count (digits only), got {operand!r}")
+        if opcode in seen and int(seen[opcode]) != int(operand):
+            raise ValueError(f"EPD operation {opcode} given twice, {seen[opcode]} and {operand}: which count is meant?")
+        seen[opcode] = operand
 
 
 def _is_csv_header(text: str) -> bool:
@@ -177,6 +218,10 @@ def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLi
             fail(f"{source}:{number}: {bad}")
             continue
         if pending and (pending[0], pending[1]) == (fen, name):
+            if pending[2].get(int(depth), int(nodes)) != int(nodes):
+                fail(f"{source}:{number}: depth {int(depth)} of this position given twice, "
+                     f"{pending[2][int(depth)]} and {int(nodes)}: which count is meant?")
+                continue
             pending[2][int(depth)] = int(nodes)
             continue
         entry = flush()

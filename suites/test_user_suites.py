@@ -67,6 +67,14 @@ def test_a_wrong_count_in_the_file_fails(epd, capsys):
     ("a.csv", "fen,nodes\nx,1\n", "a.csv:1: the header must name fen, depth and nodes; missing depth"),
     ("a.csv", f'fen,depth,nodes\n"{CPW3}",1,14\n"{CPW3}",-2,191\n', "a.csv:3: the depth must be"),
     ("a.csv", f'fen,depth,nodes\n"{CPW3}",1\n', "a.csv:2: too few fields"),
+    # a table that contradicts itself names both counts (python-chess's EPD reader keeps the last)
+    ("a.epd", f"{CPW3} ;D1 14 ;D1 15\n", "a.epd:1: EPD operation D1 given twice, 14 and 15"),
+    ("a.epd", f"{CPW3} ;D1 1_4\n", "a.epd:1: EPD operation D1: expected a node count (digits only), got '1_4'"),
+    ("a.epd", f"{CPW3} ;D1 +14\n", "a.epd:1: EPD operation D1: expected a node count (digits only), got '+14'"),
+    ("a.csv", f'fen,depth,nodes\n"{CPW3}",1,14\n"{CPW3[:-3]} 7 9",1,15\n',
+     "a.csv:3: perft 1 of '8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - -' is 15 here and 14 on line 2"),
+    ("a.csv", f'id,fen,depth,nodes\nx,"{CPW3}",1,14\nx,"{KIWIPETE}",1,48\n',
+     "a.csv:3: id 'x' at depth 1 names another position than on line 2"),
 ])
 def test_bad_files_exit_2_naming_file_and_line(tmp_path, capsys, name, text, message):
     path = tmp_path / name
@@ -81,3 +89,34 @@ def test_missing_file_and_unknown_suite(tmp_path, capsys):
     assert "none.epd: cannot read it" in capsys.readouterr().err
     assert cli.main(["suite", "nosuch", "--engine", "cpu"]) == 2
     assert "unknown suite 'nosuch'" in capsys.readouterr().err
+
+
+def test_a_count_given_twice_alike_is_one_row(tmp_path):
+    """The same count written twice (EPD operations, or a position's move counters aside) is no
+    contradiction: the EPD record keeps one count a depth."""
+    path = tmp_path / "same.epd"
+    path.write_text(f"{CPW3} ;D1 14 ;D1 14 ;id \"a;D1 99\"\n")
+    assert [(r.depth, r.nodes) for r in tables.load_file(str(path))] == [(1, 14)]
+
+
+def test_lines_of_a_csv_refuse_a_depth_given_two_counts():
+    """`perft run -` and other line readers (perft_core.positions.read_csv): one position's rows
+    giving a depth two counts are refused with the line, not the last one kept."""
+    from perft_core.positions import read_lines
+
+    rows = ["fen,depth,nodes", f"{CPW3},1,14", f"{CPW3},1,15"]
+    with pytest.raises(ValueError, match="t.csv:3: depth 1 of this position given twice, 14 and 15"):
+        list(read_lines(rows, "t.csv"))
+    assert [e.counts for e in read_lines(rows[:2] + [f"{CPW3},1,14"], "t.csv")] == [{1: 14}]
+
+
+@pytest.mark.parametrize("line, opcode", [(f"{CPW3[:-2]}", "0"), (f"{CPW3} 2", "2"), (f"{CPW3} 2 ;D1 14", "2")])
+def test_a_fen_of_five_or_seven_fields_is_refused_not_read_as_operations(line, opcode):
+    """A FEN with a move counter missing or one too many: python-chess's EPD reader takes the extra
+    number for an opcode, so the halfmove counter was dropped and the line counted; refused, as
+    `perft run POSITION` refuses it."""
+    from perft_core.positions import read_lines
+
+    with pytest.raises(ValueError, match=f"l.epd:1: EPD operation '{opcode}': an opcode starts with a letter"):
+        list(read_lines([line], "l.epd"))
+
