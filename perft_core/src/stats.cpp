@@ -87,6 +87,38 @@ std::vector<StatCounts> divide_stats(const Root& r, const std::vector<Move>& mov
 
 // ----- through the statistics tables -------------------------------------------------------------
 
+// The 13 counters in 128 bits (STATS_FIELDS order), for the sums of a count through the tables: a
+// table hit brings a whole subtree's counters, so these sums reach 2^64 at depths a count without
+// tables never reaches (a king against a king at depth 25: 6.6e19 nodes in 0.1 s); in 64 bits they
+// wrapped silently. As the node-count tables' u128 sums (src/tt.h); an entry holds 64-bit
+// counters, so a subtree with a counter of 2^64 or more is not stored (LevelStats::unstorable).
+typedef unsigned __int128 u128;
+struct WideStats {
+    u128 c[STATS_WORDS];
+};
+
+inline void wide_zero(WideStats& s) {
+    for (u128& x : s.c) x = 0;
+}
+inline void wide_add(WideStats& s, const StatCounts& o) {
+    u64 w[STATS_WORDS];
+    stats_words(o, w);
+    for (int i = 0; i < STATS_WORDS; ++i) s.c[i] += w[i];
+}
+inline void wide_add(WideStats& s, const WideStats& o) {
+    for (int i = 0; i < STATS_WORDS; ++i) s.c[i] += o.c[i];
+}
+// The counters in 64 bits; false (out unchanged) when one does not fit.
+inline bool narrow(const WideStats& s, StatCounts& out) {
+    u64 w[STATS_WORDS];
+    for (int i = 0; i < STATS_WORDS; ++i) {
+        if (s.c[i] >> 64) return false;
+        w[i] = (u64)s.c[i];
+    }
+    pc_tt::stats_from_words(w, out);
+    return true;
+}
+
 // One thread's view of a statistics search through the tables: the table, its keys, the root's
 // castling geometry, its own level statistics.
 struct StatsSearch {
@@ -101,21 +133,28 @@ struct StatsSearch {
 // As tt_rec (src/tt.h): probed and stored at every depth with a level; below the lowest level the
 // recursion without keys (stats_rec); a stopped count stores nothing where it may hold a partial sum.
 template <int Us>
-void stats_tt_rec(const Board& b, const Key128& k, int depth, StatsSearch& s, StatCounts& out) {
+void stats_tt_rec(const Board& b, const Key128& k, int depth, StatsSearch& s, WideStats& out) {
     if (depth == 1) {
-        host_leaf_stats<Us>(b, s.ci, out);
+        StatCounts leaf;
+        stats_zero(leaf);
+        host_leaf_stats<Us>(b, s.ci, leaf);
+        wide_add(out, leaf);
         return;
     }
     if (depth >= STOP_PLIES && stop_requested()) return;
     const bool use = s.tt.kind(depth) != pc_tt::LEVEL_NONE;
-    StatCounts here;
-    if (use && s.tt.probe(depth, k, here, s.st[depth])) {
-        stats_add(out, here);
+    StatCounts hit;
+    if (use && s.tt.probe(depth, k, hit, s.st[depth])) {
+        wide_add(out, hit);
         return;
     }
-    stats_zero(here);
-    if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys
-        stats_rec<Us>(b, s.ci, depth, here);
+    WideStats here;
+    wide_zero(here);
+    if (depth - 1 < s.tt.lowest_level()) {  // no table below: count without keys (far below 2^64)
+        StatCounts below;
+        stats_zero(below);
+        stats_rec<Us>(b, s.ci, depth, below);
+        wide_add(here, below);
     } else {
         // Children and their keys first, each child's bucket prefetched; then the counts (in
         // batches of PC_MAX_MOVES, one batch but where a node has more moves: MoveList).
@@ -134,25 +173,32 @@ void stats_tt_rec(const Board& b, const Key128& k, int depth, StatsSearch& s, St
             for (int i = 0; i < n; ++i) stats_tt_rec<Us ^ 1>(child[i], key[i], depth - 1, s, here);
         }
     }
-    if (use && (depth < STOP_PLIES || !stop_requested())) s.tt.store(depth, k, here, b, Us, s.ci, s.st[depth]);
-    stats_add(out, here);
+    if (use && (depth < STOP_PLIES || !stop_requested())) {
+        StatCounts entry;
+        if (narrow(here, entry)) s.tt.store(depth, k, entry, b, Us, s.ci, s.st[depth]);
+        else ++s.st[depth].unstorable;
+    }
+    wide_add(out, here);
 }
 
 // The statistics below each root move through the tables, on `threads` threads sharing them (the
 // subtrees of split_divide, as divide_tt_counts in src/tt.h). `done`: which root moves were
 // counted in full when the count was stopped.
-std::vector<StatCounts> divide_stats_tt(const Root& r, const std::vector<Move>& moves, int depth, int threads,
-                                        StatsTable& tt, std::vector<bool>& done) {
-    std::vector<StatCounts> out(moves.size());
-    for (auto& s : out) stats_zero(s);
+std::vector<WideStats> divide_stats_tt(const Root& r, const std::vector<Move>& moves, int depth, int threads,
+                                       StatsTable& tt, std::vector<bool>& done) {
+    std::vector<WideStats> out(moves.size());
+    for (auto& s : out) wide_zero(s);
     done.assign(moves.size(), true);
     if (depth <= 0) return out;
     if (depth > tt.max_depth()) throw std::invalid_argument("depth exceeds the table's max_depth");
     if (tt.record() && threads > 1) throw std::invalid_argument("a recording table needs threads=1");
     if (depth == 1) {  // the root moves are the leaf moves
         for (size_t i = 0; i < moves.size(); ++i) {
-            if (r.us == WHITE) move_stats<WHITE>(r.board, r.ci, moves[i], out[i]);
-            else move_stats<BLACK>(r.board, r.ci, moves[i], out[i]);
+            StatCounts leaf;
+            stats_zero(leaf);
+            if (r.us == WHITE) move_stats<WHITE>(r.board, r.ci, moves[i], leaf);
+            else move_stats<BLACK>(r.board, r.ci, moves[i], leaf);
+            wide_add(out[i], leaf);
         }
         return out;
     }
@@ -171,14 +217,14 @@ std::vector<StatCounts> divide_stats_tt(const Root& r, const std::vector<Move>& 
         StatsSearch s(tt, r.ci);
         for (size_t k; !stop_requested() && (k = next.fetch_add(1)) < items.size();) {
             const Item& it = items[k];
-            StatCounts c;
-            stats_zero(c);
-            if (it.depth == 0) c.nodes = 1;
+            WideStats c;
+            wide_zero(c);
+            if (it.depth == 0) c.c[0] = 1;  // nodes
             else if (it.us == WHITE) stats_tt_rec<WHITE>(it.b, it.k, it.depth, s, c);
             else stats_tt_rec<BLACK>(it.b, it.k, it.depth, s, c);
             if (stop_requested()) break;  // c may be cut short: discard it
             std::lock_guard<std::mutex> hold(lock);
-            stats_add(out[it.root], c);
+            wide_add(out[it.root], c);
             --left[it.root];
         }
         tt.add_stats(s.st);
@@ -192,6 +238,16 @@ py::tuple as_tuple(const StatCounts& s) {
                           s.checks[2], s.checks[3], s.mates[0], s.mates[1], s.mates[2], s.mates[3]);
 }
 
+// The 13 counters as Python ints, exact past 2^64.
+py::tuple as_tuple(const WideStats& s) {
+    py::tuple t((size_t)STATS_WORDS);
+    for (int i = 0; i < STATS_WORDS; ++i) {
+        py::object hi = py::int_((u64)(s.c[i] >> 64)), lo = py::int_((u64)s.c[i]);
+        t[i] = hi.attr("__lshift__")(64).attr("__or__")(lo);
+    }
+    return t;
+}
+
 py::tuple words_tuple(const u64* w) {
     StatCounts s;
     pc_tt::stats_from_words(w, s);
@@ -199,7 +255,8 @@ py::tuple words_tuple(const u64* w) {
 }
 
 // [(uci, 13-tuple)] of the root moves counted in full.
-py::list done_list(const Root& r, const std::vector<Move>& moves, const std::vector<StatCounts>& parts,
+template <class Counts>
+py::list done_list(const Root& r, const std::vector<Move>& moves, const std::vector<Counts>& parts,
                    const std::vector<bool>& done) {
     py::list out;
     for (size_t i = 0; i < moves.size(); ++i)
@@ -207,8 +264,8 @@ py::list done_list(const Root& r, const std::vector<Move>& moves, const std::vec
     return out;
 }
 
-std::vector<StatCounts> tt_parts(const Root& r, const std::vector<Move>& moves, int depth, int threads, StatsTable& t,
-                                 std::vector<bool>& done) {
+std::vector<WideStats> tt_parts(const Root& r, const std::vector<Move>& moves, int depth, int threads, StatsTable& t,
+                                std::vector<bool>& done) {
     py::gil_scoped_release nogil;
     return divide_stats_tt(r, moves, depth, threads, t, done);
 }
@@ -290,9 +347,9 @@ void register_stats(py::module_& m) {
         const std::vector<Move> moves = legal_list(r);
         StopScope stop(depth, max_seconds);
         std::vector<bool> done;
-        StatCounts total;
-        stats_zero(total);
-        for (const StatCounts& s : tt_parts(r, moves, depth, threads, table, done)) stats_add(total, s);
+        WideStats total;
+        wide_zero(total);
+        for (const WideStats& s : tt_parts(r, moves, depth, threads, table, done)) wide_add(total, s);
         stop.finish();
         return as_tuple(total);
     }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("max_seconds") = 0.0,
@@ -306,7 +363,7 @@ void register_stats(py::module_& m) {
         const std::vector<Move> moves = depth > 0 ? legal_list(r) : std::vector<Move>{};
         StopScope stop(depth, max_seconds);
         std::vector<bool> done;
-        const std::vector<StatCounts> parts = tt_parts(r, moves, depth, threads, table, done);
+        const std::vector<WideStats> parts = tt_parts(r, moves, depth, threads, table, done);
         py::list out = done_list(r, moves, parts, done);
         stop.finish(out);
         return out;
