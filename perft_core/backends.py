@@ -285,8 +285,9 @@ class CpuBackend(Backend):
         split = _split_plies(pos, depth, estimate, len(moves)) if watch.max_seconds is not None and not self.tt else 0
         for i, move in enumerate(moves, 1):
             child = pos.push(move)
-            if table is not None:
-                n = zobrist.perft_tt(child, depth - 1, threads=self.threads, table=table)
+            if table is not None:  # the extension stops at the deadline inside the root move too
+                n = limits.cpu_limited(watch, lambda left, child=child: zobrist.perft_tt(
+                    child, depth - 1, threads=self.threads, table=table, max_seconds=left))
             else:
                 n = _subtree(child, depth - 1, split, self.threads, watch)
             on_move(move, n)

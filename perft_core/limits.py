@@ -146,9 +146,20 @@ def cpu_count(watch, core_args: tuple, depth: int, threads: int) -> int:
     """
     from . import _core
 
+    return cpu_limited(watch, lambda left: _core.perft(core_args, depth, threads, left))
+
+
+def cpu_limited(watch, count) -> int:
+    """``count(max_seconds)`` (an extension call that stops itself after ``max_seconds`` > 0 with
+    ``_core.CountStopped``; 0: no limit), given what is left of the time limit of ``watch``: nodes, int.
+
+    Raises perft_core.watch.Deadline when the limit passes before the count is done.
+    """
+    from . import _core
+
     watch.check()
     left = 0.0 if watch.max_seconds is None else max(watch.max_seconds - watch.elapsed(), 1e-3)
     try:
-        return int(_core.perft(core_args, depth, threads, left))
+        return int(count(left))
     except _core.CountStopped:
         watch.expire()

@@ -298,17 +298,21 @@ def _check_verify(verify_seed: int | None, seed: int | None, table: Transpositio
 
 def perft_tt(position: str | Position, depth: int, *, threads: int | None = None, tt_mb: float = DEFAULT_TT_MB,
              seed: int | None = None, verify_seed: int | None = None,
-             table: TranspositionTable | None = None, _planted_bug: str | None = None) -> int:
+             table: TranspositionTable | None = None, max_seconds: float = 0.0,
+             _planted_bug: str | None = None) -> int:
     """Perft through transposition tables: the same count as ``perft_core.perft``, faster.
 
     Tables: ``table`` if given (reused, keeps its entries), else new ones of at most ``tt_mb`` MiB
     (less for a small tree) with key ``seed``. ``verify_seed``: count again with new tables keyed
     by that seed, and raise if the two counts differ. ``threads``: None (default) uses every
-    available core (perft_core.threads). ``_planted_bug`` (tests only) plants a key bug, see PLANTED_BUGS.
+    available core (perft_core.threads). ``max_seconds`` > 0: each pass stops after that many wall
+    seconds (the extension polls its deadline inside the count; what it stored stays exact).
+    ``_planted_bug`` (tests only) plants a key bug, see PLANTED_BUGS.
 
     Raises:
         HashVerificationError: the two counts of ``verify_seed`` differ.
         ValueError: bad depth, threads, budget or seed; depth above the table's max_depth.
+        perft_core._core.CountStopped: ``max_seconds`` passed.
     """
     depth = _depth(depth)
     threads = _threads(threads, table)
@@ -316,9 +320,11 @@ def perft_tt(position: str | Position, depth: int, *, threads: int | None = None
     position = as_position(position)
     args = position.core_args()
     fault = _fault(_planted_bug)
-    nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native, fault)
+    nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native, fault,
+                           max_seconds)
     if verify_seed is not None:
-        again = _core.perft_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native, fault)
+        again = _core.perft_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native, fault,
+                               max_seconds)
         check_same(nodes, again, depth, seed, verify_seed)
     return nodes
 

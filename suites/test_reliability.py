@@ -140,6 +140,18 @@ def test_f3_max_seconds_holds_with_force():
     assert "Partial:" in p.stdout and "Nodes searched" not in p.stdout
 
 
+def test_max_seconds_holds_inside_a_root_move_through_tables():
+    """--max-seconds with --tt on the cpu backend: the extension stops at the deadline inside a root
+    move, as without tables. The limit was checked only between root moves, so king against king
+    at depth 36 (3 root moves, each beyond 2^64 nodes) ran 89 s past a 2-s limit (a helper's hunt,
+    session 29)."""
+    t = time.monotonic()
+    p = perft_cmd("run", "7k/8/8/8/8/8/8/K7 w - - 0 1", "36", "--tt", "--max-seconds", "2", timeout=120)
+    assert p.returncode == 3, p.stderr
+    assert time.monotonic() - t < 20
+    assert "stopped after" in p.stderr and "root moves counted" in p.stderr
+
+
 def test_a_stopped_count_keeps_the_subtrees_it_finished(stepping_clock, capsys):
     """A count stopped by --max-seconds keeps the root moves finished in full, each exact. The
     deadline is injected (the watch's clock moves 0.3 s at every reading and the extension's own
