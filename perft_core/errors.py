@@ -54,6 +54,12 @@ class CountRefused(ValueError):
         super().__init__(f"{self.reason}; pass force=True to count anyway")
 
 
+class CountOverflow(ValueError):
+    """A count that passes 2^64 - 1 on a backend that counts in 64 bits (the GPU backends: a
+    count through their tables reaches it at depths a count without tables never does); refused
+    instead of returned wrapped. The cpu backend counts in 128 bits."""
+
+
 class CountInterrupted(RuntimeError):
     """A count stopped at its time limit (``max_seconds``) before it finished: no total exists.
 

@@ -44,6 +44,7 @@ from ..distinct import distinct_per_ply
 from ..stats import Stats
 from .driver import BfsDriver, host_keys
 from . import tableimage
+from .overflow import safe_gpu_depth
 from .hostcache import HostCache
 from .kernels import PART_DEPTH
 from .merge import LEAF_MERGE_SLICE
@@ -342,6 +343,8 @@ class TTBfsDriver(TTLevels, BfsDriver):
             self._stats_mode = stats
             try:
                 g = self._prepare(positions[0], roots[0], us, depth)
+                g = min([g] + [safe_gpu_depth(p, depth, g) for p in positions[1:]])  # each root's bound
+                self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
                 boards = np.array(roots, dtype=np.uint64)
                 values = self._values_tt(boards, self._host_keys(boards, us), np.ones(len(boards), dtype=np.uint64),
                                          us, depth, g)
@@ -367,6 +370,7 @@ class TTBfsDriver(TTLevels, BfsDriver):
         g = depth - launch
         if self.max_gpu_depth is not None:
             g = min(g, self.max_gpu_depth)
+        g = safe_gpu_depth(pos, depth, g)  # no call whose subtrees could pass 2^64 (overflow.py)
         self.stats.gpu_depth, self.stats.launch_depth = g, depth - g
         return g
 

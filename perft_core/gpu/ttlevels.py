@@ -23,6 +23,7 @@ from .merge import (
     stats_leaf_merged,
     then_group,
 )
+from .overflow import add_counts
 from .tables import HITS_SLOTS
 
 OWN_SLOT = 0
@@ -64,7 +65,7 @@ class TTLevels:
             children, parents = expand_host(boards[live], us, self._ci_bytes)
             below = self._values_tt(children, self._host_keys(children, us ^ 1), mult[live][parents], us ^ 1,
                                     depth - 1, g)
-            np.add.at(values, live[parents], below)
+            add_counts(values, live[parents], below)  # refused past 2^64 - 1
             return values[inverse]
         todo = []
         row = self.device_tables.stat(depth) if self.tables else None
@@ -92,7 +93,7 @@ class TTLevels:
                 sub, sub_parents = expand_host(boards[sel], us, self._ci_bytes)
                 below = self._values_tt(sub, self._host_keys(sub, us ^ 1), mult[sel][sub_parents], us ^ 1,
                                         depth - 1, depth - 1)
-                np.add.at(values, sel[sub_parents], below)
+                add_counts(values, sel[sub_parents], below)
                 continue
             values[sel] = got
             if self.tables:
