@@ -12,6 +12,7 @@ import random
 
 import chess
 import pytest
+from kings import kings_perft
 
 import perft_core
 from perft_core.errors import CountOverflow
@@ -24,23 +25,7 @@ KINGS = "7k/8/8/8/8/8/8/K7 w - - 0 1"
 
 
 def _kings_perft(depth: int) -> int:
-    """Perft of KINGS (white king a1, black king h8, white to move) over (king squares, side to
-    move) states in Python integers."""
-    def steps(sq):
-        f, r = sq % 8, sq // 8
-        return {(r + dr) * 8 + f + df for dr in (-1, 0, 1) for df in (-1, 0, 1)
-                if (dr or df) and 0 <= f + df < 8 and 0 <= r + dr < 8}
-    near = {sq: steps(sq) for sq in range(64)}
-    paths = {(chess.A1, chess.H8, True): 1}
-    for _ in range(depth):
-        step: dict = {}
-        for (w, b, white), n in paths.items():
-            mover, other = (w, b) if white else (b, w)
-            for to in near[mover] - near[other] - {other}:
-                key = (to, b, False) if white else (w, to, True)
-                step[key] = step.get(key, 0) + n
-        paths = step
-    return sum(paths.values())
+    return kings_perft(chess.A1, chess.H8, True, depth)
 
 
 def test_a_count_that_fits_is_exact_and_one_that_does_not_is_refused():

@@ -19,6 +19,7 @@ import chess
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kings import kings_perft
 from test_stats import RARE, _depth_within, _published_params
 
 import perft_core
@@ -388,29 +389,6 @@ def test_cli_prints_the_cpw_row_with_tables(capsys):
     assert sum((Stats.from_json(s) for s in data["divide"].values()), Stats()) == plain(KIWIPETE, 3)
 
 
-def _king_steps(sq: int) -> list[int]:
-    f, r = sq % 8, sq // 8
-    return [(r + dr) * 8 + f + df for dr in (-1, 0, 1) for df in (-1, 0, 1)
-            if (dr or df) and 0 <= f + df < 8 and 0 <= r + dr < 8]
-
-
-def _kings_perft(white_king: int, black_king: int, white_to_move: bool, depth: int) -> int:
-    """Perft of a position with the two kings alone, by counting paths over (king squares, side to
-    move) states in Python ints: no engine code, exact at any size."""
-    near = {sq: set(_king_steps(sq)) for sq in range(64)}
-    paths = {(white_king, black_king, white_to_move): 1}
-    for _ in range(depth):
-        step: dict[tuple[int, int, bool], int] = {}
-        for (w, b, white), n in paths.items():
-            mover, other = (w, b) if white else (b, w)
-            for to in near[mover]:
-                if to not in near[other] and to != other:
-                    key = (to, b, False) if white else (w, to, True)
-                    step[key] = step.get(key, 0) + n
-        paths = step
-    return sum(paths.values())
-
-
 def test_statistics_through_tables_are_exact_past_2_to_the_64():
     """A table hit adds a whole subtree's counters, so a count through the tables passes 2^64 at
     depths a count without tables never reaches: king against king at depth 25 is 6.6e19 nodes in
@@ -418,10 +396,10 @@ def test_statistics_through_tables_are_exact_past_2_to_the_64():
     instead of 65,948,967,885,802,996,486; a helper's hunt, session 29); they are 128-bit now, as
     the node-count tables' are. The expected count is counted here over king squares alone."""
     fen = "7k/8/8/8/8/8/8/K7 w - - 0 1"
-    want = _kings_perft(chess.A1, chess.H8, True, 25)
+    want = kings_perft(chess.A1, chess.H8, True, 25)
     assert want > 2 ** 64
     got = perft_stats_tt(fen, 25, threads=1)
     assert got.nodes == want and got == Stats(nodes=want)  # two lone kings: no capture, check or castle
     assert sum(s.nodes for s in divide_stats_tt(fen, 25, threads=1).values()) == want
-    assert perft_stats_tt(fen, 24, threads=2).nodes == _kings_perft(chess.A1, chess.H8, True, 24)
+    assert perft_stats_tt(fen, 24, threads=2).nodes == kings_perft(chess.A1, chess.H8, True, 24)
 
