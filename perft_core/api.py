@@ -252,10 +252,10 @@ def _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_s
         return engine, pos
     if estimate.node_bound(pos, depth) / engine.speed_floor * engine.stats_cost <= max_estimate_seconds:
         return engine, pos
-    est = estimate.estimate(pos, depth, backend=engine.name, threads=engine.threads)
+    est = estimate.estimate(pos, depth, backend=engine.name, threads=engine.threads, tt=tt, tt_mb=engine.tt_mb)
     est = dataclasses.replace(est, seconds=est.seconds * engine.stats_cost,
                               nodes_per_second=est.nodes_per_second / engine.stats_cost)
-    if est.seconds > max_estimate_seconds:
+    if est.seconds > max_estimate_seconds and est.tt_seconds > max_estimate_seconds:  # as the plain count's rule
         raise CountRefused(est, max_estimate_seconds, f"{est.describe()} with statistics: over the limit of "
                                                       f"{estimate.format_seconds(max_estimate_seconds)}")
     return engine, pos

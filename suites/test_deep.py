@@ -605,6 +605,18 @@ def test_cli_counts_statistics_with_stats_after_the_run_and_still_reads_a_store_
     assert f"store {path}: perft 4 of" in capsys.readouterr().out
 
 
+def test_statistics_split_at_the_depth_are_refused_not_summed_without_their_last_move(tmp_path, capsys):
+    """Units split at the count's depth are single positions (perft 0): the capture, check or mate of
+    the move into each was lost, so startpos perft 3 with --split-ply 3 printed 8,902 nodes and 0
+    captures (34) and 0 checks (12) (a helper's hunt, session 29). Refused before any work."""
+    path = tmp_path / "s.sqlite"
+    argv = ["deep", STARTPOS, "3", "--split-ply", "3", "--stats", "--backend", "cpu", "--store", str(path)]
+    assert main(argv) == 2
+    assert "statistics need units of at least one ply" in capsys.readouterr().err and not path.exists()
+    with pytest.raises(ValueError, match="split ply 1 must be below the depth 1"):
+        deep_perft(STARTPOS, 1, split_ply=1, stats=True, store=tmp_path / "t.sqlite")
+
+
 def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_resealed(tmp_path, small_store):
     """The committed schema-4 store of session 14's perft 13 opens (migrated: statistics columns
     added, its 20 counted rows proven); a schema-5 store (as this version wrote until schema 6)

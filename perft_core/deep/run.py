@@ -281,6 +281,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
+    if stats and split_ply is not None and depth and split_ply >= depth:
+        # a unit at depth 0 is one position: the counters of the move into it (capture, check, ...) are lost
+        raise ValueError(f"statistics need units of at least one ply (they classify the moves of the last ply): "
+                         f"split ply {split_ply} must be below the depth {depth}")
     if part_depth is not None and (isinstance(part_depth, bool) or not isinstance(part_depth, int) or part_depth < 3):
         raise ValueError(f"part_depth must be an integer >= 3 (remaining plies at the split of parts), got {part_depth!r}")
     if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
@@ -362,6 +366,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     # over the speed of all its parts' workers.
                     parts = choose_parts(backend, tt, depth - 1, n_workers, split_at)
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
+                    if stats and depth:
+                        split_ply = min(split_ply, depth - 1)  # units of at least one ply (see above)
                 st = create(n_workers, split_ply)
             if new_run and progress:
                 print(f"perft deep: {st.run['units']} units at split ply {st.run['split_ply']}"
