@@ -402,4 +402,6 @@ def test_statistics_through_tables_are_exact_past_2_to_the_64():
     assert got.nodes == want and got == Stats(nodes=want)  # two lone kings: no capture, check or castle
     assert sum(s.nodes for s in divide_stats_tt(fen, 25, threads=1).values()) == want
     assert perft_stats_tt(fen, 24, threads=2).nodes == kings_perft(chess.A1, chess.H8, True, 24)
+    # the API's estimate counts the tables in, as for a plain count (it refused this without force=True)
+    assert perft_core.perft_stats(fen, 25, tt=True).nodes == want
 
