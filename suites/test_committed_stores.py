@@ -218,3 +218,20 @@ def test_a_statistics_unit_with_one_counter_changed_fails(tmp_path):
     (finished,) = [p for p in STORES if p.name == "perft12-stats-h200x2-s16.sqlite"]
     with pytest.raises(AssertionError, match=f"perft12-stats-h200x4-s27.sqlite: 1 of .* units differ .*key {key}"):
         _agreement([changed, finished], tmp_path)
+
+
+@pytest.mark.parametrize("name, column, change", [
+    ("perft13-h200x4-s17.sqlite", "count", lambda c: str(int(c) + 1)),
+    ("perft12-stats-h200x4-s27.sqlite", "stats", _bump("direct_mates")),
+])
+def test_a_verified_unit_whose_count_was_changed_and_resealed_is_counted_again(tmp_path, name, column, change):
+    """A row's status is not under its checksum; it is derived from its counts. A unit marked
+    verified whose counts (or counters) no longer equal its second-seed counts, checksum made again,
+    was summed with "0 differed" (a helper's hunt, session 29, with the status edited from mismatch
+    to verified); now its rows are found (``tampered``, as a failed checksum's) and counted again."""
+    copy, key = _changed_copy(tmp_path, name, column, change, "status = 'verified'")
+    with Store.open(copy, repair=False) as st:
+        unit = st.conn.execute("SELECT unit FROM units WHERE key = ?", (key,)).fetchone()[0]
+        assert {r["unit"] for r in st.tampered} == {unit}
+        assert len(st.tampered) == st.run["parts"]
+

@@ -216,7 +216,7 @@ def small_store(tmp_path):
     path = tmp_path / "small.sqlite"
     pos = Position.from_fen(STARTPOS)
     Store.create(path, {"fen": pos.fen(), "depth": 4, "split_ply": 2, "backend": "cpu", "tt": False,
-                        "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, 4, 2)).close()
+                        "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, 4, 2, 1)).close()
     return path
 
 
@@ -603,6 +603,26 @@ def test_cli_counts_statistics_with_stats_after_the_run_and_still_reads_a_store_
     assert "Captures" in text and "Checkmates" in text and f"{published['captures']:,}" in text
     assert main(["deep", "--stats", str(path)]) == 0  # a store's table statistics, as before
     assert f"store {path}: perft 4 of" in capsys.readouterr().out
+
+
+def test_a_multiplicity_changed_with_its_checksum_made_again_is_found_and_counted_again(cluster, tmp_path):
+    """The checksum rule is public, so a row can be changed and resealed; a recount of the row's own
+    FEN cannot find a changed multiplicity (a helper's hunt, session 29: `--check --check-sample 1`
+    passed such a store and the resumed total was 4,892,835 for perft 5's 4,865,609). Its plan fields
+    are compared with the run's split: `--check` names the row, a resume counts it again, exact."""
+    from perft_core.deep.check import check_store
+
+    path = tmp_path / "m.sqlite"
+    deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=path)
+    with Store.open(path) as st:
+        st.conn.execute("UPDATE units SET multiplicity = '2' WHERE idx = 5")
+        st._seal("idx = ?", (5,))
+        st.conn.commit()
+    found = check_store(path, sample=1)
+    assert not found.ok and [r["idx"] for r in found.tampered] == [5] and found.differ == []
+    res = deep_perft(resume=path, scheduler=cluster.scheduler_address)
+    assert res.nodes == expected(4) and [r["idx"] for r in res.tampered] == [5]
+    assert check_store(path, sample=1).ok
 
 
 def test_statistics_split_at_the_depth_are_refused_not_summed_without_their_last_move(tmp_path, capsys):

@@ -207,7 +207,7 @@ def test_duplicates_add_nothing_and_each_worker_process_counts_once_in_the_occup
     path = tmp_path / "s.sqlite"
     pos = Position.from_fen(STARTPOS)
     st = Store.create(path, {"fen": pos.fen(), "depth": 4, "split_ply": 2, "backend": "gpu-emulated", "tt": True,
-                             "seed": 1, "verify_seed": 2, "verify_sample": 1.0}, split(pos, 4, 2))
+                             "seed": 1, "verify_seed": 2, "verify_sample": 1.0}, split(pos, 4, 2, 1))
     rows = st.units()
 
     def tables(process, probes, occupied):
@@ -261,7 +261,7 @@ def test_the_occupancy_is_the_last_sessions_tables(tmp_path, capsys):
     path = tmp_path / "two.sqlite"
     pos = Position.from_fen(STARTPOS)
     st = Store.create(path, {"fen": pos.fen(), "depth": 4, "split_ply": 2, "backend": "gpu-emulated", "tt": True,
-                             "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, 4, 2))
+                             "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, 4, 2, 1))
     rows = st.units()
 
     def tables(process, occupied):
@@ -293,7 +293,7 @@ def test_the_occupancy_of_rows_without_a_session(tmp_path):
     pos = Position.from_fen(STARTPOS)
     st = Store.create(tmp_path / "none.sqlite", {"fen": pos.fen(), "depth": 4, "split_ply": 2,
                                                  "backend": "gpu-emulated", "tt": True, "seed": 1,
-                                                 "verify_seed": None, "verify_sample": None}, split(pos, 4, 2))
+                                                 "verify_seed": None, "verify_sample": None}, split(pos, 4, 2, 1))
     rows = st.units()
     with st:
         st.finish(rows[:2], [1, 1], [0.1, 0.1], "w1", "d", "t1", [5, 5], [1, 0],

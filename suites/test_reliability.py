@@ -275,7 +275,7 @@ def _created_store_bytes(path, depth: int, split_ply: int) -> int:
 
     pos = Position.from_fen(START)
     st = Store.create(path, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply, "backend": "cpu", "tt": False,
-                             "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, depth, split_ply))
+                             "seed": 1, "verify_seed": None, "verify_sample": None}, split(pos, depth, split_ply, 1))
     try:
         return max(os.path.getsize(f) for f in glob.glob(f"{path}*"))
     finally:
@@ -327,7 +327,7 @@ def test_f13_a_row_changed_during_a_run_is_not_summed(tmp_path):
     from perft_core.deep import split
     from perft_core.deep.store import Store, StoreError
 
-    units = split(Position.from_fen(START), 3, 1)
+    units = split(Position.from_fen(START), 3, 1, 1)
     run = {"fen": START, "depth": 3, "split_ply": 1, "backend": "cpu", "tt": False, "seed": 1,
            "verify_seed": None, "verify_sample": None}
     with Store.create(tmp_path / "s.sqlite", run, units) as st:

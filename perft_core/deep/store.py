@@ -594,12 +594,16 @@ class Store:
                 for i, u in enumerate(units) for c in range(parts)}
 
     def _check_checksums(self, repair: bool = True) -> None:
-        """Re-read every unit row; a row whose checksum fails goes to ``tampered`` and is made
-        pending again (all its counts dropped, the unit's other parts too when it was judged as a
-        whole), its plan fields (unit, part, key, FEN, depth, multiplicity) made again from the run
+        """Re-read every unit row; a row whose checksum fails, or whose checksum was made again over a
+        change (its status not what its counts say: :meth:`_misjudged_rows`; its plan fields not the
+        run's split: :meth:`replanned_rows`), goes to ``tampered`` and is made pending again (all
+        its counts dropped, the unit's other parts too when it was judged as a whole), its plan fields (unit, part, key, FEN, depth, multiplicity) made again from the run
         row (any of them may be what was changed), so the run counts it again, from the right
         position, instead of summing it."""
         self.tampered = self._bad_rows()
+        for found in (self._misjudged_rows, self.replanned_rows):  # rows whose checksum was made again
+            bad = {r["idx"] for r in self.tampered}
+            self.tampered += [r for r in found() if r["idx"] not in bad]
         if not self.tampered or not repair:
             return
         plan = self._plan()
@@ -619,16 +623,63 @@ class Store:
             for u in units:
                 self._seal("unit = ?", (u,))
 
-    def checked_rows(self) -> list[dict]:
-        """All unit rows (:meth:`units`), each proven by its checksum.
+    def _misjudged_rows(self) -> list[dict]:
+        """The rows of units whose status says what their sealed counts do not. A status is not under
+        the row checksum: it is derived from the counts (``verified``), yet it decides what is
+        counted again, so it is derived again here. A unit whose every part has its second count is
+        judged: its rows are ``verified`` when its totals (all 13 counters in a statistics run) equal
+        its second totals, else ``mismatch`` or ``recounted``; a unit with a part still without one
+        is not judged (no such status); a run without a verify seed judges none. A status edited
+        from ``mismatch`` to ``verified`` had a wrong count summed with "0 differed" (a helper's
+        hunt, session 29)."""
+        judged = ("verified", "mismatch", "recounted")
+        units: dict[int, list[dict]] = {}
+        for r in self.units():
+            units.setdefault(r["unit"], []).append(r)
+        out = []
+        for rows in units.values():
+            second = [r["verify_count"] is not None for r in rows]
+            statuses = {r["status"] for r in rows}
+            if self.run["verify_seed"] is None or not all(second):
+                ok = not (statuses & set(judged)) and (self.run["verify_seed"] is not None or not any(second))
+            elif self.run["stats"] and any(r["stats"] is None or r["verify_stats"] is None for r in rows):
+                ok = False
+            elif self.run["stats"]:
+                same = _sum_texts(r["stats"] for r in rows) == _sum_texts(r["verify_stats"] for r in rows)
+                ok = statuses == {"verified"} if same else statuses <= {"mismatch", "recounted"}
+            else:
+                same = sum(int(r["count"]) for r in rows) == sum(int(r["verify_count"]) for r in rows)
+                ok = statuses == {"verified"} if same else statuses <= {"mismatch", "recounted"}
+            if not ok:
+                out += rows
+        return out
 
-        Raises StoreError naming the first row whose checksum fails (changed since it was written).
+    def replanned_rows(self) -> list[dict]:
+        """The unit rows whose plan fields (unit, part, key, FEN, depth, multiplicity) differ from the
+        split the run row makes (:meth:`_plan`): a row changed and its checksum made again (the rule
+        is public) passes its checksum, but not this. A recount cannot find such a row either: it
+        counts the row's own FEN (a helper's hunt, session 29: a multiplicity made 2 and resealed
+        passed ``--check --check-sample 1`` and changed the total). Costs one split of the run."""
+        plan = self._plan()
+        return [r for r in self.units() if tuple(r[k] for k in _PLAN) != plan.get(r["idx"])]
+
+    def checked_rows(self) -> list[dict]:
+        """All unit rows (:meth:`units`), each proven by its checksum and by the run's split.
+
+        Raises StoreError naming the first row whose checksum fails (changed since it was written),
+        or whose plan fields are not the split's (changed, its checksum made again).
         """
         bad = self._bad_rows()
         if bad:
             r = bad[0]
             raise StoreError(f"store {self.path}: unit {r['unit']} part {r['part']} ({r['fen']}) fails its checksum "
                              f"({len(bad)} rows): it was changed outside perft deep; resume the store to count it again")
+        bad = self.replanned_rows()
+        if bad:
+            r = bad[0]
+            raise StoreTampered(f"store {self.path}: unit {r['unit']} part {r['part']} ({r['fen']}, multiplicity "
+                                f"{r['multiplicity']}) is not the run's split ({len(bad)} rows): it was changed outside "
+                                "perft deep with its checksum made again, so no total is given")
         return self.units()
 
     def add_verification(self, verify_seed: int, verify_sample: float) -> None:
