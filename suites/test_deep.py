@@ -283,6 +283,7 @@ def test_bad_options_are_one_line(capsys):
     one_line_error(capsys, ["deep", STARTPOS, "4", "--backend", "gpu", "--workers", "2"], "one worker per GPU")
     one_line_error(capsys, ["deep", STARTPOS], "FEN and DEPTH")
     one_line_error(capsys, ["deep", STARTPOS, "4", "--split-ply", "5"], "split ply")
+    one_line_error(capsys, ["deep", STARTPOS, "4", "--split-ply", "-1"], "the split ply must be a non-negative")
     one_line_error(capsys, ["deep", "not a fen", "4"], "fields")
     one_line_error(capsys, ["deep", STARTPOS, "4", "--workers", "2", "--scheduler", "tcp://x:1"], "not allowed")
 

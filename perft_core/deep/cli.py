@@ -30,6 +30,14 @@ from .. import cliargs
 from ..cliargs import UsageError
 
 
+def _split_ply(text: str) -> int:
+    """--split-ply: plies, an integer >= 0 (the error names the split ply, not a depth)."""
+    try:
+        return cliargs.depth(text)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(str(exc).replace("depth must be", "the split ply must be", 1)) from None
+
+
 def _part_depth(text: str) -> int:
     """--part-depth: remaining plies, an integer >= 3."""
     value = cliargs.depth(text)
@@ -197,7 +205,7 @@ def register(sub) -> None:
                        help="a local cluster of N processes (cpu, gpu-emulated)")
     where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
     where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
-    p.add_argument("--split-ply", type=cliargs.depth, metavar="K", help="plies expanded on the host (default: chosen)")
+    p.add_argument("--split-ply", type=_split_ply, metavar="K", help="plies expanded on the host (default: chosen)")
     p.add_argument("--part-depth", type=_part_depth, metavar="R",
                    help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default 3, "
                         "the fastest measured; a resumed run keeps its own)")
