@@ -626,6 +626,25 @@ def test_a_multiplicity_changed_with_its_checksum_made_again_is_found_and_counte
     assert check_store(path, sample=1).ok
 
 
+def test_check_recounts_a_statistics_run_counter_by_counter(cluster, tmp_path):
+    """`perft deep --check` on a statistics run compares the 13 counters of each recounted unit, not
+    only its nodes: a checks counter changed with its checksum made again keeps the node count, so
+    a nodes-only recount passed it."""
+    from perft_core.deep.check import check_store
+
+    path = tmp_path / "s.sqlite"
+    deep_perft(STARTPOS, 3, split_ply=1, scheduler=cluster.scheduler_address, store=path, stats=True)
+    assert check_store(path, sample=1).ok
+    with Store.open(path) as st:
+        old = st.conn.execute("SELECT stats FROM units WHERE idx = 3").fetchone()[0].split(",")
+        old[5] = str(int(old[5]) + 1)  # direct checks
+        st.conn.execute("UPDATE units SET stats = ? WHERE idx = 3", (",".join(old),))
+        st._seal("idx = ?", (3,))
+        st.conn.commit()
+    found = check_store(path, sample=1)
+    assert found.tampered == [] and [d["unit"] for d in found.differ] == [3]
+
+
 def test_statistics_split_at_the_depth_are_refused_not_summed_without_their_last_move(tmp_path, capsys):
     """Units split at the count's depth are single positions (perft 0): the capture, check or mate of
     the move into each was lost, so startpos perft 3 with --split-ply 3 printed 8,902 nodes and 0

@@ -4,10 +4,12 @@ The run row's and every unit row's checksum (:func:`perft_core.deep.store.run_ch
 :func:`~perft_core.deep.store.row_checksum`) are re-computed: a row that fails was changed after it
 was written (by accident, or by an edit that left its checksum alone). Then a sample of the counted
 units is counted again on this machine, each unit as a whole (the sum over its parts), and compared
-with its stored count: by default max(5 %, 20) of them (all of a small store), with ``sample`` f the
-fraction f (at least one; 1: every unit), chosen by key (its low 32 bits, uniform). Only a recount
-catches a row edited with its checksum recomputed (the rule is public); the sample bounds what such
-an edit can hide. Nothing is written, but an older store gains what its schema lacks when it is
+with its stored count (in a statistics run its 13 counters): by default max(5 %, 20) of them (all
+of a small store), with ``sample`` f the fraction f (at least one; 1: every unit), chosen by key
+(its low 32 bits, uniform). A row edited with its checksum recomputed (the rule is public) is
+found by its plan fields (compared with the run's split when the store is opened) or its status
+(derived again from its counts); only a recount finds a changed count or counter, and the sample
+bounds what such an edit can hide. Nothing is written, but an older store gains what its schema lacks when it is
 opened (``Store.open``).
 
 :func:`store_statistics` (``perft deep --stats STORE``) reads what a store says about its run's
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 
 import math
 
-from .store import Store, StoreError, StoreTampered
+from .store import Store, StoreError, StoreTampered, sum_stats_texts
 
 DEFAULT_SAMPLE = 0.05
 """The default recount: this fraction of the counted units, and at least DEFAULT_MIN_UNITS of them."""
@@ -82,7 +84,7 @@ def check_store(path: str | os.PathLike, sample: float | None = None, backend: s
     Returns a :class:`CheckResult` (a run row that fails its checksum: ``run_tampered``, not ok).
     Raises StoreError for a store that is missing, corrupt or in use, ValueError for a bad sample.
     """
-    from .. import perft
+    from .. import perft, perft_stats
 
     if sample is not None and (isinstance(sample, bool) or not isinstance(sample, (int, float))
                                or not 0 < sample <= 1):
@@ -105,8 +107,13 @@ def check_store(path: str | os.PathLike, sample: float | None = None, backend: s
         chosen = sorted(done, key=lambda u: (int(done[u][0]["key"][-8:], 16), u))[:sample_size(len(done), sample)]
         for u in chosen:
             parts = done[u]
-            stored = sum(int(p["recount"] if p["recount"] is not None else p["count"]) for p in parts)
-            counted = perft(parts[0]["fen"], parts[0]["depth"], backend=backend, threads=threads, force=True)
+            fen, depth = parts[0]["fen"], parts[0]["depth"]
+            if st.run["stats"]:  # all 13 counters: a changed counter keeps the node count
+                stored = sum_stats_texts(p["recount_stats"] if p["recount"] is not None else p["stats"] for p in parts)
+                counted = perft_stats(fen, depth, backend=backend, threads=threads, force=True).as_tuple()
+            else:
+                stored = sum(int(p["recount"] if p["recount"] is not None else p["count"]) for p in parts)
+                counted = perft(fen, depth, backend=backend, threads=threads, force=True)
             result.recounted += 1
             if counted != stored:
                 result.differ.append({"unit": u, "fen": parts[0]["fen"], "depth": parts[0]["depth"],

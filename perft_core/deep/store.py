@@ -184,7 +184,7 @@ def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity
     return _sha((options, key, part, depth, multiplicity, count, verify_count, recount))
 
 
-def _sum_texts(texts) -> tuple[int, ...]:
+def sum_stats_texts(texts) -> tuple[int, ...]:
     """The sum of statistics texts (13 comma-separated decimals each), counter by counter."""
     total = [0] * 13
     for text in texts:
@@ -645,7 +645,7 @@ class Store:
             elif self.run["stats"] and any(r["stats"] is None or r["verify_stats"] is None for r in rows):
                 ok = False
             elif self.run["stats"]:
-                same = _sum_texts(r["stats"] for r in rows) == _sum_texts(r["verify_stats"] for r in rows)
+                same = sum_stats_texts(r["stats"] for r in rows) == sum_stats_texts(r["verify_stats"] for r in rows)
                 ok = statuses == {"verified"} if same else statuses <= {"mismatch", "recounted"}
             else:
                 same = sum(int(r["count"]) for r in rows) == sum(int(r["verify_count"]) for r in rows)
@@ -873,7 +873,7 @@ class Store:
                 if len(got) < self.run["parts"] or any(v is None for _, v, _, _ in got):
                     continue  # judged when its last part's second count arrives
                 if self.run["stats"]:
-                    same = _sum_texts(s for _, _, s, _ in got) == _sum_texts(v for _, _, _, v in got)
+                    same = sum_stats_texts(s for _, _, s, _ in got) == sum_stats_texts(v for _, _, _, v in got)
                 else:
                     same = sum(int(c) for c, _, _, _ in got) == sum(int(v) for _, v, _, _ in got)
                 self.conn.execute("UPDATE units SET status = ? WHERE unit = ? AND status = 'counted'",
