@@ -37,25 +37,35 @@ PAWN_MOVES = 4  # a push, a double push, 2 captures
 PROMOTING_PAWN_MOVES = 12  # 3 targets, 4 promotions each
 
 
-def moves_bound(pos, white: bool, made: int) -> int:
-    """An upper bound on the legal moves of the side ``white`` (True: white) in any position reached
-    from ``pos`` (a :class:`perft_core.position.Position`) after that side made ``made`` moves:
-    the mobility of its pieces on an empty board (the king with its castlings); a pawn that could
-    have promoted by then counted as a queen, one that could stand on its seventh rank as a pawn that
-    promotes, any other as a pawn. Captures only remove pieces. At most PC_MOVES_BOUND."""
-    total = KING_MOVES
+def _material(pos, white: bool) -> tuple[int, list[int]]:
+    """The side's pieces but its pawns as their mobility summed (the king with its castlings), and
+    each pawn's moves to its seventh rank (the rank before promotion; a double push counted)."""
+    pieces, pawns = KING_MOVES, []
     for square in range(64):
         piece = pos.piece_at(square)
         if piece is None or piece.isupper() != white or piece in "Kk":
             continue
-        kind = piece.lower()
-        if kind != "p":
-            total += _MOBILITY[kind]
+        if piece.lower() != "p":
+            pieces += _MOBILITY[piece.lower()]
             continue
         rank = square // 8
-        to_seventh = (6 - rank) if white else (rank - 1)  # moves to the rank before promotion
+        to_seventh = (6 - rank) if white else (rank - 1)
         if rank == (1 if white else 6):
             to_seventh = max(to_seventh - 1, 0)  # the double push
+        pawns.append(to_seventh)
+    return pieces, pawns
+
+
+def moves_bound(pos, white: bool, made: int, material: tuple[int, list[int]] | None = None) -> int:
+    """An upper bound on the legal moves of the side ``white`` (True: white) in any position reached
+    from ``pos`` (a :class:`perft_core.position.Position`) after that side made ``made`` moves:
+    the mobility of its pieces on an empty board (the king with its castlings); a pawn that could
+    have promoted by then counted as a queen, one that could stand on its seventh rank as a pawn that
+    promotes, any other as a pawn. Captures only remove pieces. At most PC_MOVES_BOUND.
+    ``material``: the side's :func:`_material`, when the caller has it."""
+    pieces, pawns = material if material is not None else _material(pos, white)
+    total = pieces
+    for to_seventh in pawns:
         if made >= to_seventh + 1:
             total += _MOBILITY["q"]
         elif made >= to_seventh:
@@ -68,9 +78,11 @@ def moves_bound(pos, white: bool, made: int) -> int:
 def call_bound(pos, launch: int, g: int) -> int:
     """An upper bound (int) on the count of any subtree ``g`` plies deep rooted ``launch`` plies below
     ``pos``: the product of :func:`moves_bound` over plies launch .. launch + g - 1."""
+    material = {white: _material(pos, white) for white in (True, False)}
     product = 1
     for ply in range(launch, launch + g):  # the move of ply p is its mover's (p // 2 + 1)-th
-        product *= moves_bound(pos, pos.white_to_move == (ply % 2 == 0), ply // 2)
+        white = pos.white_to_move == (ply % 2 == 0)
+        product *= moves_bound(pos, white, ply // 2, material[white])
     return product
 
 
