@@ -131,7 +131,7 @@ def _check_depth_operands(ops_text: str) -> None:
     given two different counts (it keeps the last: a table that contradicts itself)."""
     seen: dict[str, str] = {}
     for op in _operations(ops_text):
-        opcode, _, operand = op.partition(" ")
+        opcode, operand = (op.split(None, 1) + [""])[:2]  # operands follow after any whitespace
         if not _OPCODE.fullmatch(opcode):  # python-chess takes "0" as an opcode: a FEN of 5 or 7 fields
             raise ValueError(f"EPD operation {opcode!r}: an opcode starts with a letter (a FEN ends with two "
                              "move counters, an EPD record's four fields with operations)")

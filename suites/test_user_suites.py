@@ -95,7 +95,7 @@ def test_a_count_given_twice_alike_is_one_row(tmp_path):
     """The same count written twice (EPD operations, or a position's move counters aside) is no
     contradiction: the EPD record keeps one count a depth."""
     path = tmp_path / "same.epd"
-    path.write_text(f"{CPW3} ;D1 14 ;D1 14 ;id \"a;D1 99\"\n")
+    path.write_text(f"{CPW3} ;D1 14 ;D1\t14 ;id \"a;D1 99\"\n")  # a tab separates an operand too
     assert [(r.depth, r.nodes) for r in tables.load_file(str(path))] == [(1, 14)]
 
 
