@@ -18,13 +18,17 @@
 //   - a checking plain move is counted as a check, without the move made, when a square next to
 //     their king is proved safe for it after the move (LeafCold::escape); the mate test of the
 //     rest answers a single check by a capture or a block (mated_fast) instead of generating all
-//     the replies.
+//     the replies;
+//   - escape is the call out of line and direct_only, its loop over a piece's checking targets,
+//     is inlined into the sink (not the other way round): 1-1.5 % less time at startpos 7 and
+//     Kiwipete 6 (session 30).
 #pragma once
 #include "pc_stats.h"
 
 namespace pc_host {
 
 #define PC_LEAF_COLD __attribute__((noinline))
+#define PC_LEAF_INLINE inline __attribute__((always_inline))
 
 // Has the side to move in c (Side, in check) no legal move? As mated() (pc_stats.h), with the full
 // generation after the king's steps replaced by the only other replies to a single check: the
@@ -122,7 +126,7 @@ struct LeafCold {
     // Code: the moved piece's code when the caller knows it (PAWN..QUEEN; direct_only), else 0
     // (plain(): read from the board); known, its attacks need no piece_code and no switch.
     template <int Code = 0>
-    bool escape(int from, int to) {
+    PC_LEAF_COLD bool escape(int from, int to) {
         const u64 cocc = ((occ ^ bit(from)) | bit(to)) ^ bit(ksq);
         const int code = Code ? Code : piece_code(b, from);
         const u64 moved = code == PAWN   ? pawn_att(Us, to)
@@ -174,7 +178,7 @@ struct LeafCold {
     // The same where no piece of ours is a discovery blocker: every check is direct.
     // Code: the moving piece's code (PAWN..QUEEN).
     template <int Code>
-    PC_LEAF_COLD void direct_only(int from, u64 direct, int flag) {
+    PC_LEAF_INLINE void direct_only(int from, u64 direct, int flag) {
         for (u64 t = direct; t;) {
             const int sq = pop_lsb(t);
             if (escape<Code>(from, sq)) ++s.checks[CHECK_DIRECT];
