@@ -142,6 +142,31 @@ def test_rare_kinds_match_python_chess(counter):
             assert perft_core.divide_stats(board, 1) == reference_divide_stats(board, 1)
 
 
+# Direct checks that are mates only because the defender that could take the checker or step
+# between is pinned (the CPU leaf proves a check no mate, without making it, when an unpinnable
+# piece answers it: stats_leaf.h, LeafCold::answerable). Each holds at least one such mate at depth 1.
+PINNED_ANSWER_MATES = {
+    # Re8#: Ng7 could take e8, but Bd4 pins it to h8
+    "capture by a pinned knight": "7k/6np/8/8/3B4/8/8/2K1R3 w - - 0 1",
+    # Re5-e8#: the rook leaving e5 opens the c3-h8 diagonal, so Ng7 is pinned only after the move
+    "a pin the move opens": "7k/6np/8/4R3/8/2B5/8/2K5 w - - 0 1",
+    # Ra8#: Rc3-c8 would block, but Ba1 pins the rook on the long diagonal
+    "block by a pinned rook": "7k/7p/4N3/8/8/2r5/R7/BK6 w - - 0 1",
+    # e8=Q# and e8=R#: the promotions' checks, Ng7 pinned as in the first
+    "promotion, capture by a pinned knight": "7k/4P1np/8/8/3B4/8/8/2K5 w - - 0 1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_ANSWER_MATES))
+def test_a_pinned_defender_answers_no_check(name):
+    board = chess.Board(PINNED_ANSWER_MATES[name])
+    for depth in (1, 2, 3):
+        ref = reference_stats(board, depth)
+        assert stats_of(board.fen(), depth, threads=1) == ref, (name, depth)
+        if depth == 1:
+            assert ref.direct_mates > 0, f"{name}: no direct mate at depth 1"
+
+
 def test_threads_give_the_same_statistics():
     kiwipete = "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1"
     one = stats_of(kiwipete, 4, threads=1)
