@@ -644,11 +644,11 @@ class Store:
                 ok = not (statuses & set(judged)) and (self.run["verify_seed"] is not None or not any(second))
             elif self.run["stats"] and any(r["stats"] is None or r["verify_stats"] is None for r in rows):
                 ok = False
-            elif self.run["stats"]:
-                same = sum_stats_texts(r["stats"] for r in rows) == sum_stats_texts(r["verify_stats"] for r in rows)
-                ok = statuses == {"verified"} if same else statuses <= {"mismatch", "recounted"}
             else:
-                same = sum(int(r["count"]) for r in rows) == sum(int(r["verify_count"]) for r in rows)
+                if self.run["stats"]:
+                    same = sum_stats_texts(r["stats"] for r in rows) == sum_stats_texts(r["verify_stats"] for r in rows)
+                else:
+                    same = sum(int(r["count"]) for r in rows) == sum(int(r["verify_count"]) for r in rows)
                 ok = statuses == {"verified"} if same else statuses <= {"mismatch", "recounted"}
             if not ok:
                 out += rows
