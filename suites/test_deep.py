@@ -288,6 +288,20 @@ def test_bad_options_are_one_line(capsys):
     one_line_error(capsys, ["deep", STARTPOS, "4", "--workers", "2", "--scheduler", "tcp://x:1"], "not allowed")
 
 
+def test_a_bad_scheduler_address_or_an_empty_path_names_its_option_and_makes_no_store(capsys, tmp_path, monkeypatch):
+    """Checked when the arguments are read: before, `--scheduler garbage` announced a new store (and
+    the command to resume it) that was never made, then failed with Dask's "missing port number"
+    naming no option, and `--store ''` was reported as "store ." (a helper's hunt, session 29)."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    for addr in ("garbage", "tcp://:8786", "tcp://host:port"):
+        one_line_error(capsys, ["deep", STARTPOS, "3", "--scheduler", addr], "argument --scheduler",
+                       "not a Dask scheduler address")
+    for opt in ("--store", "--resume", "--check", "--stats"):
+        argv = ["deep", STARTPOS, "3", opt, ""] if opt == "--store" else ["deep", opt, " "]
+        one_line_error(capsys, argv, f"argument {opt}", "empty string")
+    assert not list(tmp_path.rglob("*")), "a store was made"
+
+
 def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     path = tmp_path / "cli.sqlite"
     argv = ["deep", STARTPOS, "4", "--split-ply", "1", "--scheduler", cluster.scheduler_address]

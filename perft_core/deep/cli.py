@@ -56,6 +56,30 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _file(text: str) -> str:
+    """--store, --resume, --check, --stats FILE: a path, not an empty string (which the store would
+    have opened as the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file path, got an empty string")
+    return text
+
+
+def _scheduler(text: str) -> str:
+    """--scheduler: a Dask address, checked by Dask's own parser (``distributed.comm.addressing``)
+    before any store is made: ``tcp://host:8786``, ``host:8786``, ``tls://...``, ``inproc://...``."""
+    try:
+        from distributed.comm.addressing import parse_address, parse_host_port
+    except ImportError:  # no Dask: the run says which extra to install (cluster.require_dask)
+        return text
+    try:
+        scheme, loc = parse_address(text)
+        if scheme in ("tcp", "tls", "ws", "wss", "ucx") and not parse_host_port(loc)[0]:
+            raise ValueError(f"no host in address {text!r}")
+    except (ValueError, TypeError) as exc:
+        raise argparse.ArgumentTypeError(f"not a Dask scheduler address ({exc}); e.g. tcp://host:8786") from None
+    return text
+
+
 def _cmd_deep(args: argparse.Namespace) -> int:
     from ..errors import CountRefused, StatsUnsupported
     from .run import DeepError, DeepStopped, deep_perft
@@ -204,23 +228,23 @@ def register(sub) -> None:
     where.add_argument("--workers", type=cliargs.positive_int, metavar="N",
                        help="a local cluster of N processes (cpu, gpu-emulated)")
     where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
-    where.add_argument("--scheduler", metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
+    where.add_argument("--scheduler", type=_scheduler, metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=_split_ply, metavar="K", help="plies expanded on the host (default: chosen)")
     p.add_argument("--part-depth", type=_part_depth, metavar="R",
                    help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default 3, "
                         "the fastest measured; a resumed run keeps its own)")
-    p.add_argument("--store", metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
+    p.add_argument("--store", type=_file, metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
                    "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
-    p.add_argument("--resume", metavar="FILE", help="continue the run of this store")
+    p.add_argument("--resume", type=_file, metavar="FILE", help="continue the run of this store")
     p.add_argument("--verify-seed", type=cliargs.seed, metavar="S",
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed (with --resume: "
                    "also a run made without one)")
     p.add_argument("--verify-sample", type=_fraction, metavar="FRACTION",
                    help="verify only this fraction of the units, rounded up (chosen by key: the same "
                    "units every time)")
-    p.add_argument("--check", metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
+    p.add_argument("--check", type=_file, metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
                    "again: exit 0 when all hold, 1 when not")
-    p.add_argument("--stats", nargs="?", const=True, metavar="FILE",
+    p.add_argument("--stats", nargs="?", const=True, type=_file, metavar="FILE",
                    help="after FEN DEPTH (or --resume FILE): count perft statistics (captures, e.p., castles, "
                         "promotions, checks and mates by kind) of every unit (whole units; --tt on the GPU "
                         "backends only); alone with a FILE: "
