@@ -128,15 +128,20 @@ def _ascii_int(text: str) -> int:
     return int(text)
 
 
-def depth(text: str) -> int:
-    """A depth in plies: an integer >= 0."""
+def plies(text: str, what: str = "depth") -> int:
+    """A number of plies: an integer >= 0; an error names it as ``what``."""
     try:
         value = _ascii_int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"depth must be a non-negative integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"{what} must be a non-negative integer, got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"depth must be a non-negative integer, got {value}")
+        raise argparse.ArgumentTypeError(f"{what} must be a non-negative integer, got {value}")
     return value
+
+
+def depth(text: str) -> int:
+    """A depth in plies: an integer >= 0."""
+    return plies(text)
 
 
 def positive_int(text: str) -> int:

@@ -116,7 +116,7 @@ def check_store(path: str | os.PathLike, sample: float | None = None, backend: s
                 counted = perft(fen, depth, backend=backend, threads=threads, force=True)
             result.recounted += 1
             if counted != stored:
-                result.differ.append({"unit": u, "fen": parts[0]["fen"], "depth": parts[0]["depth"],
+                result.differ.append({"unit": u, "fen": fen, "depth": depth,
                                       "stored": stored, "counted": counted})
     return result
 

@@ -32,10 +32,7 @@ from ..cliargs import UsageError
 
 def _split_ply(text: str) -> int:
     """--split-ply: plies, an integer >= 0 (the error names the split ply, not a depth)."""
-    try:
-        return cliargs.depth(text)
-    except argparse.ArgumentTypeError as exc:
-        raise argparse.ArgumentTypeError(str(exc).replace("depth must be", "the split ply must be", 1)) from None
+    return cliargs.plies(text, "the split ply")
 
 
 def _part_depth(text: str) -> int:

@@ -601,12 +601,12 @@ class Store:
         row (any of them may be what was changed), so the run counts it again, from the right
         position, instead of summing it."""
         self.tampered = self._bad_rows()
-        for found in (self._misjudged_rows, self.replanned_rows):  # rows whose checksum was made again
+        rows, plan = self.units(), self._plan()  # read and split once for both tests and the repair
+        for found in (self._misjudged_rows(rows), self.replanned_rows(plan, rows)):  # checksums made again
             bad = {r["idx"] for r in self.tampered}
-            self.tampered += [r for r in found() if r["idx"] not in bad]
+            self.tampered += [r for r in found if r["idx"] not in bad]
         if not self.tampered or not repair:
             return
-        plan = self._plan()
         units = sorted({r["unit"] for r in self.tampered} | {plan[r["idx"]][0] for r in self.tampered})
         idxs = sorted({r["idx"] for r in self.tampered} | {i for i, p in plan.items() if p[0] in units})
         with self._transaction():
@@ -623,7 +623,7 @@ class Store:
             for u in units:
                 self._seal("unit = ?", (u,))
 
-    def _misjudged_rows(self) -> list[dict]:
+    def _misjudged_rows(self, rows: list[dict]) -> list[dict]:
         """The rows of units whose status says what their sealed counts do not. A status is not under
         the row checksum: it is derived from the counts (``verified``), yet it decides what is
         counted again, so it is derived again here. A unit whose every part has its second count is
@@ -631,10 +631,10 @@ class Store:
         its second totals, else ``mismatch`` or ``recounted``; a unit with a part still without one
         is not judged (no such status); a run without a verify seed judges none. A status edited
         from ``mismatch`` to ``verified`` had a wrong count summed with "0 differed" (a helper's
-        hunt, session 29)."""
+        hunt, session 29). ``rows``: :meth:`units`."""
         judged = ("verified", "mismatch", "recounted")
         units: dict[int, list[dict]] = {}
-        for r in self.units():
+        for r in rows:
             units.setdefault(r["unit"], []).append(r)
         out = []
         for rows in units.values():
@@ -654,14 +654,15 @@ class Store:
                 out += rows
         return out
 
-    def replanned_rows(self) -> list[dict]:
+    def replanned_rows(self, plan: dict[int, tuple] | None = None, rows: list[dict] | None = None) -> list[dict]:
         """The unit rows whose plan fields (unit, part, key, FEN, depth, multiplicity) differ from the
         split the run row makes (:meth:`_plan`): a row changed and its checksum made again (the rule
         is public) passes its checksum, but not this. A recount cannot find such a row either: it
         counts the row's own FEN (a helper's hunt, session 29: a multiplicity made 2 and resealed
-        passed ``--check --check-sample 1`` and changed the total). Costs one split of the run."""
-        plan = self._plan()
-        return [r for r in self.units() if tuple(r[k] for k in _PLAN) != plan.get(r["idx"])]
+        passed ``--check --check-sample 1`` and changed the total). Costs one split of the run, unless
+        the caller has it (``plan``: :meth:`_plan`; ``rows``: :meth:`units`)."""
+        plan = self._plan() if plan is None else plan
+        return [r for r in (self.units() if rows is None else rows) if tuple(r[k] for k in _PLAN) != plan.get(r["idx"])]
 
     def checked_rows(self) -> list[dict]:
         """All unit rows (:meth:`units`), each proven by its checksum and by the run's split.
