@@ -376,7 +376,7 @@ __global__ void PC_LEAF_BOUNDS leaf_values_kernel(const Board* __restrict__ boar
 }
 
 // The leaf merge of TTBfsDriver: the moves of a remaining-depth-3 level are grouped by their
-// children's keys (child_keys_kernel, leaf_merge_insert_kernel), and only the first move of each
+// children's keys (leaf_keys_claim_kernel), and only the first move of each
 // group, heads[j] (j < n), is counted: values[heads[j]] = perft 2 of the child it makes (the
 // warp-shared fused leaf). upsweep_heads_kernel then gives every move its head's count.
 template <int Us>
@@ -388,24 +388,6 @@ __global__ void PC_LEAF_BOUNDS leaf_heads_kernel(const Board* __restrict__ board
     const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u64 v = leaf3_warp<Us, true, true>(boards, parents, moves, n, ci, heads);
     if (j < n) values[heads[j]] = v;
-}
-
-// The key of the child each move makes (the children themselves are not made: the leaf merge
-// groups a level's moves by these keys, and leaf_heads_kernel makes one child a group).
-template <int Us>
-__global__ void __launch_bounds__(PC_GEN_THREADS) child_keys_kernel(const Board* __restrict__ boards,
-                                                                    const Key128* __restrict__ keys,
-                                                                    const u32* __restrict__ parents,
-                                                                    const Move* __restrict__ moves, u64 n,
-                                                                    const CastleInfo* ci_g, const ZobristKeys* z,
-                                                                    Key128* __restrict__ child_keys) {
-    PC_SLOW();
-    PC_LOAD_CI(ci_g);
-    const u64 j = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (j < n) {
-        const u32 p = parents[j];
-        child_keys[j] = update_hash<Us>(keys[p], boards[p], moves[j], ci, *z);
-    }
 }
 
 // The upsweep of a leaf merge: move i adds its group head's count to its parent's value. The lanes
@@ -557,26 +539,45 @@ __global__ void part_filter_kernel(const Key128* __restrict__ keys, u64 n, u32 p
     block_add(mine ? 1 : 0, own);
 }
 
-// Merge of equal keys: element i claims a slot of an open-addressing table (owner: element index
-// + 1, 0 = empty; slots a power of two, at least 2n) or finds the element whose key equals its own
-// there. Returns that element's index (i itself when i claimed a free slot: i heads its key's group);
-// `slot` is the slot. A slot is read before it is claimed: a slot's owner is written once (0 ->
-// index, by the claim), so a non-zero read is final and needs no atomic; a zero read (empty, or not
-// yet seen) goes to the claim. Startpos perft 11 on an H200, NVRTC builds alternated: the leaf
-// merge's insert 1.745 -> 1.519 s, the levels' 0.223 -> 0.191 s (NOTES.md, session 30).
-__device__ __forceinline__ u32 merge_claim(const u64* __restrict__ keys, u32 i, u32* owner, u64 mask, int shift,
+// Merge of equal keys: element i (key lo, hi) claims a slot of an open-addressing table (owner:
+// element index + 1, 0 = empty; slots a power of two, at least 2n) or finds the element whose key
+// equals its own there (keys: every element's, lo and hi). Returns that element's index (i itself
+// when i claimed a free slot: i heads its key's group); `slot` is the slot. A slot is read before it
+// is claimed: a slot's owner is written once (0 -> index, by the claim), so a non-zero read is final
+// and needs no atomic; a zero read (empty, or not yet seen) goes to the claim. Startpos perft 11 on
+// an H200, NVRTC builds alternated: the leaf merge's insert 1.745 -> 1.519 s, the levels' 0.223 ->
+// 0.191 s (NOTES.md, session 30).
+// Fresh = true: the keys are written in the same launch, each by its element just before its claim
+// (leaf_keys_claim_kernel). The claim is then a release CAS (its MEMBAR orders the key's stores
+// before the owner's write reaches L2, the GPU's point of coherence), and an owner's key is read
+// from L2 (__ldcg: a strong GPU-scope load, never a stale L1 line) after the owner read that its
+// address depends on: whoever sees an owner sees its key. A key seen too early could only fail to
+// match (a second group for one key: more work, the same count); it cannot be seen, by the order
+// above.
+template <bool Fresh>
+__device__ __forceinline__ u64 claimed_key(const u64* __restrict__ keys, u64 at) {
+    if constexpr (Fresh) return __ldcg(keys + at);
+    else return keys[at];
+}
+template <bool Fresh = false>
+__device__ __forceinline__ u32 merge_claim(const u64* __restrict__ keys, u64 lo, u64 hi, u32 i, u32* owner, u64 mask, int shift,
                                            u64& slot) {
-    u64 lo = keys[2 * (u64)i], hi = keys[2 * (u64)i + 1];
     u64 s = (lo * 0x9E3779B97F4A7C15ULL) >> shift;  // Fibonacci hashing of the low word
     while (true) {
         u32 prev = __ldcg(owner + s);
-        if (prev == 0) prev = atomicCAS(owner + s, 0u, i + 1);
+        if (prev == 0) {
+            if constexpr (Fresh)
+                asm volatile("atom.release.gpu.global.cas.b32 %0, [%1], 0, %2;"
+                             : "=r"(prev) : "l"(owner + s), "r"(i + 1) : "memory");
+            else
+                prev = atomicCAS(owner + s, 0u, i + 1);
+        }
         if (prev == 0) {
             slot = s;
             return i;
         }
-        u64 j = prev - 1;
-        if (keys[2 * j] == lo && keys[2 * j + 1] == hi) {
+        const u64 j = prev - 1;
+        if (claimed_key<Fresh>(keys, 2 * j) == lo && claimed_key<Fresh>(keys, 2 * j + 1) == hi) {
             slot = s;
             return (u32)j;
         }
@@ -591,19 +592,32 @@ __global__ void merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* ow
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     u64 s;
-    const u32 h = merge_claim(keys, i, owner, mask, shift, s);
+    const u32 h = merge_claim(keys, keys[2 * (u64)i], keys[2 * (u64)i + 1], i, owner, mask, shift, s);
     slot_of[i] = (u32)s;
     head[i] = h == i;
 }
 
-// The leaf merge's step 1 (keys: the children's, child_keys_kernel): each move's group head
-// (head_of, the first move that claimed the key) and whether it is one (head).
-__global__ void leaf_merge_insert_kernel(const u64* __restrict__ keys, u32 n, u32* owner, u64 mask, int shift,
-                                         u32* __restrict__ head_of, u32* __restrict__ head) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+// The leaf merges' step 1 (TTBfsDriver's remaining-depth-3 leaf and the statistics leaf): move i
+// makes the key of the child it leads to (the child itself is not made) from its parent's board and
+// key, writes it to child_keys[i] and claims or finds its slot (merge_claim<true>): head_of[i] = its
+// group's head (the move that claimed the key), head[i] = whether i is one. Making the keys in the
+// insert instead of a kernel before it (one pass less over them): startpos perft 11 on an H200,
+// alternated, 14.32 -> 14.06 s (child keys 0.444 s + insert 1.538 s -> 1.727 s; NOTES.md, session 31).
+template <int Us>
+__global__ void leaf_keys_claim_kernel(const Board* __restrict__ boards, const Key128* __restrict__ keys,
+                                       const u32* __restrict__ parents, const Move* __restrict__ moves, u32 n,
+                                       const CastleInfo* ci_g, const ZobristKeys* z, Key128* child_keys,
+                                       u32* owner, u64 mask, int shift, u32* __restrict__ head_of,
+                                       u32* __restrict__ head) {
+    PC_SLOW();
+    PC_LOAD_CI(ci_g);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    const u32 p = parents[i];
+    const Key128 k = update_hash<Us>(keys[p], boards[p], moves[i], ci, *z);
+    child_keys[i] = k;
     u64 s;
-    const u32 h = merge_claim(keys, i, owner, mask, shift, s);
+    const u32 h = merge_claim<true>(reinterpret_cast<const u64*>(child_keys), k.lo, k.hi, i, owner, mask, shift, s);
     head_of[i] = h;
     head[i] = h == i;
 }
@@ -725,7 +739,7 @@ __global__ void PC_STATS_BOUNDS stats_leaf_values_kernel(const Board* __restrict
 }
 
 // The statistics leaf merge (TTBfsDriver.perft_stats): the moves of a remaining-depth-2 level are
-// grouped by the keys of the leaf parents they make (child_keys_kernel, leaf_merge_insert_kernel), and
+// grouped by the keys of the leaf parents they make (leaf_keys_claim_kernel), and
 // only the first move of each group, heads[j] (j < n), is classified: counts[c * n_moves + heads[j]] =
 // counter c of the leaf parent it makes. upsweep_heads_kernel, once a counter, then gives every move
 // its head's counters.
@@ -790,8 +804,9 @@ __global__ void stats_store_kernel(const Board* __restrict__ boards, const Key12
                                                       const CastleInfo*, unsigned long long*);             \
     template __global__ void leaf_heads_kernel<S>(const Board*, const u32*, const Move*, const u32*, u64,    \
                                                   const CastleInfo*, u64*);                                \
-    template __global__ void child_keys_kernel<S>(const Board*, const Key128*, const u32*, const Move*, u64, \
-                                                  const CastleInfo*, const ZobristKeys*, Key128*);           \
+    template __global__ void leaf_keys_claim_kernel<S>(const Board*, const Key128*, const u32*, const Move*, u32, \
+                                                       const CastleInfo*, const ZobristKeys*, Key128*, u32*, u64, int, \
+                                                       u32*, u32*);                                             \
     template __global__ void stats_leaf_kernel<S>(const Board*, const u32*, const Move*, u64, const CastleInfo*, \
                                                   unsigned long long*);                                      \
     template __global__ void stats_sum_kernel<S>(const Board*, u32, const CastleInfo*, unsigned long long*);   \

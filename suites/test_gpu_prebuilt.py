@@ -251,10 +251,12 @@ def fake_cupy_kernels(order_seed: int = 0):
                     break
                 s = (s + 1) & int(mask)
 
-    def leaf_merge_insert(grid, block, args):  # as merge_insert, recording each move's group head
-        keys, n, owner, mask, shift, head_of, head = args
+    def leaf_keys_claim(grid, block, args):  # the child keys, then as merge_insert recording each group head
+        boards, keys, parents, moves, n, ci, z, child_keys, owner, mask, shift, head_of, head = args
+        c = parents[:int(n)].astype(np.uint64) // 3 + moves[:int(n)]  # a stand-in key: the child is p // 3 + m
+        child_keys[0:2 * int(n):2], child_keys[1:2 * int(n):2] = c * 7919, c
         slot_of = np.empty(int(n), dtype=np.uint32)
-        merge_insert(grid, block, (keys, n, owner, mask, shift, slot_of, head))
+        merge_insert(grid, block, (child_keys, n, owner, mask, shift, slot_of, head))
         head_of[:int(n)] = owner[slot_of] - 1
 
     def leaf_merge_heads(grid, block, args):  # each tile writes its heads from the tile's offset
@@ -262,11 +264,6 @@ def fake_cupy_kernels(order_seed: int = 0):
         for b in range(grid[0]):
             idx = b * SCAN_TILE + np.flatnonzero(head[b * SCAN_TILE:min(int(n), (b + 1) * SCAN_TILE)])
             heads[int(tile_offsets[b]):int(tile_offsets[b]) + len(idx)] = idx
-
-    def child_keys(grid, block, args):  # a stand-in key: the child of (parent p, move m) is p // 3 + m
-        boards, keys, parents, moves, n, ci, z, child_keys = args
-        c = parents[:int(n)].astype(np.uint64) // 3 + moves[:int(n)]
-        child_keys[0:2 * int(n):2], child_keys[1:2 * int(n):2] = c * 7919, c
 
     def leaf_heads(grid, block, args):  # a stand-in perft 2 of the head's child: 1000 + its key
         boards, parents, moves, heads, n, ci, values = args
@@ -303,8 +300,8 @@ def fake_cupy_kernels(order_seed: int = 0):
     k.fn = {"scan_tiles_u32_kernel": scan_tiles, "scan_tiles_u64_kernel": scan_tiles,
             "scan_apply_u32_kernel": scan_apply, "scan_apply_u64_kernel": scan_apply,
             "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group,
-            "leaf_merge_insert_kernel": leaf_merge_insert, "leaf_merge_heads_kernel": leaf_merge_heads,
-            "child_keys_kernel<0>": child_keys, "leaf_heads_kernel<0>": leaf_heads,
+            "leaf_keys_claim_kernel<0>": leaf_keys_claim, "leaf_merge_heads_kernel": leaf_merge_heads,
+            "leaf_heads_kernel<0>": leaf_heads,
             "upsweep_heads_kernel": upsweep_heads}
     k.gen_threads = k.leaf_threads = 128
     k.ci = None

@@ -521,13 +521,7 @@ class CupyKernels:
         outside the arena: at most 116 bytes a move at once (the key, hash table and heads as
         leaf_merged's, then the heads' 13 counters, 104)."""
         cp = self.xp
-        child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
-        self._launch(f"child_keys_kernel<{us}>", n, self.gen_threads,
-                     (boards, keys, parents, moves, np.uint64(n), self.ci, z, child_keys))
-        head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
-        head = self._temp(n, cp.uint32, "leaf_merge_head")
-        owner = self._claim("leaf_merge_insert_kernel", child_keys, n, 4, "leaf_merge_owner", head_of, head)
-        del child_keys, owner
+        head_of, head = self._leaf_claim(boards, keys, parents, moves, n, us, z)
         tiles = (int(n) + SCAN_TILE - 1) // SCAN_TILE
         sums = self._temp(tiles, cp.uint64, "leaf_merge_tile_sums")
         self._launch_grid("scan_tiles_u32_kernel", tiles, 256, (head, np.uint64(n), sums))
@@ -565,16 +559,30 @@ class CupyKernels:
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
 
-    def _claim(self, kernel: str, keys, n: int, slots_per_key: int, site: str, *out):
-        """Launch an insert kernel of the merges (``merge_insert_kernel``, ``leaf_merge_insert_kernel``:
-        each of the ``n`` keys claims or finds its slot, kernels/pc_kernels.cu ``merge_claim``) over a
-        zeroed owner table of ``slots_per_key`` x n slots rounded up to a power of two (at least
-        1,024), writing ``out``; returns the owner table (uint32)."""
+    def _owner_table(self, n: int, slots_per_key: int, site: str):
+        """The zeroed owner table of a merge's insert (kernels/pc_kernels.cu ``merge_claim``):
+        ``slots_per_key`` x n slots rounded up to a power of two (at least 1,024), uint32. Returns
+        (table, mask, shift): the slot mask (uint64) and the shift that takes a 64-bit hash to a
+        slot (int32), as the insert kernels take them."""
         bits = max(10, (slots_per_key * int(n) - 1).bit_length())
         owner = self._temp(1 << bits, self.xp.uint32, site)
         self.zero(owner)
-        self._launch(kernel, n, 256, (keys, np.uint32(n), owner, np.uint64((1 << bits) - 1), np.int32(64 - bits), *out))
-        return owner
+        return owner, np.uint64((1 << bits) - 1), np.int32(64 - bits)
+
+    def _leaf_claim(self, boards, keys, parents, moves, n: int, us: int, z):
+        """The leaf merges' insert (``leaf_keys_claim_kernel``): the key of the child each of the
+        ``n`` moves makes, grouped by equality. Returns (head_of, head), uint32 of n: each move's
+        group head, and 1 where the move is one. The keys (16 bytes a move) and the owner table (4
+        slots a move: a load factor of at most 1/4, few probes past the first; at 2-4 slots, as the
+        BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md) go back to the pool here."""
+        cp = self.xp
+        child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
+        head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
+        head = self._temp(n, cp.uint32, "leaf_merge_head")
+        owner, mask, shift = self._owner_table(n, 4, "leaf_merge_owner")
+        self._launch(f"leaf_keys_claim_kernel<{us}>", n, 256, (boards, keys, parents, moves, np.uint32(n), self.ci, z,
+                                                                child_keys, owner, mask, shift, head_of, head))
+        return head_of, head
 
     def merge_groups(self, keys, n):
         """Group the first ``n`` keys (uint64 pairs lo, hi) by equality. Returns (number of groups,
@@ -583,7 +591,8 @@ class CupyKernels:
         cp = self.xp
         slot_of = self._temp(n, cp.uint32, "merge_slot_of")
         head = self._temp(n, cp.uint32, "merge_head")
-        owner = self._claim("merge_insert_kernel", keys, n, 2, "merge_owner", slot_of, head)
+        owner, mask, shift = self._owner_table(n, 2, "merge_owner")
+        self._launch("merge_insert_kernel", n, 256, (keys, np.uint32(n), owner, mask, shift, slot_of, head))
         rank = self._temp(n + 1, cp.uint64, "merge_rank")
         groups = self.scan(head, n, rank)
         return groups, (owner, slot_of, head, rank)
@@ -606,15 +615,7 @@ class CupyKernels:
         Temporaries outside the arena: at most 56 bytes a move at once, 40 when n is a power of two
         (the key 16, the hash table 16-32, the group head and head flag 8)."""
         cp = self.xp
-        child_keys = self._temp(2 * n, cp.uint64, "leaf_merge_keys")
-        self._launch(f"child_keys_kernel<{us}>", n, self.gen_threads,
-                     (boards, keys, parents, moves, np.uint64(n), self.ci, z, child_keys))
-        head_of = self._temp(n, cp.uint32, "leaf_merge_head_of")
-        head = self._temp(n, cp.uint32, "leaf_merge_head")
-        # 4-8 slots a move, 4 when n is a power of two (a load factor of at most 1/4: few probes past
-        # the first; at 2-4 slots, as the BFS levels' merge, startpos perft 11's took 1.8 s, NOTES.md)
-        owner = self._claim("leaf_merge_insert_kernel", child_keys, n, 4, "leaf_merge_owner", head_of, head)
-        del child_keys, owner  # back to the pool before the next temporaries
+        head_of, head = self._leaf_claim(boards, keys, parents, moves, n, us, z)
         # The heads in index order, compacted tile by tile (no rank array): the tiles' head counts,
         # their prefix sums (the last one is the number of groups, read here), then the compaction.
         tiles = (int(n) + SCAN_TILE - 1) // SCAN_TILE

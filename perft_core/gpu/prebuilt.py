@@ -35,14 +35,14 @@ KERNEL_NAMES: tuple[str, ...] = tuple(
     + [f"leaf_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3, 4)]
     + [f"{k}<{s}>" for k in ("keys_kernel", "count_probe_kernel", "make_key_kernel") for s in SIDES]
     + [f"leaf_values_kernel<{s},{lv}>" for s in SIDES for lv in (2, 3)]
-    + [f"{k}<{s}>" for k in ("leaf_heads_kernel", "child_keys_kernel") for s in SIDES]
+    + [f"{k}<{s}>" for k in ("leaf_heads_kernel", "leaf_keys_claim_kernel") for s in SIDES]
     + [f"{k}<{s}>" for k in ("stats_leaf_kernel", "stats_sum_kernel") for s in SIDES]
     + [f"{k}<{s}>" for k in ("stats_values_kernel", "stats_leaf_values_kernel", "stats_heads_kernel") for s in SIDES]
     + ["stats_probe_kernel", "stats_store_kernel"]
     + ["upsweep_kernel", "store_kernel", "upsweep_grouped_kernel", "widen_kernel", "count_hits_kernel", "part_filter_kernel",
        "scan_tiles_u32_kernel", "scan_tiles_u64_kernel", "scan_apply_u32_kernel", "scan_apply_u64_kernel",
        "merge_insert_kernel", "merge_heads_kernel", "merge_group_kernel",
-       "leaf_merge_insert_kernel", "leaf_merge_heads_kernel", "upsweep_heads_kernel"])
+       "leaf_merge_heads_kernel", "upsweep_heads_kernel"])
 # Options of the default build, NVRTC and nvcc alike (CuPy adds the architecture).
 OPTIONS: tuple[str, ...] = ("-std=c++17",)
 MANIFEST = "pc_kernels.cubin.json"
