@@ -183,6 +183,8 @@ class UciSession:
         except (argparse.ArgumentTypeError, ValueError) as exc:
             self._error(f"go perft: {exc}")
             return
+        if len(tokens) > 2:  # Stockfish reads the depth and goes on; said, as every token ignored
+            self._note(f"ignored {' '.join(tokens[2:])!r} after 'go perft {tokens[1]}'")
         if self.position is None:
             self._error("go perft: no position (the last 'position' command failed)")
             return

@@ -153,6 +153,14 @@ def test_unknown_commands_are_ignored_and_said_on_stderr():
     assert "ignored setoption 'name Frob value 3'" in err  # and nothing after quit
 
 
+def test_tokens_after_the_perft_depth_are_ignored_and_said():
+    """'go perft 2 3' counts perft 2, as Stockfish does, and says the 3 was not read."""
+    out, err = session("position startpos", "go perft 2 3 x")
+    plain, quiet = session("position startpos", "go perft 2")
+    assert out == plain and out.endswith("Nodes searched: 400\n")
+    assert "ignored '3 x' after 'go perft 2'" in err and "ignored" not in quiet
+
+
 def test_a_bad_position_leaves_none_until_the_next():
     out, err = session("position fen not a fen", "go perft 1", "position startpos moves e2e5", "go perft 1",
                        "ucinewgame", "go perft 1")
