@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
@@ -211,11 +212,25 @@ def _facts(run: RunResult) -> list[tuple[str, str]]:
 # Markdown
 
 
+def _md(text) -> str:
+    """Text from outside the report (engine names, suite names, row ids, tags, sources, messages) in
+    Markdown prose, a heading or a table cell: ``<``, ``>`` and ``&`` escaped, so an engine name or
+    an EPD id never becomes HTML where the Markdown is rendered (the HTML report escapes too)."""
+    return escape(str(text), quote=False)
+
+
+def _md_fenced(text: str) -> list[str]:
+    """``text`` as a fenced code block whose fence is longer than any run of backticks in it."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return [fence, text, fence]
+
+
 def _md_table(header: list[str], rows: list[list[str]], align: str = "") -> list[str]:
+    """A Markdown table; every cell is escaped (``_md``) and its ``|`` written ``\\|``."""
     align = align or "l" * len(header)
     sep = ["---:" if a == "r" else "---" for a in align]
     return ["| " + " | ".join(header) + " |", "| " + " | ".join(sep) + " |"] + \
-        ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+        ["| " + " | ".join(_md(cell).replace("|", "\\|") for cell in row) + " |" for row in rows]
 
 
 def _summary_cells(s: SuiteSummary) -> list[str]:
@@ -333,7 +348,7 @@ def render_markdown(run: RunResult, boards: str | None = None) -> str:
 
     ``boards``: the folder (relative to the Markdown file) holding one SVG board per localized
     failure, named by :func:`failure_anchor` (:func:`write_report` writes them); None: no boards."""
-    lines = [f"# Perft conformance report: {run.engine}", "", _status_line(run), ""]
+    lines = [f"# Perft conformance report: {_md(run.engine)}", "", _status_line(run), ""]
     lines += ["## At a glance", "", "Rows per suite and per tag; suites and tags with failures first. "
               "*Not run*: over the node budget or the time budget.", ""]
     lines += _md_table(["", "group", "passed", "failed", "errors", "not run"],
@@ -360,7 +375,7 @@ def render_markdown(run: RunResult, boards: str | None = None) -> str:
     localized = {id(row) for row in _localized(run)}
     for row in failures:
         lines += [f'<a id="{failure_anchor(row)}"></a>', "",
-                  f"### {row.suite} / {row.id}, depth {row.depth}: {row.status}", "",
+                  f"### {_md(row.suite)} / {_md(row.id)}, depth {row.depth}: {row.status}", "",
                   f"`{row.fen}` expected {fmt_int(row.expected)}, got {fmt_int(row.got)}", ""]
         if id(row) in localized:
             from oracle.boards import caption
@@ -369,21 +384,21 @@ def render_markdown(run: RunResult, boards: str | None = None) -> str:
             if boards is not None:
                 lines += [f"![the position where the oracle stopped]({boards}/{failure_anchor(row)}.svg)", ""]
             where = f"after {text['path']}" if text["path"] else "at the root"
-            lines += [f"{text['to_move']} {where}" + (f"; {text['marks']}" if text["marks"] else "") + ".", ""]
+            lines += [_md(f"{text['to_move']} {where}" + (f"; {text['marks']}" if text["marks"] else "") + "."), ""]
             lines += _md_divide(row.localization)
-        lines += ["```", _failure_text(row), "```", ""]
+        lines += _md_fenced(_failure_text(row)) + [""]
 
     lines += ["", "## Suites"]
     for suite in run.suites:
         rows = [r for r in run.rows if r.suite == suite]
-        lines += ["", f"### {suite}", ""]
+        lines += ["", f"### {_md(suite)}", ""]
         sources = run.sources.get(suite, [])
         if sources:
-            lines += ["Source: " + "; ".join(sources), ""]
+            lines += ["Source: " + _md("; ".join(sources)), ""]
         shown = [r for r in _localized(run) if r.suite == suite]
         if shown and boards is not None:  # one small board per failing position, linked to its failure
             lines += [" ".join(f'<a href="#{failure_anchor(r)}"><img src="{boards}/{failure_anchor(r)}.svg" width="120" '
-                               f'alt="{r.id}, depth {r.depth}"></a>' for r in shown), ""]
+                               f'alt="{escape(str(r.id))}, depth {r.depth}"></a>' for r in shown), ""]
         if not rows:
             lines.append("No row within the budget.")
         elif len(rows) <= MARKDOWN_ROWS_LIMIT:

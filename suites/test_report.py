@@ -144,6 +144,22 @@ def test_html_escapes_text(failing_run):
     assert "<b>not bold</b>" not in html and "&lt;b&gt;not bold&lt;/b&gt;" in html
 
 
+def test_markdown_escapes_text_from_outside(failing_run, tmp_path):
+    """An engine name, suite name, row id or message holding HTML or backticks stays text in the
+    Markdown: no tag, no attribute broken out of the board's alt text, no code fence closed early."""
+    run = RunResult.from_dict(failing_run.to_dict())
+    run.engine = '<script>alert(1)</script>|p"q'
+    row = next(r for r in run.failures() if r.localization is not None and r.localization.kind != "agree")
+    row.id = 'q" onmouseover=alert(1) x=" <b>|'
+    other = next(r for r in run.failures() if r is not row)
+    other.localization, other.localized_at, other.error = None, None, "```\n<i>engine said</i>"
+    md = render_markdown(run, boards="b")
+    assert "<script>" not in md and "<b>" not in md  # a code block shows its text as it is
+    assert "# Perft conformance report: &lt;script&gt;alert(1)&lt;/script&gt;|p\"q" in md
+    assert 'alt="q&quot; onmouseover=alert(1) x=&quot; &lt;b&gt;|, depth' in md
+    assert "````\n```\n<i>engine said</i>\n````" in md
+
+
 def test_speed_chart_is_valid_svg(passing_run):
     svg = speed_chart_svg(passing_run)
     root = ET.fromstring(svg)
