@@ -246,10 +246,22 @@ def input_file(text: str) -> Path:
     return path
 
 
+STEM_BYTES = 255 - len(".NAME.json.12345678.tmp") + len("NAME")
+"""The longest ``--name`` (UTF-8 bytes): a file name holds 255 bytes on the usual file systems, and
+the longest name made from the stem is the atomic writer's temporary ``.NAME.json.XXXXXXXX.tmp``
+(perft_core.atomic)."""
+
+
 def file_stem(text: str) -> str:
-    """A file name without folder (``--name``): it cannot lead out of the output folder. Returns it."""
+    """A file name without folder (``--name``): it cannot lead out of the output folder, and the
+    names made from it fit a file name (STEM_BYTES), so a report is not refused only after its run.
+    Returns it."""
     if text in ("", ".", "..") or "/" in text or "\\" in text or any(ord(c) < 32 or ord(c) == 127 for c in text):
         raise argparse.ArgumentTypeError(f"expected a file name without a folder, got {text!r}")
+    size = len(text.encode("utf-8", "surrogateescape"))
+    if size > STEM_BYTES:
+        raise argparse.ArgumentTypeError(f"expected a file name of at most {STEM_BYTES} bytes (the report's files add "
+                                         f"their suffixes to it), got {size} bytes")
     return text
 
 

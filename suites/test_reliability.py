@@ -393,6 +393,19 @@ def test_f11_a_name_cannot_leave_out(tmp_path):
     assert sorted(str(f.relative_to(tmp_path)) for f in tmp_path.rglob("*")) == ["a", "a/b"]
 
 
+def test_f11_a_name_too_long_for_its_files_is_refused_before_the_run(tmp_path):
+    """A --name whose files would not fit a file name is refused when read, not after the run (where
+    the failed write turned a run with a wrong row into exit 2); the longest accepted name writes."""
+    from perft_core.cliargs import STEM_BYTES
+
+    table = tmp_path / "s.epd"
+    table.write_text("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - ;D2 401\n")
+    p = perft_cmd("report", "--name", "n" * (STEM_BYTES + 1), "--out", str(tmp_path), "--suites", str(table))
+    one_error_line(p, "--name", f"at most {STEM_BYTES} bytes")
+    p = perft_cmd("report", "--name", "\u00e9" * (STEM_BYTES // 2), "--out", str(tmp_path), "--suites", str(table))
+    assert p.returncode == 1 and (tmp_path / ("\u00e9" * (STEM_BYTES // 2) + ".html")).is_file(), p.stderr[-2000:]
+
+
 def test_f12_a_failed_report_write_names_its_file_and_keeps_the_old_files(tmp_path):
     args = ("report", "--out", str(tmp_path), "--name", "r", "--suites", "startpos", "--max-nodes", "100000")
     first = perft_cmd(*args)
