@@ -236,6 +236,12 @@ def _reference_spec(spec: str, engine_spec: str) -> str:
     return "gpu"
 
 
+ENGINE_KEYS = ["engine", "protocol", "total-regex", "threads", "timeout", "reference", "reference-protocol",
+               "reference-tt", "verify-seed", "max-nodes", "max-seconds", "localize-seconds"]
+"""The options of an engine's run (``perft suite``, ``perft report --engine``) that a recorded
+command repeats: every one that changes which rows run, how the engine is asked or who judges."""
+
+
 def _command_line(command: str, args, keys: list[str]) -> str:
     """``command`` followed by the options ``keys`` that have a value, shell-quoted."""
     parts = []
@@ -438,7 +444,9 @@ def cmd_diff(args) -> int:
 
 def cmd_suite(args) -> int:
     """``perft suite``: run an engine on bundled tables; print a summary and every localized failure."""
-    command = _command_line("perft suite", args, ["engine", "max-nodes", "max-seconds"])
+    command = _command_line("perft suite", args, ENGINE_KEYS)
+    if args.suites:
+        command += (" -- " if any(name.startswith("-") for name in args.suites) else " ") + shlex.join(args.suites)
     try:
         run = _run(args, args.engine, args.protocol, args.reference, args.reference_protocol, args.suites, command)
     except BadInput as exc:
@@ -483,7 +491,7 @@ def cmd_report(args) -> int:
         name = "conformance" if args.backend == "cpu" else f"conformance-{args.backend}"
     keys = ["out", "name", "backend", "threads", "max-nodes", "max-seconds"]
     if args.engine is not None:
-        keys = ["out", "name", "engine", "protocol", "total-regex", "reference", "max-nodes", "max-seconds", "timeout"]
+        keys = ["out", "name"] + ENGINE_KEYS
     if args.publish:
         keys = ["publish"] + keys
     args.name = name

@@ -8,6 +8,7 @@ default: it only ever counts the smallest failing depth of each position, cheape
 from __future__ import annotations
 
 import datetime
+import os
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -283,12 +284,20 @@ def select_rows(suites: Sequence[str] | None = None) -> tuple[list[str], list]:
     """The table rows of ``suites`` (all of :data:`oracle.tables.SUITES` when empty/None): bundled
     suite names, or users' files ``FILE.epd`` / ``FILE.csv`` (:func:`oracle.tables.load_file`).
 
+    A suite named twice (a bundled name, or the same file by any path) is read once: its rows
+    would otherwise be counted, and any wrong one reported, twice.
+
     Returns ``(suite names, rows)``; raises ``ValueError`` for an unknown suite name or a bad file
     (the message names the file and line).
     """
     from oracle import tables
 
-    names = list(suites) if suites else list(tables.SUITES)
+    names, seen = [], set()
+    for name in (list(suites) if suites else list(tables.SUITES)):
+        key = name if name in tables.SUITES else ("file", os.path.realpath(name))
+        if key not in seen:
+            seen.add(key)
+            names.append(name)
     rows = [row for name in names
             for row in (tables.load(name) if name in tables.SUITES else tables.load_file(name))]
     return names, rows

@@ -176,6 +176,37 @@ def test_suite_refuses_a_fen_that_diff_refuses(tmp_path, capsys, fen, problem):
     assert problem in capsys.readouterr().err
 
 
+def test_a_suite_named_twice_is_counted_once(tmp_path, capsys, monkeypatch):
+    """The same file by two paths, or a bundled suite twice: its rows run once, so one wrong row is
+    one failure, not three."""
+    table = tmp_path / "s1.epd"
+    table.write_text(f"{chess.STARTING_FEN} ;D1 20 ;D2 401\n")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["suite", "s1.epd", str(table), "./s1.epd", "--engine", "python-chess", "--json"]) == 1
+    run = json.loads(capsys.readouterr().out)
+    assert [(r["depth"], r["status"]) for r in run["rows"]] == [(1, "pass"), (2, "fail")] and run["suites"] == ["s1.epd"]
+    assert select_rows(["cpw", "cpw"])[1] == select_rows(["cpw"])[1]
+
+
+def test_a_suite_run_records_the_command_that_repeats_it(tmp_path, capsys, monkeypatch):
+    """The JSON's command names the suites and every option that shapes the run: read back by the
+    CLI's own parser it gives the same run."""
+    import shlex
+
+    from perft_cli import build_parser
+
+    table = tmp_path / "-odd name.epd"
+    table.write_text(f"{chess.STARTING_FEN} ;D1 20\n")
+    monkeypatch.chdir(tmp_path)
+    argv = ["suite", "--max-nodes", "300", "--engine", "python-chess", "--timeout", "7", "--reference", "cpu",
+            "--localize-seconds", "9", "--json", "--", "tricky", "-odd name.epd"]
+    assert cli.main(argv) == 0
+    command = json.loads(capsys.readouterr().out)["command"]
+    words = shlex.split(command)
+    assert words[:2] == ["perft", "suite"]
+    assert vars(build_parser().parse_args(["suite", "--json"] + words[2:])) == vars(build_parser().parse_args(argv)), command
+
+
 class Flaky(PythonChessEngine):
     """python-chess whose first ``wrong`` divides are spoiled at their first move, and whose later
     ones are right: an engine whose answers change between two identical questions (uninitialised
