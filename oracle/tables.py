@@ -285,8 +285,11 @@ def _epd_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
 
 
 def _csv_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
+    from perft_core.positions import csv_names
+
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in ("fen", "depth", "nodes") if c not in (reader.fieldnames or [])]
+    reader.fieldnames = csv_names(reader.fieldnames)
+    missing = [c for c in ("fen", "depth", "nodes") if c not in reader.fieldnames]
     if missing:
         raise TableFileError(f"{path}:1: the header must name fen, depth and nodes; missing {', '.join(missing)}")
     rows = []

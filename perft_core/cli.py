@@ -198,7 +198,8 @@ def _check_line(args, entry, t0: float) -> int:
     from .zobrist import HashVerificationError
 
     depths = [args.depth] if args.depth is not None else sorted(entry.counts)
-    where = f"{'stdin' if args.position == '-' else args.position}:{entry.line}"
+    name = "stdin" if args.position == "-" else args.position
+    where = f"{name}:{entry.line}"
     if not depths:
         print(f"perft: error: {where}: no DEPTH given and no EPD perft operation (D1 20; D2 400) on it",
               file=sys.stderr)
@@ -212,7 +213,7 @@ def _check_line(args, entry, t0: float) -> int:
     for depth in depths:
         left = None if args.max_seconds is None else args.max_seconds - (time.monotonic() - t0)
         expected = entry.counts.get(depth) if not args.moves else None
-        record = {"line": entry.line, "id": entry.id, "fen": pos.fen(), "depth": depth, "expected": expected}
+        record = {"line": entry.line_of(depth), "id": entry.id, "fen": pos.fen(), "depth": depth, "expected": expected}
         if left is not None and left <= 0:
             statuses.append(cliargs.LIMITED)
             _print_line(args, record | {"status": "skipped: --max-seconds spent"})
@@ -225,7 +226,7 @@ def _check_line(args, entry, t0: float) -> int:
             continue
         except (UsageError, LimitError, HashVerificationError) as exc:  # refused (over a day or past the
             # depth limit), or the key seeds disagree
-            print(f"perft: error: {where}: depth {depth}: {exc}", file=sys.stderr)
+            print(f"perft: error: {name}:{entry.line_of(depth)}: depth {depth}: {exc}", file=sys.stderr)
             statuses.append(cliargs.DIFFER if isinstance(exc, HashVerificationError) else cliargs.UNJUDGED)
             continue
         status = cliargs.exit_status(differ=expected is not None and nodes != expected)

@@ -56,12 +56,19 @@ def position_from(spec: str, moves: Sequence[str] = (), chess960: bool | None = 
 class EpdLine:
     """One line of positions input: ``fen`` (as written: 6 FEN fields, or EPD's 4 plus its
     ``hmvc``/``fmvn`` counters), ``counts`` (the EPD perft operations, ``{depth: nodes}``, empty
-    when there are none), ``id`` (the EPD ``id`` operation or None) and ``line`` (1-based)."""
+    when there are none), ``id`` (the EPD ``id`` operation or None), ``line`` (1-based) and
+    ``lines`` (``{depth: line}`` where a depth's count came from another line: a CSV table's rows
+    of one position; :meth:`line_of`)."""
 
     fen: str
     counts: dict[int, int] = field(default_factory=dict)
     id: str | None = None
     line: int = 0
+    lines: dict[int, int] = field(default_factory=dict)
+
+    def line_of(self, depth: int) -> int:
+        """The line that gave ``depth``'s count (``line`` when it is this line's own)."""
+        return self.lines.get(depth, self.line)
 
 
 def read_epd(text: str, line: int = 0) -> EpdLine:
@@ -145,10 +152,15 @@ def _check_depth_operands(ops_text: str) -> None:
         seen[opcode] = operand
 
 
+def csv_names(fieldnames) -> list[str]:
+    """A CSV header's column names as the tables read them: case and surrounding spaces ignored
+    (``FEN, Depth, Nodes`` names fen, depth and nodes)."""
+    return [name.strip().lower() for name in fieldnames or []]
+
+
 def _is_csv_header(text: str) -> bool:
     """A table's header line: comma-separated names among which ``fen``, ``depth`` and ``nodes``."""
-    names = {name.strip().lower() for name in text.split(",")}
-    return {"fen", "depth", "nodes"} <= names
+    return {"fen", "depth", "nodes"} <= set(csv_names(text.split(",")))
 
 
 def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLine]:
@@ -156,6 +168,7 @@ def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[Epd
     by :func:`read_epd`, or a table whose first line is a CSV header naming ``fen``, ``depth`` and
     ``nodes`` (``perft suite FILE.csv``'s format and the bundled tables': :func:`read_csv`).
 
+    A byte-order mark at the start (as some editors save UTF-8) is not part of the first line.
     A line that cannot be read is ``<source>:<line>: <problem>``: raised as ValueError, or, when
     ``on_error`` is given, passed to ``on_error(message)`` and skipped.
     """
@@ -163,6 +176,7 @@ def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[Epd
     first = next(it, None)
     if first is None:
         return
+    first = first.removeprefix("\ufeff")
     if _is_csv_header(first):
         yield from read_csv(itertools.chain([first], it), source, on_error)
         return
@@ -181,8 +195,9 @@ def read_lines(lines: Iterable[str], source: str, on_error=None) -> Iterator[Epd
 
 def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLine]:
     """The positions of a CSV table (header with ``fen``, ``depth`` and ``nodes``; ``id`` optional,
-    other columns ignored): one :class:`EpdLine` per position, the depths of its consecutive rows
-    (same ``fen`` and ``id``) as its counts, ``line`` its first row's line.
+    other columns ignored; names read by :func:`csv_names`): one :class:`EpdLine` per position, the
+    depths of its consecutive rows (same ``fen`` and ``id``) as its counts, ``line`` its first row's
+    line and ``lines`` the others'.
 
     Errors as in :func:`read_lines`: ``<source>:<line>: <problem>`` (a bad FEN in the engine's
     words, a depth or node count that is not a non-negative integer, a row with too few fields).
@@ -190,11 +205,12 @@ def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLi
     import csv
 
     reader = csv.DictReader(iter(lines))
-    pending: list = []  # [fen, id, counts, line] of the position being gathered
+    reader.fieldnames = csv_names(reader.fieldnames)
+    pending: list = []  # [fen, id, counts, line, lines] of the position being gathered
 
     def flush():
         if pending:
-            entry = EpdLine(pending[0], dict(pending[2]), pending[1], pending[3])
+            entry = EpdLine(pending[0], dict(pending[2]), pending[1], pending[3], dict(pending[4]))
             pending.clear()
             return entry
         return None
@@ -223,6 +239,7 @@ def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLi
                      f"{pending[2][int(depth)]} and {int(nodes)}: which count is meant?")
                 continue
             pending[2][int(depth)] = int(nodes)
+            pending[4][int(depth)] = number
             continue
         entry = flush()
         if entry is not None:
@@ -232,7 +249,7 @@ def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLi
         except FenError as exc:
             fail(f"{source}:{number}: {exc}")
             continue
-        pending.extend([fen, name, {int(depth): int(nodes)}, number])
+        pending.extend([fen, name, {int(depth): int(nodes)}, number, {}])
     entry = flush()
     if entry is not None:
         yield entry

@@ -239,9 +239,30 @@ def test_a_csv_table_on_stdin_without_depth_counts_every_row_and_names_bad_rows(
     assert status == 1  # kiwi at depth 2 is 2,039, not 2,040
     assert out.splitlines() == [
         f"line 2 kiwi depth 1: 48 nodes, expected 48: agrees  ({KIWIPETE})",
-        f"line 2 kiwi depth 2: 2,039 nodes, expected 2,040: DIFFERS  ({KIWIPETE})",
+        f"line 3 kiwi depth 2: 2,039 nodes, expected 2,040: DIFFERS  ({KIWIPETE})",  # its own row's line
         f"line 6 start depth 1: 20 nodes, expected 20: agrees  ({chess.STARTING_FEN})"]
     with pytest.raises(perft_core.FenError) as bad:  # the line names the problem in the engine's words
         perft_core.Position.from_fen("not a fen")
     assert err.splitlines() == [f"perft: error: stdin:4: {bad.value}",
                                 "perft: error: stdin:5: the depth must be a non-negative integer, got 'x'"]
+
+
+def test_a_table_header_in_any_case_and_a_byte_order_mark_are_read(capsys, monkeypatch, tmp_path):
+    """'FEN, Depth ,Nodes' names the columns for perft run and perft suite alike, and a UTF-8 byte
+    order mark (as some editors save) starts a file or standard input without being read as a piece."""
+    from oracle import cli as oracle_cli
+
+    table = tmp_path / "t.csv"
+    table.write_text(f"\ufeffFEN, Depth ,Nodes\n{chess.STARTING_FEN},1,20\n{chess.STARTING_FEN},2,401\n", encoding="utf-8")
+    status, out, err = run(capsys, "run", str(table))
+    assert status == 1 and err == "" and out.splitlines() == [
+        f"line 2 depth 1: 20 nodes, expected 20: agrees  ({chess.STARTING_FEN})",
+        f"line 3 depth 2: 400 nodes, expected 401: DIFFERS  ({chess.STARTING_FEN})"]
+    assert oracle_cli.main(["suite", str(table), "--engine", "python-chess"]) == 1
+    capsys.readouterr()
+    epd = tmp_path / "b.epd"
+    epd.write_text(f"\ufeff{chess.STARTING_FEN} ;D1 20\n", encoding="utf-8")
+    status, out, err = run(capsys, "run", str(epd))
+    assert (status, err) == (0, "") and "expected 20: agrees" in out
+    status, out, err = run(capsys, "run", "-", "1", stdin="\ufeffstartpos\n", monkeypatch=monkeypatch)
+    assert (status, err) == (0, "") and "20 nodes" in out
