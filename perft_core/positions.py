@@ -93,6 +93,7 @@ def read_epd(text: str, line: int = 0) -> EpdLine:
     ops_text = " ".join(extra) + sep + tail if extra else tail
     if not ops_text.strip():
         return EpdLine(fen, line=line)
+    _check_depth_operands(ops_text)  # first: python-chess reads a D<n> operand as a move, a float, ...
     import chess
 
     try:
@@ -105,7 +106,6 @@ def read_epd(text: str, line: int = 0) -> EpdLine:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"EPD operation {op}: expected a node count, got {value!r}")
             counts[int(m.group(1))] = value
-    _check_depth_operands(ops_text)
     if not counters and ("hmvc" in ops or "fmvn" in ops):
         fen += f" {ops.get('hmvc', 0)} {ops.get('fmvn', 1)}"
         Position.from_fen(fen)

@@ -146,6 +146,14 @@ def test_read_epd_uses_the_engines_fen_words_and_python_chess_operations():
         read_epd(f"{KIWIPETE} ;D1 4.5")
 
 
+@pytest.mark.parametrize("operand", ["junk", "20x", "", "1e1", "e4"])
+def test_a_depth_operation_that_is_not_a_count_is_named_in_our_words(operand):
+    """python-chess reads a D<n> operand as a move, a float or an int() call; the message is ours."""
+    with pytest.raises(ValueError) as info:
+        read_epd(f"{KIWIPETE} ;D1 {operand}")
+    assert str(info.value) == f"EPD operation D1: expected a node count (digits only), got {operand!r}"
+
+
 # -- the command's shape -------------------------------------------------------------------------
 
 

@@ -59,7 +59,7 @@ def test_a_wrong_count_in_the_file_fails(epd, capsys):
 
 @pytest.mark.parametrize("name, text, message", [
     ("a.epd", f"{CPW3}\n", "a.epd:1: no 'D<depth> <nodes>' operation"),
-    ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 x\n", "a.epd:2: EPD operations 'D2 x'"),
+    ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 x\n", "a.epd:2: EPD operation D2: expected a node count (digits only), got 'x'"),
     ("a.epd", f"{CPW3} ;D1 14\n{CPW3} ;D2 2.5\n", "a.epd:2: EPD operation D2: expected a node count"),
     ("a.epd", f"{CPW3} ;depth 1 14\n", "a.epd:1: EPD operations 'depth 1 14'"),
     ("a.epd", "8/8/8/8 w - - ;D1 3\n", "a.epd:1: board: expected 8 ranks"),  # worded as perft run's
