@@ -163,7 +163,7 @@ class RunResult:
         if errors:
             return (f"{len(errors)} {'row' if len(errors) == 1 else 'rows'} could not be judged; first: {errors[0].suite} {errors[0].id}: "
                     f"{str(errors[0].error).splitlines()[0] if errors[0].error else 'error'}")
-        if not self.judged:
+        if not self.judged and self.exit_status == 2:  # a time budget that skipped every row is 3: stopped
             return (f"nothing was judged: every row was skipped ({len(self.rows)}) or over the node budget "
                     f"({sum(self.over_budget.values())})")
         return None

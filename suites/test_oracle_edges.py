@@ -251,9 +251,11 @@ def test_a_suite_row_never_runs_past_the_time_budget(tmp_path, capsys):
     status = cli.main(["suite", str(table), "--engine", "cpu", "--threads", "1", "--max-seconds", "2",
                        "--max-nodes", "1000", "--json"])
     assert time.monotonic() - start < 30
-    data = json.loads(capsys.readouterr().out)
+    out, err = capsys.readouterr()
+    data = json.loads(out)
     assert status == 3 and data["rows"][0]["status"] == "skipped"
     assert "stopped at the time budget" in data["rows"][0]["error"]
+    assert "perft: error" not in err, err  # stopped (3), not an error (2)
 
 
 def test_diff_max_seconds_bounds_a_query_that_hangs(capsys):
