@@ -134,6 +134,23 @@ class Position:
 
     # ------------------------------------------------------------------ writing FEN
 
+    def _castling_hint(self, uci: str) -> str:
+        """For an illegal move that looks like castling in the other notation, how castling is
+        written here: our king onto our own rook without Chess960 (``e1h1``: ``e1g1`` here), or our
+        king two files along its rank with Chess960 (``e1g1``: king-takes-rook, ``e1h1``). Else ""."""
+        frm = (ord(uci[0]) - 97) + 8 * (int(uci[1]) - 1)
+        to = (ord(uci[2]) - 97) + 8 * (int(uci[3]) - 1)
+        ours = str.isupper if self.white_to_move else str.islower
+        king, target = self.piece_at(frm), self.piece_at(to)
+        rights = self.castle_rooks[:2] if self.white_to_move else self.castle_rooks[2:]
+        if king not in ("K", "k") or not ours(king) or frm // 8 != to // 8 or len(uci) != 4 or max(rights) < 0:
+            return ""  # not our king along its rank, or no castling right: nothing to say about castling
+        if not self.chess960 and target in ("R", "r") and ours(target):
+            return " (castling is written e.g. e1g1 without Chess960)"
+        if self.chess960 and abs(frm - to) == 2 and target is None:
+            return " (castling is written king-takes-rook in Chess960, e.g. e1h1)"
+        return ""
+
     def piece_at(self, square: int) -> str | None:
         """The piece letter on ``square`` (an int 0..63, a1 = 0, h8 = 63): 'P', 'n', ... or None if empty.
 
@@ -268,10 +285,7 @@ class Position:
             if len(uci) == 4 and uci + "q" in self.legal_moves():
                 raise IllegalMoveError(f"{uci!r} is a promotion here: it needs its piece, e.g. {uci + 'q'!r} "
                                        f"(q, r, b or n), in {self.fen()!r}") from None
-            castling = "king-takes-rook, e.g. e1h1" if self.chess960 else "e.g. e1g1"
-            raise IllegalMoveError(
-                f"{uci!r} is not a legal move in {self.fen()!r} (castling is written {castling})"
-            ) from None
+            raise IllegalMoveError(f"{uci!r} is not a legal move in {self.fen()!r}{self._castling_hint(uci)}") from None
         return Position(pbq, nbk, rqk, black, not self.white_to_move, tuple(castle_rooks),
                         None if ep < 0 else ep,
                         0 if resets else self.halfmove + 1,

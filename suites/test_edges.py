@@ -912,3 +912,23 @@ def test_an_empty_statistics_divide_is_headed_move():
     """``perft run startpos 0 --stats --divide``: a divide with no moves headed its table Depth."""
     p = perft_cmd("run", "startpos", "0", "--stats", "--divide")
     assert p.returncode == 0 and p.stdout.split()[0] == "Move"
+
+
+@pytest.mark.parametrize("fen, move, chess960, hint", [
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1h1", False, "(castling is written e.g. e1g1 without Chess960)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1", True, "(castling is written king-takes-rook in Chess960, e.g. e1h1)"),
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e1g1", False, None),  # castling, only not legal yet
+    ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e5d6q", False, None),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w - - 0 1", "e1h1", False, None),  # no castling right: nothing about castling
+])
+def test_an_illegal_move_hints_at_castling_only_where_it_looks_like_castling(fen, move, chess960, hint):
+    """The castling notation hint was on every illegal move, e1g1 itself included; it is now given
+    only for our king's move along its rank written in the other notation, with a castling right."""
+    from perft_core import IllegalMoveError, Position
+
+    pos = Position.from_fen(fen, chess960=chess960)
+    with pytest.raises(IllegalMoveError) as info:
+        pos.push(move)
+    text = str(info.value)
+    assert text.startswith(f"{move!r} is not a legal move in ")
+    assert (hint in text) if hint else "castling" not in text, text
