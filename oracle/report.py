@@ -33,7 +33,7 @@ import jinja2
 
 from perft_core.atomic import write_text, write_texts
 
-from oracle.runner import RowResult, RunResult, SuiteSummary
+from oracle.runner import ESTIMATE_SKIP, RowResult, RunResult, SuiteSummary
 from oracle.stats import REFERENCE_NODES
 
 __all__ = ["FORMATS", "GLANCE_TAGS", "Group", "boards_folder", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
@@ -160,7 +160,13 @@ def verdict_line(run: RunResult, see: str | None = None) -> str:
         errors = f", {rows(total.errors)} could not be judged" if total.errors else ""
         return f"FAIL: {rows(total.failed, ('differs', 'differ'))}{errors}" + (f" (see {see})" if see else "")
     if status == 3:
-        return f"STOPPED: {rows(total.skipped)} not run (time budget), {rows(total.passed, ('agrees', 'agree'))}{over}"
+        guessed = [r for r in run.rows if r.status == "skipped" and (r.error or "").startswith(ESTIMATE_SKIP)]
+        why = [f"{rows(total.skipped - len(guessed))} not run (time budget)"] if total.skipped > len(guessed) else []
+        if guessed:
+            first = guessed[0]
+            why.append(f"{rows(len(guessed))} not run (an estimate far over the node budget; first: {first.suite} "
+                       f"{first.id} depth {first.depth}, {first.error.removeprefix(ESTIMATE_SKIP)})")
+        return f"STOPPED: {', '.join(why)}, {rows(total.passed, ('agrees', 'agree'))}{over}"
     return f"NO VERDICT: {run.problem() or 'nothing was judged'}"
 
 

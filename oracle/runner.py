@@ -8,6 +8,7 @@ default: it only ever counts the smallest failing depth of each position, cheape
 from __future__ import annotations
 
 import datetime
+import functools
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -349,7 +350,10 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
         result = results[i]
         left = None if max_seconds is None else max_seconds - (time.monotonic() - t0)
         expected_seconds = result.expected * counted_seconds / counted_nodes if counted_nodes > 0 else 0.0
-        if left is not None and left <= 0:
+        too_big = _far_over_budget(result, max_nodes)
+        if too_big:
+            result.status, result.error = "skipped", too_big
+        elif left is not None and left <= 0:
             result.status, result.error = "skipped", "time budget spent"
         elif left is not None and expected_seconds > left:
             result.status = "skipped"
@@ -374,6 +378,49 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
                      suites=list(suites), max_nodes=max_nodes, max_seconds=max_seconds, rows=results,
                      over_budget=over, over_budget_tags=over_tags, sources=sources, environment=environment(engine), started=started,
                      seconds=time.monotonic() - t0)
+
+
+ESTIMATE_SKIP = "not run: "
+"""How the error of a row left out by :func:`_far_over_budget` starts (the verdict line counts them)."""
+ESTIMATE_MARGIN = 100
+"""A row is not run when an estimate of its count exceeds ESTIMATE_MARGIN x the node budget
+(:func:`_far_over_budget`): far outside the estimate's error (0.5-2x from three plies, module
+perft_core.estimate), so a right table's row is never left out by it."""
+
+
+def _far_over_budget(result: RowResult, max_nodes: int | None) -> str | None:
+    """Why ``result``'s row is not run although its table's count is within ``max_nodes``: an
+    estimate of perft(depth) from plies 1-3 counted by our CPU backend
+    (:func:`perft_core.estimate.extrapolate`) over ESTIMATE_MARGIN x the budget: the table's count is
+    then too small to be right, and running the row would take the estimate's nodes, not the
+    table's. None (run it) with no budget, at depth 4 or less, or when the estimate is within reach."""
+    if max_nodes is None or result.depth <= 4:
+        return None
+    from perft_core.estimate import extrapolate
+
+    measured = _plies_1_to_3(result.fen, result.chess960)
+    if measured is None:  # the engine will say what is wrong with the position
+        return None
+    nodes = extrapolate(measured, result.depth)
+    if nodes <= ESTIMATE_MARGIN * max_nodes:
+        return None
+    noun = "node" if result.expected == 1 else "nodes"
+    return (f"{ESTIMATE_SKIP}the table expects {result.expected:,} {noun}, but plies 1-3 ({', '.join(f'{n:,}' for n in measured)}) "
+            f"put perft {result.depth} near {nodes:.3g}, over {ESTIMATE_MARGIN} x the node budget of {max_nodes:,}: "
+            "is the table's count right?")
+
+
+@functools.lru_cache(maxsize=4096)
+def _plies_1_to_3(fen: str, chess960: bool) -> list[int] | None:
+    """perft 1, 2 and 3 of ``fen`` by our CPU backend (one thread), None for a FEN it refuses."""
+    from perft_core import _core
+    from perft_core.position import Position
+
+    try:
+        args = Position.from_fen(fen, chess960=chess960 or None).core_args()
+    except ValueError:
+        return None
+    return [int(_core.perft(args, d, 1)) for d in (1, 2, 3)]
 
 
 def _count_row(engine: Engine, result: RowResult) -> None:

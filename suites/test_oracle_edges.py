@@ -244,18 +244,40 @@ def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, cap
 
 
 def test_a_suite_row_never_runs_past_the_time_budget(tmp_path, capsys):
-    # a row whose wrong, tiny count puts it inside the node budget: perft 12 of startpos
+    # a row whose wrong, tiny count puts it inside the node budget: perft 7 of startpos (3.2 G nodes,
+    # seconds on one thread; within ESTIMATE_MARGIN x the default budget, so it is started)
     table = tmp_path / "deep.epd"
-    table.write_text(f"{chess.STARTING_FEN.rsplit(' ', 2)[0]} ;D12 20\n")
+    table.write_text(f"{chess.STARTING_FEN.rsplit(' ', 2)[0]} ;D7 20\n")
     start = time.monotonic()
-    status = cli.main(["suite", str(table), "--engine", "cpu", "--threads", "1", "--max-seconds", "2",
-                       "--max-nodes", "1000", "--json"])
+    status = cli.main(["suite", str(table), "--engine", "cpu", "--threads", "1", "--max-seconds", "0.5", "--json"])
     assert time.monotonic() - start < 30
     out, err = capsys.readouterr()
     data = json.loads(out)
     assert status == 3 and data["rows"][0]["status"] == "skipped"
     assert "stopped at the time budget" in data["rows"][0]["error"]
     assert "perft: error" not in err, err  # stopped (3), not an error (2)
+
+
+def test_a_row_whose_count_is_far_too_small_for_its_depth_is_not_run(tmp_path, capsys):
+    """A table that says perft 12 of startpos is 20: an estimate from plies 1-3 puts it far over the
+    node budget, so the row is not started (it would run for days), and the verdict says why; a right
+    row of the same depth class within the budget runs."""
+    from oracle.runner import ESTIMATE_MARGIN
+
+    table = tmp_path / "deep.epd"
+    table.write_text(f"{chess.STARTING_FEN.rsplit(' ', 2)[0]} ;D12 20\n8/8/8/8/8/8/k7/7K w - - 0 1 ;D6 19019\n")
+    start = time.monotonic()
+    status = cli.main(["suite", str(table), "--engine", "cpu", "--max-nodes", "100000", "--json"])
+    assert time.monotonic() - start < 30
+    out, err = capsys.readouterr()
+    rows = json.loads(out)["rows"]
+    assert status == 3 and [r["status"] for r in rows] == ["skipped", "pass"]
+    assert rows[0]["error"].startswith("not run: the table expects 20 nodes, but plies 1-3 (20, 400, 8,902) put "
+                                       "perft 12 near ") and f"over {ESTIMATE_MARGIN} x the node budget" in rows[0]["error"]
+    assert cli.main(["suite", str(table), "--engine", "cpu", "--max-nodes", "100000"]) == 3
+    verdict = capsys.readouterr().out.splitlines()[-1]
+    assert verdict.startswith("STOPPED: 1 row not run (an estimate far over the node budget; first: ") and \
+        verdict.endswith("is the table's count right?), 1 row agrees"), verdict
 
 
 def test_diff_max_seconds_bounds_a_query_that_hangs(capsys):
