@@ -471,7 +471,7 @@ def cmd_suite(args) -> int:
 def cmd_report(args) -> int:
     """``perft report``: run an engine on every table and write NAME.json, NAME.md and NAME.html in
     OUT; with ``--index DIR``, write DIR/index.md from the reports there instead."""
-    from oracle.report import verdict_line, write_index, write_report
+    from oracle.report import write_index
 
     if args.index is not None:
         try:
@@ -498,14 +498,29 @@ def cmd_report(args) -> int:
     command = _command_line("perft report", args, keys)
     if args.suites:
         command += " --suites " + shlex.join(args.suites)
-    from oracle.report import boards_folder
-
+    made = None  # the first folder this command made, removed again if nothing was written in it
     if not args.out.is_dir():  # made before the run (its parents too), and said, so a failure is not after it
+        made = next((p for p in reversed([args.out, *args.out.parents]) if not p.exists()), None)
         try:
             args.out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             return _error(f"argument --out: cannot make folder {str(args.out)!r}: {exc.strerror or exc}")
         print(f"perft report: made folder {args.out}", file=sys.stderr)
+    status = _report_in(args, engine_spec, name, command)
+    if made is not None and status == cliargs.UNJUDGED and not any(p.is_file() for p in made.rglob("*")):
+        for folder in [args.out, *args.out.parents]:  # the empty folders it made, innermost first
+            folder.rmdir()
+            if folder == made:
+                break
+        print(f"perft report: removed the empty folder {made} again", file=sys.stderr)
+    return status
+
+
+def _report_in(args, engine_spec: str, name: str, command: str) -> int:
+    """The run of ``perft report`` once its folder ``args.out`` exists: check the files it will
+    write, run, write the report, print the summary; returns the exit status."""
+    from oracle.report import boards_folder, verdict_line, write_index, write_report
+
     for fmt in ("json", "md", "html"):  # the files it will write: checked before the run, not after it
         try:
             cliargs.output_file(str(args.out / f"{args.name}.{fmt}"))

@@ -103,3 +103,15 @@ def test_targets_no_one_can_write_are_refused_before_work(argv, capsys):
     out, err = capsys.readouterr()
     assert status == 2 and out == "" and err.count("\n") == 1, (out, err)
     assert err.startswith("perft: error: argument --") and "/proc" in err and "Errno" not in err
+
+
+def test_a_report_that_wrote_nothing_removes_the_folders_it_made(tmp_path, capsys):
+    """An engine that cannot start: exit 2, and the folders made for the report (said on stderr)
+    are removed again, not left empty; a folder that was there before stays."""
+    out = tmp_path / "new" / "deeper"
+    assert main(["report", "--engine", str(tmp_path / "no-such-engine"), "--out", str(out), "--max-nodes", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert f"made folder {out}" in err and f"removed the empty folder {tmp_path / 'new'} again" in err
+    assert sorted(tmp_path.iterdir()) == []
+    assert main(["report", "--engine", str(tmp_path / "no-such-engine"), "--out", str(tmp_path), "--max-nodes", "1000"]) == 2
+    assert tmp_path.is_dir() and "removed" not in capsys.readouterr().err
