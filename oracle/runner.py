@@ -385,7 +385,8 @@ ESTIMATE_SKIP = "not run: "
 ESTIMATE_MARGIN = 100
 """A row is not run when an estimate of its count exceeds ESTIMATE_MARGIN x the node budget
 (:func:`_far_over_budget`): far outside the estimate's error (0.5-2x from three plies, module
-perft_core.estimate), so a right table's row is never left out by it."""
+perft_core.estimate; wider the more plies it extrapolates). Every bundled row runs with budgets of
+10^3, 10^4, 10^6 and 10^8 nodes (NOTES.md, session 31)."""
 
 
 def _far_over_budget(result: RowResult, max_nodes: int | None) -> str | None:
