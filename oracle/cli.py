@@ -418,9 +418,9 @@ def cmd_diff(args) -> int:
         return _error(str(exc))
     if lines is not None:
         lines.done(loc)
-    # gave up with a path: the counts already differ there; without one, the limit stopped it first
+    # stopped early (gave_up): a difference only where the levels already show one (Localization.differs)
     gave_up = loc.kind == "gave_up"
-    status = cliargs.exit_status(differ=not loc.agree and not (gave_up and not loc.path), limited=gave_up)
+    status = cliargs.exit_status(differ=not loc.agree and (not gave_up or loc.differs), limited=gave_up)
     extra = {}
     if args.svg is not None:
         from oracle.boards import board_svg
@@ -439,6 +439,9 @@ def cmd_diff(args) -> int:
         print(loc.describe())
     if status == cliargs.LIMITED:
         print("perft: stopped: no verdict within --max-seconds", file=sys.stderr)
+    elif gave_up:
+        print(f"perft: stopped: {loc.evidence.get('stopped') or 'the walk ran out of --max-seconds'}; the counts "
+              "already differ (above)", file=sys.stderr)
     return status
 
 

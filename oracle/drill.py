@@ -42,7 +42,7 @@ from collections.abc import Callable
 from oracle.engines import (Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_notation, fen_of,
                             time_limit)
 from oracle.explain import Explanation, OutOfTime, explain
-from oracle.localize import Level, Localization, canonical_divide, localize
+from oracle.localize import Level, Localization, UnsteadyEngine, canonical_divide, localize
 
 __all__ = ["DEFAULT_JUDGE_MAX_NODES", "drill", "locate"]
 
@@ -60,7 +60,11 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
     With a divide and a reference other than python-chess, python-chess then confirms the move
     list at the final position (``confirmed``, ``judged``). ``on_step(level)``: called with the
     current level after each engine or reference query of the walk (progress lines). Arguments and
-    errors as for those two functions.
+    errors as for those two functions, except where a walk is cut short: a query stopped by
+    ``max_seconds``, or a failure (crash, timeout, bad output) of ``engine`` after its counts had
+    already differed from the reference's, returns the walk so far (``kind == "gave_up"``,
+    ``evidence["stopped"]`` saying why, :attr:`Localization.differs`). A failing reference, or an
+    engine whose answers change (:class:`oracle.localize.UnsteadyEngine`), still raises.
     """
     start = time.monotonic()
     try:
@@ -69,7 +73,15 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
                 return drill(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
             result = localize(engine, reference, fen, depth, max_seconds=max_seconds, on_step=on_step)
     except EngineError as exc:
-        if max_seconds is None or time.monotonic() - start < max_seconds:
+        budget = max_seconds is not None and time.monotonic() - start >= max_seconds
+        partial = getattr(exc, "partial", None)
+        if partial is not None and not isinstance(exc, UnsteadyEngine) and (
+                budget or (partial.differs and exc.engine == engine.name != reference.name)):
+            # the walk so far is kept: where the counts already differ, that is proven whatever stopped it
+            why = (f"a query of {exc.engine} was stopped at the time budget ({max_seconds:g} s): {exc.problem}"
+                   if budget else f"{exc.engine} failed: {exc.problem}")
+            return partial.stopped(why, start)
+        if not budget:
             raise
         gave_up = Localization(engine=engine.name, reference=reference.name, root_fen=fen, depth=depth,
                                kind="agree", fen=fen_of(board_from(fen)), depth_left=depth,
@@ -125,7 +137,7 @@ def _drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_secon
     judge = judge if judge is not None else PythonChessEngine()
     result = Localization(engine=engine.name, reference=reference.name, root_fen=fen, depth=depth,
                           kind="agree", fen=fen_of(board), depth_left=depth, method="children")
-    path: list[str] = []
+    path = result.path  # shared: a failed query leaves the walk so far on the error (EngineError.partial)
     d = depth
     level_start = time.monotonic()
 
@@ -158,65 +170,69 @@ def _drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_secon
         level.seconds = time.monotonic() - level_start
         return finish("agree")
 
-    while True:
-        if out_of_time():
-            level.seconds = time.monotonic() - level_start
-            return finish("gave_up")
-        if d == 1:
-            return _explain_node(result, engine, judge, board, position, {}, level, level_start, start,
-                                 max_seconds, judge_max_nodes, finish, on_step)
-        # largest subtrees first (a wrong count is likelier where there are more nodes); stop as
-        # soon as the children that differ explain the node's whole difference
-        children: dict[str, str] = {m: position.push(m).fen() for m in sorted(ref, key=lambda m: (-ref[m], m))}
-        owed = engine_total - ref_total
-        for move, child_fen in children.items():
+    try:
+        while True:
             if out_of_time():
                 level.seconds = time.monotonic() - level_start
                 return finish("gave_up")
-            level.engine[move] = engine.perft(child_fen, d - 1)
-            level.engine_calls += 1
-            if on_step is not None:
-                on_step(level)
-            owed -= level.engine[move] - ref[move]
-            if owed == 0 and level.engine[move] != ref[move]:
-                break
-        differ = [m for m in level.engine if level.engine[m] != ref[m]]
-        if len(level.engine) == len(children):
-            level.engine_sum = sum(level.engine.values())
-        if not differ:
-            return _explain_node(result, engine, judge, board, position, children, level, level_start, start,
-                                 max_seconds, judge_max_nodes, finish, on_step)
-        move = min(differ, key=lambda m: (-abs(level.engine[m] - ref[m]), m))  # the largest difference
-        level.mismatch = move
-        recount = getattr(reference, "recount", None)
-        if recount is not None:
-            again = recount(children[move], d - 1)
-            if again is not None and again != ref[move]:
-                raise EngineError(reference.name, f"its divide counted {ref[move]} below {move} at {node_fen}, "
-                                  f"its re-count under key seed {reference.verify_seed:#x} {again}")
-            if again is not None:
-                result.judged.append(f"{reference.name} re-counted {' '.join(path + [move])} under key seed "
-                                     f"{reference.verify_seed:#x}: {again}")
-        level.seconds = time.monotonic() - level_start
-        if out_of_time():
-            return finish("gave_up")
+            if d == 1:
+                return _explain_node(result, engine, judge, board, position, {}, level, level_start, start,
+                                     max_seconds, judge_max_nodes, finish, on_step)
+            # largest subtrees first (a wrong count is likelier where there are more nodes); stop as
+            # soon as the children that differ explain the node's whole difference
+            children: dict[str, str] = {m: position.push(m).fen() for m in sorted(ref, key=lambda m: (-ref[m], m))}
+            owed = engine_total - ref_total
+            for move, child_fen in children.items():
+                if out_of_time():
+                    level.seconds = time.monotonic() - level_start
+                    return finish("gave_up")
+                level.engine[move] = engine.perft(child_fen, d - 1)
+                level.engine_calls += 1
+                if on_step is not None:
+                    on_step(level)
+                owed -= level.engine[move] - ref[move]
+                if owed == 0 and level.engine[move] != ref[move]:
+                    break
+            differ = [m for m in level.engine if level.engine[m] != ref[m]]
+            if len(level.engine) == len(children):
+                level.engine_sum = sum(level.engine.values())
+            if not differ:
+                return _explain_node(result, engine, judge, board, position, children, level, level_start, start,
+                                     max_seconds, judge_max_nodes, finish, on_step)
+            move = min(differ, key=lambda m: (-abs(level.engine[m] - ref[m]), m))  # the largest difference
+            level.mismatch = move
+            recount = getattr(reference, "recount", None)
+            if recount is not None:
+                again = recount(children[move], d - 1)
+                if again is not None and again != ref[move]:
+                    raise EngineError(reference.name, f"its divide counted {ref[move]} below {move} at {node_fen}, "
+                                      f"its re-count under key seed {reference.verify_seed:#x} {again}")
+                if again is not None:
+                    result.judged.append(f"{reference.name} re-counted {' '.join(path + [move])} under key seed "
+                                         f"{reference.verify_seed:#x}: {again}")
+            level.seconds = time.monotonic() - level_start
+            if out_of_time():
+                return finish("gave_up")
 
-        level_start = time.monotonic()
-        path.append(move)
-        board.push(board.parse_uci(move))
-        position = position.push(move)
-        d -= 1
-        node_fen = children[move]
-        engine_total = level.engine[move]
-        ref = ref_divide(node_fen, d)
-        ref_total = sum(ref.values())
-        if ref_total != level.reference[move]:
-            raise EngineError(reference.name, f"its divide at {node_fen} adds up to {ref_total}, "
-                              f"but its count of that child was {level.reference[move]}")
-        level = Level(path=list(path), fen=node_fen, depth=d, engine={}, reference=ref,
-                      engine_total=engine_total, reference_total=ref_total)
-        result.levels.append(level)
+            level_start = time.monotonic()
+            path.append(move)
+            board.push(board.parse_uci(move))
+            position = position.push(move)
+            d -= 1
+            node_fen = children[move]
+            engine_total = level.engine[move]
+            ref = ref_divide(node_fen, d)
+            ref_total = sum(ref.values())
+            if ref_total != level.reference[move]:
+                raise EngineError(reference.name, f"its divide at {node_fen} adds up to {ref_total}, "
+                                  f"but its count of that child was {level.reference[move]}")
+            level = Level(path=list(path), fen=node_fen, depth=d, engine={}, reference=ref,
+                          engine_total=engine_total, reference_total=ref_total)
+            result.levels.append(level)
 
+    except EngineError as exc:
+        exc.partial = result
+        raise
 
 def _explain_node(result: Localization, engine: Engine, judge: Engine, board, position, children: dict[str, str],
                   level: Level, level_start: float, start: float, max_seconds: float | None, judge_max_nodes: int,
@@ -228,7 +244,7 @@ def _explain_node(result: Localization, engine: Engine, judge: Engine, board, po
     again = engine.perft(level.fen, d)  # a verdict rests on this count: it must not change when asked again
     level.engine_calls += 1
     if again != level.engine_total:
-        raise EngineError(engine.name, f"asked twice for perft({level.fen!r}, {d}), it answered "
+        raise UnsteadyEngine(engine.name, f"asked twice for perft({level.fen!r}, {d}), it answered "
                           f"{level.engine_total} and then {again}: a count that changes cannot be judged")
     if not children:
         children = {m: position.push(m).fen() for m in sorted(level.reference)}

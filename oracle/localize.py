@@ -93,7 +93,8 @@ class Localization:
     ``"inconsistent"`` (the engine's count for the last move of ``path`` at its parent differs from
     its own divide at ``fen``, which agrees with the reference), ``"tree_walk"`` (total-only
     engines: every child agrees, the move count at 1 ply agrees and no hypothesis fits:
-    :data:`TREE_WALK`), ``"gave_up"`` (``max_seconds`` ran out; ``levels`` hold what was seen).
+    :data:`TREE_WALK`), ``"gave_up"`` (``max_seconds`` ran out, or the engine failed after its counts had differed:
+    ``evidence["stopped"]`` says which; ``levels`` hold what was seen, :attr:`differs`).
     For total-only engines the verdict at the final node comes from :func:`oracle.explain.explain`:
     ``evidence`` holds its probes (``depths``: per k the engine's count of the node, the sum of its
     counts of the children from their FENs and the local surplus), ``proven`` and ``hypothesis``
@@ -135,6 +136,25 @@ class Localization:
         """True when the engine and the reference agree at the root."""
         return self.kind == "agree"
 
+    @property
+    def differs(self) -> bool:
+        """True when the levels already hold a count of the engine's that differs from the
+        reference's: a move's count at a level's ``mismatch``, or a node's total against the
+        reference's. A walk stopped early (``gave_up``) proves a difference only then."""
+        return any(level.mismatch is not None or (level.reference_total is not None and level.depth > 0
+                                                  and level.engine_total != level.reference_total)
+                   for level in self.levels)
+
+    def stopped(self, why: str, start: float) -> "Localization":
+        """End a walk that a failed or stopped query cut short (``kind == "gave_up"``): the node it
+        had reached (the root and ``path``), the plies left there, and ``evidence["stopped"]`` = ``why``."""
+        board = board_from(self.root_fen)
+        for move in self.path:
+            board.push(board.parse_uci(move))
+        self.evidence["stopped"] = why
+        with fen_notation(self.root_fen):
+            return self.ended("gave_up", self.path, fen_of(board), self.depth - len(self.path), start)
+
     def ended(self, kind: str, path: list[str], fen: str, depth_left: int, start: float) -> "Localization":
         """Record where a walk ended: its verdict ``kind``, the path and standalone FEN of the last
         node, the plies left there, and the wall seconds since ``start`` (time.monotonic)."""
@@ -172,7 +192,7 @@ class Localization:
         if self.kind == "agree":
             total = self.levels[0].engine_total if self.levels else 1
             return f"{self.engine} and {self.reference} agree: {total} nodes at depth {self.depth} from {self.root_fen}"
-        if self.kind == "gave_up" and not self.levels:  # stopped before any count was compared
+        if self.kind == "gave_up" and not self.differs:  # stopped before any count was seen to differ
             lines = [f"{self.engine} against {self.reference} at depth {self.depth} from {self.root_fen}: no verdict"]
         else:
             lines = [f"{self.engine} disagrees with {self.reference} at depth {self.depth} from {self.root_fen}"]
@@ -210,6 +230,8 @@ class Localization:
             lines.append("  legal:   " + (" ".join(self.legal) or "(none)"))
         elif self.kind == "tree_walk":
             lines.append(f"  {TREE_WALK}")
+        elif self.kind == "gave_up" and self.evidence.get("stopped"):
+            lines.append(f"  stopped after {self.seconds:.1f} s: {self.evidence['stopped']}")
         elif self.kind == "gave_up":
             lines.append(f"  gave up after {self.seconds:.1f} s (max_seconds)")
         if self.reproduces_from_fen is False:
@@ -244,6 +266,11 @@ class Localization:
         for sentence in self.judged:
             lines.append(f"  judged: {sentence}")
         return "\n".join(lines)
+
+
+class UnsteadyEngine(EngineError):
+    """An engine answered one question twice differently (uninitialised memory, a race): none of
+    its counts can be judged, so a walk it ends is no verdict, whatever it had seen before."""
 
 
 def canonical_divide(board: chess.Board, divide: dict[str, int]) -> tuple[dict[str, int], dict[str, str]]:
@@ -291,7 +318,7 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
     board = board_from(fen)
     result = Localization(engine=engine.name, reference=reference.name, root_fen=fen, depth=depth,
                           kind="agree", fen=fen_of(board), depth_left=depth)
-    path: list[str] = []
+    path = result.path          # shared: a failed query leaves the walk so far on the error (EngineError.partial)
     eng_moves: list[str] = []   # the path in the engine's spelling
     ref_moves: list[str] = []   # the path in the reference's spelling
     d = depth
@@ -302,70 +329,74 @@ def _localize(engine: Engine, reference: Engine, fen: str, depth: int, *,
     def finish(kind: str) -> Localization:
         return result.ended(kind, path, fen_of(board), d, start)
 
-    while d > 0:
-        if out_of_time():
-            return finish("gave_up")
-        eng, eng_spelled = canonical_divide(board, engine.divide(fen, d, eng_moves))
-        ref_legal, ref_spelled = canonical_divide(board, reference.divide(fen, 1, ref_moves))
-        level = Level(path=list(path), fen=fen_of(board), depth=d, engine=eng,
-                      reference=dict(ref_legal) if d == 1 else {},
-                      engine_total=sum(eng.values()), reference_total=len(ref_legal) if d == 1 else None)
-        result.levels.append(level)
-
-        missing = [m for m in ref_legal if m not in eng]
-        if d > 1:  # an engine may leave out moves whose subtree is empty (mate or stalemate below)
-            for move in list(missing):
-                nodes = reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
-                level.reference[move] = nodes
-                if nodes == 0:
-                    missing.remove(move)
-        extra = [m for m in eng if m not in ref_legal]
-        if missing or extra:
-            _same_again(engine, board, fen, d, eng_moves, eng, missing, extra)
-            result.missing, result.extra = sorted(missing), sorted(extra)
-            _check_reproduction(result, engine, board, d, set(ref_legal))
-            return finish("moves")
-
-        mismatch = None
-        for move in sorted(eng, key=lambda m: (eng[m], m)):  # cheapest subtree first
+    try:
+        while d > 0:
             if out_of_time():
                 return finish("gave_up")
-            nodes = 1 if d == 1 else reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
-            level.reference[move] = nodes
-            if on_step is not None:
-                on_step(level)
-            if nodes != eng[move]:
-                mismatch = move
-                break
-        if mismatch is None:
-            level.reference_total = sum(level.reference.values())
-            if not path:
-                return finish("agree")
-            return finish("inconsistent")
-        level.mismatch = mismatch
-        recount = getattr(reference, "recount", None) if d > 1 else None
-        if recount is not None:  # a reference with a second key seed re-counts before it is believed
-            again = recount(fen, d - 1, ref_moves + [ref_spelled[mismatch]])
-            if again is not None and again != level.reference[mismatch]:
-                raise EngineError(reference.name, f"it counted {level.reference[mismatch]} below {mismatch} at "
-                                  f"{fen_of(board)}, its re-count under key seed {reference.verify_seed:#x} {again}")
-            if again is not None:
-                result.judged.append(f"{reference.name} re-counted {' '.join(path + [mismatch])} under key seed "
-                                     f"{reference.verify_seed:#x}: {again}")
-        if d == 1:
-            _same_again(engine, board, fen, d, eng_moves, eng)
-            result.wrong = {mismatch: [eng[mismatch], 1]}
-            _check_reproduction(result, engine, board, d, set(ref_legal))
-            return finish("count")
-        path.append(mismatch)
-        eng_moves.append(eng_spelled[mismatch])
-        ref_moves.append(ref_spelled[mismatch])
-        board.push(board.parse_uci(mismatch))
-        d -= 1
-    # depth 0 at the root: both count the single root node
-    result.levels.append(Level(path=[], fen=fen_of(board), depth=0, engine={}, reference={},
-                               engine_total=1, reference_total=1))
-    return finish("agree")
+            eng, eng_spelled = canonical_divide(board, engine.divide(fen, d, eng_moves))
+            ref_legal, ref_spelled = canonical_divide(board, reference.divide(fen, 1, ref_moves))
+            level = Level(path=list(path), fen=fen_of(board), depth=d, engine=eng,
+                          reference=dict(ref_legal) if d == 1 else {},
+                          engine_total=sum(eng.values()), reference_total=len(ref_legal) if d == 1 else None)
+            result.levels.append(level)
+
+            missing = [m for m in ref_legal if m not in eng]
+            if d > 1:  # an engine may leave out moves whose subtree is empty (mate or stalemate below)
+                for move in list(missing):
+                    nodes = reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
+                    level.reference[move] = nodes
+                    if nodes == 0:
+                        missing.remove(move)
+            extra = [m for m in eng if m not in ref_legal]
+            if missing or extra:
+                _same_again(engine, board, fen, d, eng_moves, eng, missing, extra)
+                result.missing, result.extra = sorted(missing), sorted(extra)
+                _check_reproduction(result, engine, board, d, set(ref_legal))
+                return finish("moves")
+
+            mismatch = None
+            for move in sorted(eng, key=lambda m: (eng[m], m)):  # cheapest subtree first
+                if out_of_time():
+                    return finish("gave_up")
+                nodes = 1 if d == 1 else reference.perft(fen, d - 1, ref_moves + [ref_spelled[move]])
+                level.reference[move] = nodes
+                if on_step is not None:
+                    on_step(level)
+                if nodes != eng[move]:
+                    mismatch = move
+                    break
+            if mismatch is None:
+                level.reference_total = sum(level.reference.values())
+                if not path:
+                    return finish("agree")
+                return finish("inconsistent")
+            level.mismatch = mismatch
+            recount = getattr(reference, "recount", None) if d > 1 else None
+            if recount is not None:  # a reference with a second key seed re-counts before it is believed
+                again = recount(fen, d - 1, ref_moves + [ref_spelled[mismatch]])
+                if again is not None and again != level.reference[mismatch]:
+                    raise EngineError(reference.name, f"it counted {level.reference[mismatch]} below {mismatch} at "
+                                      f"{fen_of(board)}, its re-count under key seed {reference.verify_seed:#x} {again}")
+                if again is not None:
+                    result.judged.append(f"{reference.name} re-counted {' '.join(path + [mismatch])} under key seed "
+                                         f"{reference.verify_seed:#x}: {again}")
+            if d == 1:
+                _same_again(engine, board, fen, d, eng_moves, eng)
+                result.wrong = {mismatch: [eng[mismatch], 1]}
+                _check_reproduction(result, engine, board, d, set(ref_legal))
+                return finish("count")
+            path.append(mismatch)
+            eng_moves.append(eng_spelled[mismatch])
+            ref_moves.append(ref_spelled[mismatch])
+            board.push(board.parse_uci(mismatch))
+            d -= 1
+        # depth 0 at the root: both count the single root node
+        result.levels.append(Level(path=[], fen=fen_of(board), depth=0, engine={}, reference={},
+                                   engine_total=1, reference_total=1))
+        return finish("agree")
+    except EngineError as exc:
+        exc.partial = result
+        raise
 
 
 def _same_again(engine: Engine, board: chess.Board, fen: str, depth: int, moves: list[str],
@@ -382,7 +413,7 @@ def _same_again(engine: Engine, board: chess.Board, fen: str, depth: int, moves:
     else:
         changed = sorted([m for m in missing if m in again] + [m for m in extra if m not in again])
     if changed:
-        raise EngineError(engine.name, f"asked twice, it answered differently at {', '.join(changed[:8])} "
+        raise UnsteadyEngine(engine.name, f"asked twice, it answered differently at {', '.join(changed[:8])} "
                           f"({describe_query(fen, depth, moves)}, then at 1 ply): a count that changes cannot be judged")
 
 

@@ -280,11 +280,45 @@ def test_a_row_whose_count_is_far_too_small_for_its_depth_is_not_run(tmp_path, c
         verdict.endswith("is the table's count right?), 1 row agrees"), verdict
 
 
+EP_DISCOVERS = "4k3/3p4/8/4P3/8/8/8/K3R3 b - - 0 1"  # d7d5 then e5xd6 e.p. discovers the rook's check
+
+
+@pytest.mark.parametrize("fault, options, stopped", [
+    ("--crash-after", [], "failed: crashed"),
+    ("--timeout-after", ["--timeout", "1"], "failed: timed out"),
+    ("--hang-after", ["--max-seconds", "2", "--timeout", "60"], "stopped at the time budget (2 s)"),
+])
+def test_a_walk_stopped_after_the_counts_differed_keeps_its_proof(capsys, fault, options, stopped):
+    """The engine's root divide already differs below d7d5 (no e.p.); then its next query crashes,
+    times out or meets the time budget. The walk so far is the verdict's evidence: exit 1 (a count
+    differs, whatever else happened), the path and counts shown and in --json, and why it stopped.
+    Before, the crash and the timeout were exit 2 with nothing on stdout, the budget exit 3."""
+    flag = "--hang-after" if fault == "--timeout-after" else fault
+    uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "no-ep", flag, "1"])
+    status = cli.main(["diff", *options, "--engine", uci, EP_DISCOVERS, "3", "--json"])
+    out, err = capsys.readouterr()
+    loc = json.loads(out)
+    assert status == 1 and loc["exit_status"] == 1 and loc["kind"] == "gave_up" and loc["path"] == ["d7d5"]
+    assert [(lv["mismatch"], lv["engine"]["d7d5"], lv["reference"]["d7d5"]) for lv in loc["levels"]] == [("d7d5", 75, 79)]
+    assert stopped in loc["evidence"]["stopped"] and "the counts already differ" in err
+    assert cli.main(["diff", *options, "--engine", uci, EP_DISCOVERS, "3"]) == 1
+    text = capsys.readouterr().out
+    assert "disagrees with" in text and "path:    d7d5" in text and "d7d5: 75 / 79" in text and stopped in text
+
+
+def test_an_engine_that_fails_before_any_count_differs_is_still_no_verdict(capsys):
+    """Crashing on its first query: nothing was compared, so exit 2 and no verdict, as before."""
+    uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "no-ep", "--crash-after", "0"])
+    assert cli.main(["diff", "--engine", uci, EP_DISCOVERS, "3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "crashed" in err
+
+
 def test_diff_max_seconds_bounds_a_query_that_hangs(capsys):
     uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "hang"])
     start = time.monotonic()
     status = cli.main(["diff", "--max-seconds", "2", "--timeout", "60", "--engine", uci, "startpos", "3"])
     assert time.monotonic() - start < 30  # the code before waited out --timeout
     out = capsys.readouterr().out
-    assert status == 3 and "gave up" in out and "stopped at the time budget (2 s)" in out, out
+    assert status == 3 and "stopped after" in out and "stopped at the time budget (2 s)" in out, out
     assert "no verdict" in out and "disagrees" not in out  # nothing was compared

@@ -8,7 +8,8 @@ MODE is a bug from ``broken.BUGS`` (``good``, ``no-ep``, ...), ``miscount`` (per
 ``crash-960`` (exits 3 on go perft in Chess960 mode only),
 ``hang`` (never answers go perft), ``hang-start`` (never answers uci), ``king-takes-rook``
 (prints standard castling as e1h1, like an engine that only knows Chess960 notation).
-``--latin1`` after MODE: its ``id author`` line is Latin-1, not UTF-8.
+``--latin1`` after MODE: its ``id author`` line is Latin-1, not UTF-8. ``--crash-after N`` /
+``--hang-after N``: the first N ``go perft`` are answered, the next one exits 3 / never ends.
 """
 import sys
 import time
@@ -18,6 +19,8 @@ import chess
 import broken
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "good"
+after = {flag: int(sys.argv[sys.argv.index(flag) + 1]) for flag in ("--crash-after", "--hang-after") if flag in sys.argv}
+queries = 0
 gen = broken.BUGS.get(mode, broken.legal)
 board = chess.Board()
 chess960 = False
@@ -51,6 +54,11 @@ for line in sys.stdin:
             board.push_uci(uci)
     elif words[:2] == ["go", "perft"]:
         depth = int(words[2])
+        queries += 1
+        if queries > after.get("--crash-after", queries):
+            sys.exit(3)
+        if queries > after.get("--hang-after", queries):
+            time.sleep(3600)
         if mode == "garbage":
             say("hello, I am not an engine")
             say("Nodes searched: 42")
