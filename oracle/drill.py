@@ -307,7 +307,8 @@ def _record(result: Localization, found: Explanation, board) -> None:
                               f"decide between them")
         else:
             hypothesis.append(f"none of the {found.tested} hypotheses tested (missing, extra, twice-generated "
-                              f"moves, one by one, by class and in pairs) fits the deeper counts")
+                              f"moves, one by one, by class, and in pairs that make one plausible bug) fits the deeper counts; "
+                              "two unrelated mistakes at one node are not tested")
     else:
         hypothesis.append(f"none of the {found.tested} move-list and state hypotheses tested fits the counts")
     result.evidence = {"depths": [{"depth": k, "node": found.node[k], "children": found.children[k],

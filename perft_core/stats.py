@@ -144,6 +144,13 @@ class Stats:
             return NotImplemented
         return Stats(*(a + b for a, b in zip(self.as_tuple(), other.as_tuple())))
 
+    def __radd__(self, other: object) -> "Stats":
+        """``0 + stats`` is ``stats``, so ``sum(divide_stats(...).values())`` needs no start value;
+        any other non-Stats still raises TypeError."""
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
     def __mul__(self, k: object) -> "Stats":
         if isinstance(k, bool) or not isinstance(k, int):
             return NotImplemented

@@ -64,7 +64,10 @@ def test_stats_arithmetic_and_json():
     b = Stats(*range(100, 113))
     assert (a + b).as_tuple() == tuple(x + y for x, y in zip(a.as_tuple(), b.as_tuple()))
     assert (3 * a).as_tuple() == tuple(3 * x for x in a.as_tuple()) == (a * 3).as_tuple()
-    assert sum([a, b], Stats()) == a + b
+    assert sum([a, b], Stats()) == a + b == sum([a, b])  # 0 + a is a: sum needs no start value
+    for other in (1, 0.0, False, "a", None):
+        with pytest.raises(TypeError):
+            other + a
     big = 2**70 * a  # deep runs: exact beyond 64 bits
     assert big.nodes == 2**70 and big.double_discovered_mates == 13 * 2**70
     assert Stats.from_json(json.loads(json.dumps(a.to_json()))) == a
