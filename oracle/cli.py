@@ -68,6 +68,9 @@ def register(subparsers) -> None:
     _engine_args(p, default_engine=None)
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="give up localizing after S seconds of wall time (default: no limit)")
+    p.add_argument("--force", action="store_true",
+                   help="walk even when the reference's count is estimated to take longer than a day "
+                        "(refused without it or --max-seconds)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--svg", type=cliargs.output_file, default=None, metavar="FILE",
                    help="also draw the position where the walk ended as an SVG board (extra moves red arrows, "
@@ -405,8 +408,11 @@ def cmd_diff(args) -> int:
         args.fen = chess.STARTING_FEN
     try:
         _check_fen(args.fen)
+        reference_spec = _reference_spec(args.reference, args.engine)
+        if not args.force and args.max_seconds is None:
+            _refuse_a_walk_of_days(args.fen, args.depth, reference_spec, args.threads)
         engine = _make(args.engine, args.protocol, args)
-        reference = _make(_reference_spec(args.reference, args.engine), args.reference_protocol, args, reference=True)
+        reference = _make(reference_spec, args.reference_protocol, args, reference=True)
     except BadInput as exc:
         return _error(str(exc))
     lines = None if args.json else _WalkLines(args.depth)
@@ -443,6 +449,25 @@ def cmd_diff(args) -> int:
         print(f"perft: stopped: {loc.evidence.get('stopped') or 'the walk ran out of --max-seconds'}; the counts "
               "already differ (above)", file=sys.stderr)
     return status
+
+
+def _refuse_a_walk_of_days(fen: str, depth: int, reference: str, threads: int | None) -> None:
+    """Raise BadInput when the walk's first step, the reference counting perft ``depth`` at ``fen``
+    below every root move, is estimated (:func:`perft_core.estimate.estimate`, the reference's own
+    backend; the cpu backend's for python-chess and for an engine command, which are not faster)
+    to take longer than ``perft run``'s limit of a day: the walk would only start to answer then."""
+    from perft_core import estimate
+
+    backend = reference if reference in ("cpu", "gpu", "gpu-emulated") else "cpu"
+    try:
+        guess = estimate.estimate(board_from(fen).fen(), depth, backend=backend, threads=threads or 1)
+    except (ImportError, ValueError):  # no usable backend of that kind here: the walk says so itself
+        return
+    if guess.seconds > estimate.DEFAULT_MAX_ESTIMATE_SECONDS:
+        slower = "" if reference == backend else f"; {reference} is not faster"
+        raise BadInput(f"the reference's perft {depth} here is about {guess.nodes:.3g} nodes, about "
+                       f"{estimate.format_seconds(guess.seconds)} at our {backend} backend's speed{slower}: add "
+                       "--max-seconds S to walk within a budget, or --force to walk anyway")
 
 
 def cmd_suite(args) -> int:

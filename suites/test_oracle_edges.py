@@ -314,6 +314,19 @@ def test_an_engine_that_fails_before_any_count_differs_is_still_no_verdict(capsy
     assert out == "" and "crashed" in err
 
 
+def test_diff_refuses_a_walk_of_years_unless_bounded_or_forced(capsys):
+    """perft diff of startpos 14 started counting at once (perft run refuses a count over a day);
+    it now says the estimate and exits 2, and with --max-seconds it walks within the budget."""
+    start = time.monotonic()
+    assert cli.main(["diff", "--engine", "cpu", "startpos", "14"]) == 2
+    err = capsys.readouterr().err
+    assert "the reference's perft 14 here is about 9" in err and "python-chess is not faster" in err
+    assert "add --max-seconds S to walk within a budget, or --force" in err
+    assert cli.main(["diff", "--engine", "cpu", "--max-seconds", "1", "startpos", "14"]) == 3
+    assert time.monotonic() - start < 30 and "no verdict" in capsys.readouterr().out
+    assert cli.main(["diff", "--engine", "cpu", "startpos", "3"]) == 0  # a small walk is not estimated away
+
+
 def test_diff_max_seconds_bounds_a_query_that_hangs(capsys):
     uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "hang"])
     start = time.monotonic()
