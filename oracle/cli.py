@@ -188,9 +188,13 @@ def _error(message: str) -> int:
 
 
 def _status(run: RunResult) -> int:
-    """The run's exit status; when it is 2, why, as one line on stderr (not only in the table)."""
+    """The run's exit status; when rows could not be judged or none was, why, as one line on stderr
+    (not only in the table): ``perft: error: ...``, or ``perft: stopped: ...`` when a time budget
+    ended the run (exit 3: nothing went wrong)."""
     problem = run.problem()
-    if problem is not None:
+    if problem is not None and run.exit_status == cliargs.LIMITED:
+        print(f"perft: stopped: {problem}", file=sys.stderr)
+    elif problem is not None:
         _error(problem)
     return run.exit_status
 

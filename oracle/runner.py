@@ -159,12 +159,13 @@ class RunResult:
                            judged=bool(statuses & {"pass", "fail"}), limited="skipped" in statuses)
 
     def problem(self) -> str | None:
-        """Why the exit status is 2, in one line (None when it is not)."""
+        """Why rows could not be judged (errors), or that none was, in one line; None when neither
+        (the exit status is then 0 or 1, or 3 with some row judged)."""
         errors = [row for row in self.rows if row.status == "error"]
         if errors:
             return (f"{len(errors)} {'row' if len(errors) == 1 else 'rows'} could not be judged; first: {errors[0].suite} {errors[0].id}: "
                     f"{str(errors[0].error).splitlines()[0] if errors[0].error else 'error'}")
-        if not self.judged and self.exit_status == 2:  # a time budget that skipped every row is 3: stopped
+        if not self.judged:
             return (f"nothing was judged: every row was skipped ({len(self.rows)}) or over the node budget "
                     f"({sum(self.over_budget.values())})")
         return None
