@@ -540,11 +540,13 @@ def cmd_report(args) -> int:
         print(f"perft report: made folder {args.out}", file=sys.stderr)
     status = _report_in(args, engine_spec, name, command)
     if made is not None and status == cliargs.UNJUDGED and not any(p.is_file() for p in made.rglob("*")):
-        for folder in [args.out, *args.out.parents]:  # the empty folders it made, innermost first
-            folder.rmdir()
-            if folder == made:
-                break
-        print(f"perft report: removed the empty folder {made} again", file=sys.stderr)
+        folders = sorted((p for p in made.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True)
+        try:
+            for folder in [*folders, made]:  # deepest first; rmdir removes only an empty folder
+                folder.rmdir()
+            print(f"perft report: removed the empty folder {made} again", file=sys.stderr)
+        except OSError:  # something appeared there meanwhile: leave it
+            pass
     return status
 
 
