@@ -158,6 +158,11 @@ def csv_names(fieldnames) -> list[str]:
     return [name.strip().lower() for name in fieldnames or []]
 
 
+def csv_problem(exc: Exception) -> str:
+    """A ``csv.Error`` said as a table row's problem, without Python's advice on opening files."""
+    return "cannot read this CSV row: " + str(exc).split(" - ")[0]
+
+
 def _is_csv_header(text: str) -> bool:
     """A table's header line: comma-separated names among which ``fen``, ``depth`` and ``nodes``."""
     return {"fen", "depth", "nodes"} <= set(csv_names(text.split(",")))
@@ -220,7 +225,16 @@ def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLi
             raise ValueError(message)
         on_error(message)
 
-    for raw in reader:
+    rows = iter(reader)
+    while True:
+        before = reader.line_num
+        try:
+            raw = next(rows)
+        except StopIteration:
+            break
+        except csv.Error as exc:  # a lone carriage return in a field, a NUL: that line is not a row
+            fail(f"{source}:{before + 1}: {csv_problem(exc)}")  # (the reader goes on with the next line)
+            continue
         number = reader.line_num
         fen, depth, nodes = (raw.get(c) for c in ("fen", "depth", "nodes"))
         if fen is None or depth is None or nodes is None:

@@ -274,3 +274,20 @@ def test_a_table_header_in_any_case_and_a_byte_order_mark_are_read(capsys, monke
     assert (status, err) == (0, "") and "expected 20: agrees" in out
     status, out, err = run(capsys, "run", "-", "1", stdin="\ufeffstartpos\n", monkeypatch=monkeypatch)
     assert (status, err) == (0, "") and "20 nodes" in out
+
+
+def test_a_csv_row_the_csv_reader_refuses_is_a_line_error_not_a_traceback(capsys, monkeypatch, tmp_path):
+    """A lone carriage return inside a field (hypothesis found 'fen,depth,nodes\\n\\r0'): python's csv
+    reader raises csv.Error, which went up as a traceback from perft run and perft suite alike. It is
+    now that line's error: perft run goes on with the next line, perft suite refuses the file."""
+    from oracle import cli as oracle_cli
+
+    table = f"fen,depth,nodes\n\r0\n{chess.STARTING_FEN},1,20\n"
+    status, out, err = run(capsys, "run", "-", stdin=table, monkeypatch=monkeypatch)
+    assert status == 2 and "Traceback" not in err
+    assert err == "perft: error: stdin:2: cannot read this CSV row: new-line character seen in unquoted field\n"
+    assert out == f"line 3 depth 1: 20 nodes, expected 20: agrees  ({chess.STARTING_FEN})\n"
+    path = tmp_path / "t.csv"
+    path.write_text(table, newline="")
+    assert oracle_cli.main(["suite", str(path), "--engine", "python-chess"]) == 2
+    assert capsys.readouterr().err == f"perft: error: {path}:2: cannot read this CSV row: new-line character seen in unquoted field\n"
