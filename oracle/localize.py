@@ -152,6 +152,7 @@ class Localization:
         for move in self.path:
             board.push(board.parse_uci(move))
         self.evidence["stopped"] = why
+        self.engine_calls = max(self.engine_calls, sum(level.engine_calls for level in self.levels))
         with fen_notation(self.root_fen):
             return self.ended("gave_up", self.path, fen_of(board), self.depth - len(self.path), start)
 

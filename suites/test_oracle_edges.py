@@ -306,6 +306,28 @@ def test_a_walk_stopped_after_the_counts_differed_keeps_its_proof(capsys, fault,
     assert "disagrees with" in text and "path:    d7d5" in text and "d7d5: 75 / 79" in text and stopped in text
 
 
+def test_a_total_only_walk_cut_short_keeps_its_levels_and_calls(capsys, tmp_path):
+    """The same for an engine that prints only totals (perft diff --protocol cli, drill): its root
+    total already differs (no e.p.); the next count crashes: exit 1, the root level and the engine
+    calls made so far in the JSON."""
+    script = tmp_path / "total.py"
+    script.write_text("import sys, os, chess\n"
+                      f"sys.path.insert(0, {str(FAKES)!r})\n"
+                      "import broken\n"
+                      "fen, depth = sys.argv[1], int(sys.argv[2])\n"
+                      "tmp = os.path.join(os.path.dirname(__file__), 'calls')\n"
+                      "n = int(open(tmp).read()) if os.path.exists(tmp) else 0\n"
+                      "open(tmp, 'w').write(str(n + 1))\n"
+                      "if n >= 1: sys.exit(3)\n"
+                      "rows = broken.divide(chess.Board(fen), depth, broken.BUGS['no-ep'])\n"
+                      "print('Nodes searched:', sum(c for _, c in rows))\n")
+    engine = shlex.join([sys.executable, str(script)]) + " {fen} {depth}"
+    status = cli.main(["diff", "--protocol", "cli", "--engine", engine, EP_DISCOVERS, "3", "--json"])
+    loc = json.loads(capsys.readouterr().out)
+    assert status == 1 and loc["kind"] == "gave_up" and loc["method"] == "children" and loc["engine_calls"] >= 1
+    assert loc["levels"][0]["engine_total"] != loc["levels"][0]["reference_total"] and "failed" in loc["evidence"]["stopped"]
+
+
 def test_an_engine_that_fails_before_any_count_differs_is_still_no_verdict(capsys):
     """Crashing on its first query: nothing was compared, so exit 2 and no verdict, as before."""
     uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "no-ep", "--crash-after", "0"])
