@@ -285,7 +285,7 @@ def _epd_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
 
 
 def _csv_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
-    from perft_core.positions import csv_names, csv_problem
+    from perft_core.positions import csv_names, csv_records
 
     reader = csv.DictReader(io.StringIO(text))
     reader.fieldnames = csv_names(reader.fieldnames)
@@ -293,16 +293,9 @@ def _csv_rows(path: str, text: str) -> list[tuple[int, str, str, int, int]]:
     if missing:
         raise TableFileError(f"{path}:1: the header must name fen, depth and nodes; missing {', '.join(missing)}")
     rows = []
-    records = iter(reader)
-    while True:
-        before = reader.line_num
-        try:
-            raw = next(records)
-        except StopIteration:
-            break
-        except csv.Error as exc:  # a lone carriage return in a field, a NUL: the table is refused
-            raise TableFileError(f"{path}:{before + 1}: {csv_problem(exc)}") from None
-        number = reader.line_num
+    for number, raw, problem in csv_records(reader):
+        if problem is not None:  # a line the csv reader refuses: the table is refused
+            raise TableFileError(f"{path}:{number}: {problem}")
         if any(raw.get(c) is None for c in ("fen", "depth", "nodes")):
             raise TableFileError(f"{path}:{number}: too few fields")
         rows.append((number, (raw.get("id") or "").strip() or f"line{number}", raw["fen"].strip(),

@@ -158,9 +158,23 @@ def csv_names(fieldnames) -> list[str]:
     return [name.strip().lower() for name in fieldnames or []]
 
 
-def csv_problem(exc: Exception) -> str:
-    """A ``csv.Error`` said as a table row's problem, without Python's advice on opening files."""
-    return "cannot read this CSV row: " + str(exc).split(" - ")[0]
+def csv_records(reader) -> Iterator[tuple[int, dict | None, str | None]]:
+    """The records of a ``csv.DictReader`` as ``(line, record, None)``, and each line its reader
+    refuses (a lone carriage return in a field, a NUL) as ``(line, None, problem)``, said without
+    Python's advice on opening files; the reader goes on with the next line."""
+    import csv
+
+    records = iter(reader)
+    while True:
+        before = reader.line_num
+        try:
+            raw = next(records)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield before + 1, None, "cannot read this CSV row: " + str(exc).split(" - ")[0]
+            continue
+        yield reader.line_num, raw, None
 
 
 def _is_csv_header(text: str) -> bool:
@@ -225,17 +239,10 @@ def read_csv(lines: Iterable[str], source: str, on_error=None) -> Iterator[EpdLi
             raise ValueError(message)
         on_error(message)
 
-    rows = iter(reader)
-    while True:
-        before = reader.line_num
-        try:
-            raw = next(rows)
-        except StopIteration:
-            break
-        except csv.Error as exc:  # a lone carriage return in a field, a NUL: that line is not a row
-            fail(f"{source}:{before + 1}: {csv_problem(exc)}")  # (the reader goes on with the next line)
+    for number, raw, problem in csv_records(reader):
+        if problem is not None:  # (the reader goes on with the next line)
+            fail(f"{source}:{number}: {problem}")
             continue
-        number = reader.line_num
         fen, depth, nodes = (raw.get(c) for c in ("fen", "depth", "nodes"))
         if fen is None or depth is None or nodes is None:
             fail(f"{source}:{number}: too few fields")
