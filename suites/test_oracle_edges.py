@@ -285,8 +285,10 @@ EP_DISCOVERS = "4k3/3p4/8/4P3/8/8/8/K3R3 b - - 0 1"  # d7d5 then e5xd6 e.p. disc
 
 @pytest.mark.parametrize("fault, options, stopped", [
     ("--crash-after", [], "failed: crashed"),
-    ("--timeout-after", ["--timeout", "1"], "failed: timed out"),
-    ("--hang-after", ["--max-seconds", "2", "--timeout", "60"], "stopped at the time budget (2 s)"),
+    # limits far above the first query's time (an engine started and perft 3 by python-chess), so a
+    # loaded machine still answers it in time: only the hanging second query meets them
+    ("--timeout-after", ["--timeout", "6"], "failed: timed out"),
+    ("--hang-after", ["--max-seconds", "6", "--timeout", "60"], "stopped at the time budget (6 s)"),
 ])
 def test_a_walk_stopped_after_the_counts_differed_keeps_its_proof(capsys, fault, options, stopped):
     """The engine's root divide already differs below d7d5 (no e.p.); then its next query crashes,
@@ -304,6 +306,18 @@ def test_a_walk_stopped_after_the_counts_differed_keeps_its_proof(capsys, fault,
     assert cli.main(["diff", *options, "--engine", uci, EP_DISCOVERS, "3"]) == 1
     text = capsys.readouterr().out
     assert "disagrees with" in text and "path:    d7d5" in text and "d7d5: 75 / 79" in text and stopped in text
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])  # the smallest depth that shows the missing e.p., and deeper
+def test_a_walk_cut_short_by_a_crash_keeps_its_proof_at_any_depth(capsys, depth):
+    uci = shlex.join([sys.executable, str(FAKES / "fake_uci.py"), "no-ep", "--crash-after", "1"])
+    assert cli.main(["diff", "--engine", uci, EP_DISCOVERS, str(depth), "--json"]) == 1
+    loc = json.loads(capsys.readouterr().out)
+    root = loc["levels"][0]
+    move = root["mismatch"]
+    assert loc["kind"] == "gave_up" and loc["path"] == [move] and loc["depth_left"] == depth - 1
+    assert root["engine"][move] < root["reference"][move]  # the engine misses the e.p. below it
+    assert "failed: crashed" in loc["evidence"]["stopped"]
 
 
 def test_a_total_only_walk_cut_short_keeps_its_levels_and_calls(capsys, tmp_path):
