@@ -641,6 +641,90 @@ __global__ void __launch_bounds__(PC_SCAN_THREADS) leaf_merge_heads_kernel(const
         if (items[k]) heads[at++] = (u32)(first + k);
 }
 
+// ----- selection and gathers of the host's array steps (parts, table statistics, table images) -----
+// Each replaces a CuPy array operation (flatnonzero, argmin, take, full, count_nonzero), which CuPy
+// compiles with NVRTC at its first use in a process whose kernel cache is empty: a fresh machine's
+// first deep run paid seconds for them (NOTES.md, session 32). These are in the precompiled cubin.
+
+// merge.keep_part, step 1: flag[i] = 1 for the boards of part `part` of `parts` (key_part, as
+// part_filter_kernel), 0 for the others; *first_other (set to all ones before) gets the least index
+// of a board of another part (one atomic a warp that has one, after a plain read of the word).
+__global__ void part_flags_kernel(const Key128* __restrict__ keys, u64 n, u32 parts, u32 part, u32* __restrict__ flag,
+                                  unsigned long long* first_other) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool other = i < n && key_part(keys[i], parts) != part;
+    if (i < n) flag[i] = other ? 0u : 1u;
+    const u32 ballot = __ballot_sync(0xffffffffu, other);
+    if (ballot && (threadIdx.x & 31) == __ffs(ballot) - 1) {
+        const unsigned long long v = i;
+        if (v < *(volatile unsigned long long*)first_other) atomicMin(first_other, v);
+    }
+}
+
+// A stream compaction with ranks (after scan_tiles_u32_kernel over flag, its sums scanned into
+// tile_offsets; null with one tile): rows[r] = the index of the r-th flagged element, in index order.
+// With group_of (non-null): group_of[i] = the rank of a flagged i, `other` for the rest. With
+// first_other (non-null): rows[other] = *first_other (keep_part's one board of the other parts).
+__global__ void __launch_bounds__(PC_SCAN_THREADS) rank_rows_kernel(const u32* __restrict__ flag, u64 n,
+                                                                    const u64* __restrict__ tile_offsets, u32 other,
+                                                                    const unsigned long long* first_other,
+                                                                    u32* __restrict__ rows, u32* __restrict__ group_of) {
+    const u64 first = (u64)blockIdx.x * PC_SCAN_TILE + (u64)threadIdx.x * PC_SCAN_ITEMS;
+    u32 items[PC_SCAN_ITEMS];
+    u64 v = 0;
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
+        items[k] = first + k < n ? flag[first + k] : 0u;
+        v += items[k];
+    }
+    u64 total;
+    u64 at = block_exclusive(v, &total) + (tile_offsets ? tile_offsets[blockIdx.x] : 0);
+    for (int k = 0; k < PC_SCAN_ITEMS && first + k < n; ++k) {
+        if (items[k]) {
+            if (group_of) group_of[first + k] = (u32)at;
+            rows[at++] = (u32)(first + k);
+        } else if (group_of) {
+            group_of[first + k] = other;
+        }
+    }
+    if (first_other && blockIdx.x == 0 && threadIdx.x == 0) rows[other] = (u32)*first_other;
+}
+
+// dst row r = src row rows[r] (rows of `words` uint64), for r < m: one thread a word.
+__global__ void gather_rows_kernel(const u64* __restrict__ src, const u32* __restrict__ rows, u64 m, u32 words,
+                                   u64* __restrict__ dst) {
+    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < m * words) {
+        const u64 r = t / words;
+        dst[t] = src[(u64)rows[r] * words + (t - r * words)];
+    }
+}
+
+// dst row rows[r] = src row r (rows of `words` uint64, rows distinct), for r < m: one thread a word.
+__global__ void scatter_rows_kernel(const u64* __restrict__ src, const u32* __restrict__ rows, u64 m, u32 words,
+                                    u64* __restrict__ dst) {
+    const u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < m * words) {
+        const u64 r = t / words;
+        dst[(u64)rows[r] * words + (t - r * words)] = src[t];
+    }
+}
+
+// out[i] = table[index[i]] (uint32): merge.then_group's composition of two group maps.
+__global__ void take_u32_kernel(const u32* __restrict__ table, const u32* __restrict__ index, u64 n,
+                                u32* __restrict__ out) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = table[index[i]];
+}
+
+// Nonzero words a[i * stride], i < n: flagged (flag non-null: flag[i] = 0 or 1) and counted into *total.
+__global__ void nonzero_kernel(const u64* __restrict__ a, u64 n, u64 stride, u32* __restrict__ flag,
+                               unsigned long long* total) {
+    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool set = i < n && a[i * stride] != 0;
+    if (flag && i < n) flag[i] = set ? 1u : 0u;
+    block_add(set ? 1 : 0, total);
+}
+
 // Step 2 (after the scan of head into rank): each head copies its board and key to its rank among
 // the heads and records that rank as its slot's group.
 __global__ void merge_heads_kernel(const u64* __restrict__ boards, const u64* __restrict__ keys,

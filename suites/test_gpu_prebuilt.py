@@ -188,6 +188,59 @@ def test_device_merge_matches_numpy(n, distinct):
         assert any(np.array_equal(ub[g], boards.reshape(-1, 5)[i]) for i in idx)
 
 
+def _part_keys(rng, n: int, parts: int, own: str) -> np.ndarray:
+    """n random keys (flat lo, hi), all in part 0 of ``parts`` (own "all"), none (own "none") or mixed."""
+    keys = rng.integers(0, 2**64 - 1, (n, 2), dtype=np.uint64, endpoint=True)
+    if own == "all":
+        keys[:, 1] &= np.uint64((1 << 32) - 1)  # top word 0: part 0 of any number of parts
+    elif own == "none":
+        keys[:, 1] |= np.uint64(0xFFFFFFFF << 32)  # top word all ones: the last part
+    return keys.reshape(-1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n, parts, own", [(1, 2, "mixed"), (1, 2, "none"), (2047, 4, "mixed"), (2048, 3, "mixed"),
+                                           (2049, 4, "all"), (2049, 4, "none"), (300_001, 4, "mixed")])
+def test_device_part_selection_and_gathers_match_the_emulated_device(n, parts, own):
+    """The precompiled kernels that replaced CuPy's array operations (part_rows, gather_rows,
+    scatter_rows, take_u32, nonzero_rows) give the emulated device's NumPy results, over one tile,
+    tile edges and many tiles, with every board, none or some in the part."""
+    import cupy as cp
+
+    from perft_core.gpu.kernels import CupyKernels
+    from perft_core.hostbatch import WORDS
+
+    k, e = CupyKernels(), EmulatedKernels()
+    rng = np.random.default_rng(n + parts)
+    keys = _part_keys(rng, n, parts, own)
+    boards = rng.integers(0, 2**63, n * WORDS, dtype=np.uint64)
+    for part in (0, parts - 1):
+        m, rows, group_of = k.part_rows(cp.asarray(keys), n, parts, part)
+        want_m, want_rows, want_groups = e.part_rows(keys, n, parts, part)
+        assert m == want_m
+        assert np.array_equal(rows.get()[:m + (m < n)], want_rows[:m + (m < n)])
+        assert np.array_equal(group_of.get(), want_groups)
+        if m < n:
+            kept = cp.empty((m + 1) * WORDS, dtype=cp.uint64)
+            k.gather_rows(cp.asarray(boards), rows, m + 1, WORDS, kept)
+            assert np.array_equal(kept.get().reshape(-1, WORDS), boards.reshape(-1, WORDS)[want_rows])
+    table = rng.integers(0, 1000, 5000, dtype=np.uint32)
+    index = rng.integers(0, 5000, n, dtype=np.uint32)
+    assert np.array_equal(k.take_u32(cp.asarray(table), cp.asarray(index)).get(), table[index])
+    entries = np.where(rng.random(n * 3) < 0.3, rng.integers(1, 2**63, n * 3, dtype=np.uint64), np.uint64(0))
+    for stride in (1, 3):
+        count, found = k.nonzero_rows(cp.asarray(entries[1:]), n, stride)
+        want_count, want_found = e.nonzero_rows(entries[1:], n, stride)
+        assert count == want_count == k.nonzero_rows(cp.asarray(entries[1:]), n, stride, rows=False)[0]
+        assert np.array_equal(found.get(), want_found)
+    dst, want = cp.zeros(n * 3, dtype=cp.uint64), np.zeros(n * 3, dtype=np.uint64)
+    slots = rng.permutation(n)[:max(1, n // 2)].astype(np.uint32)
+    src = rng.integers(0, 2**63, len(slots) * 3, dtype=np.uint64)
+    k.scatter_rows(cp.asarray(src), cp.asarray(slots), len(slots), 3, dst)
+    e.scatter_rows(src, slots, len(slots), 3, want)
+    assert np.array_equal(dst.get(), want)
+
+
 # ----- CupyKernels' launch glue, on NumPy stand-ins for the device kernels ------------------------------------
 # Each stand-in follows its kernel's signature in kernels/pc_kernels.cu (argument order and meaning), run
 # serially over the grid: a wrong argument order or size in CupyKernels' scan and merge fails here, on
@@ -214,7 +267,7 @@ def fake_cupy_kernels(order_seed: int = 0):
     import ctypes
     import types
 
-    from perft_core.gpu.kernels import SCAN_TILE, CupyKernels
+    from perft_core.gpu.kernels import SCAN_TILE, CupyKernels, part_mask
 
     def empty(n, dtype):
         return np.empty(n, dtype=dtype).view(FakeDeviceArray)
@@ -287,6 +340,42 @@ def fake_cupy_kernels(order_seed: int = 0):
         slot_of, group_of_slot, n, group_of = args
         group_of[:int(n)] = group_of_slot[slot_of[:int(n)]]
 
+    def part_flags(grid, block, args):
+        keys, n, parts, part, flag, first_other = args
+        mine = part_mask(np.asarray(keys), int(n), int(parts), int(part))
+        flag[:int(n)] = mine
+        if not mine.all():
+            first_other[0] = min(int(first_other[0]), int(np.flatnonzero(~mine)[0]))
+
+    def rank_rows(grid, block, args):  # each tile ranks its flagged elements from the tile's offset
+        flag, n, tile_offsets, other, first_other, rows, group_of = args
+        tile_offsets, first_other, group_of = null(tile_offsets), null(first_other), null(group_of)
+        for b in range(grid[0]):
+            lo = b * SCAN_TILE
+            idx = lo + np.flatnonzero(flag[lo:min(int(n), lo + SCAN_TILE)])
+            at = 0 if tile_offsets is None else int(tile_offsets[b])
+            rows[at:at + len(idx)] = idx
+            if group_of is not None:
+                group_of[lo:min(int(n), lo + SCAN_TILE)] = other
+                group_of[idx] = np.arange(at, at + len(idx))
+        if first_other is not None:
+            rows[int(other)] = first_other[0]
+
+    def gather_rows(grid, block, args):
+        src, rows, m, words, dst = args
+        EmulatedKernels().gather_rows(np.asarray(src), np.asarray(rows), int(m), int(words), dst)
+
+    def take_u32(grid, block, args):
+        table, index, n, out = args
+        out[:int(n)] = table[index[:int(n)]]
+
+    def nonzero(grid, block, args):
+        a, n, stride, flag, total = args
+        found = np.asarray(a)[:int(n) * int(stride):int(stride)] != 0
+        if null(flag) is not None:
+            flag[:int(n)] = found
+        total[0] += int(found.sum())
+
     runtime = types.SimpleNamespace(memcpyDeviceToHost=2, streamSynchronize=lambda stream: None,
                                     memcpyAsync=lambda dst, src, size, kind, stream: ctypes.memmove(dst, src, size))
     k = object.__new__(CupyKernels)
@@ -302,7 +391,9 @@ def fake_cupy_kernels(order_seed: int = 0):
             "merge_insert_kernel": merge_insert, "merge_heads_kernel": merge_heads, "merge_group_kernel": merge_group,
             "leaf_keys_claim_kernel<0>": leaf_keys_claim, "leaf_merge_heads_kernel": leaf_merge_heads,
             "leaf_heads_kernel<0>": leaf_heads,
-            "upsweep_heads_kernel": upsweep_heads}
+            "upsweep_heads_kernel": upsweep_heads, "part_flags_kernel": part_flags, "rank_rows_kernel": rank_rows,
+            "gather_rows_kernel": gather_rows, "take_u32_kernel": take_u32, "nonzero_kernel": nonzero}
+    k.total = np.zeros(1, dtype=np.uint64).view(FakeDeviceArray)
     k.gen_threads = k.leaf_threads = 128
     k.ci = None
     return k
@@ -324,6 +415,34 @@ def test_cupy_leaf_merge_glue_counts_each_distinct_child_once(seed, n):
     want = np.zeros(len(values), dtype=np.uint64)
     np.add.at(want, np.asarray(parents), 1000 + child)
     assert np.array_equal(np.asarray(values), want)
+
+
+@pytest.mark.parametrize("n, own", [(1, "mixed"), (1, "none"), (700, "mixed"), (5000, "mixed"), (5000, "all"),
+                                    (5000, "none")])
+def test_cupy_part_selection_and_gather_glue_match_the_emulated_device(n, own):
+    """CupyKernels.part_rows, gather_rows, take_u32 and nonzero_rows on stand-in kernels (over 1-3
+    tiles of the compaction) give the emulated device's results: the glue that replaced CuPy's
+    array operations (merge.keep_part, then_group, the tables' occupancy, table images)."""
+    k, e = fake_cupy_kernels(), EmulatedKernels()
+    rng = np.random.default_rng(n)
+    keys = _part_keys(rng, n, 4, own)
+    boards = rng.integers(0, 2**63, n * 5, dtype=np.uint64)
+    for part in (0, 3):
+        m, rows, group_of = k.part_rows(keys.copy().view(FakeDeviceArray), n, 4, part)
+        want = e.part_rows(keys, n, 4, part)
+        assert m == want[0] and np.array_equal(np.asarray(group_of), want[2])
+        assert np.array_equal(np.asarray(rows)[:m + (m < n)], want[1][:m + (m < n)])
+        if m < n:
+            kept = np.empty((m + 1) * 5, dtype=np.uint64)
+            k.gather_rows(boards, rows, m + 1, 5, kept)
+            assert np.array_equal(kept.reshape(-1, 5), boards.reshape(-1, 5)[want[1]])
+    index = rng.integers(0, 40, n).astype(np.uint32)
+    table = rng.integers(0, 9, 40).astype(np.uint32)
+    assert np.array_equal(np.asarray(k.take_u32(table, index.view(FakeDeviceArray))), table[index])
+    entries = np.where(rng.random(3 * n) < 0.3, np.uint64(5), np.uint64(0))
+    got, want = k.nonzero_rows(entries[1:], n, 3), e.nonzero_rows(entries[1:], n, 3)
+    assert got[0] == want[0] == k.nonzero_rows(entries[1:], n, 3, rows=False)[0]
+    assert np.array_equal(np.asarray(got[1]), want[1])
 
 
 @pytest.mark.parametrize("n", [0, 1, 2048, 2049, 2048 * 2048 + 3])  # one tile, two, three levels of tiles

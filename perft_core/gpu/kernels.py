@@ -208,6 +208,30 @@ class EmulatedKernels:
         merged_keys.reshape(-1, 2)[...] = keys[:2 * n].reshape(n, 2)[heads]
         return group_of
 
+    def part_rows(self, keys, n, parts, part):
+        mine = part_mask(keys, n, parts, part)
+        own = np.flatnonzero(mine)
+        others = np.flatnonzero(~mine)
+        rows = np.append(own, others[0] if others.size else n).astype(np.uint32)
+        group_of = np.full(n, own.size, dtype=np.uint32)
+        group_of[own] = np.arange(own.size, dtype=np.uint32)
+        return int(own.size), rows, group_of
+
+    def gather_rows(self, src, rows, m, words, dst):
+        index = (rows[:m].astype(np.int64)[:, None] * words + np.arange(words)).reshape(-1)
+        dst[:m * words] = src[index]
+
+    def scatter_rows(self, src, rows, m, words, dst):
+        index = (rows[:m].astype(np.int64)[:, None] * words + np.arange(words)).reshape(-1)
+        dst[index] = src[:m * words]
+
+    def take_u32(self, table, index):
+        return np.take(table, index)
+
+    def nonzero_rows(self, a, n, stride, rows: bool = True):
+        found = np.flatnonzero(a[:n * stride:stride] != 0)
+        return int(found.size), found.astype(np.uint32) if rows else None
+
     def leaf_merged(self, boards, keys, parents, moves, n, us, z, values) -> int:
         # The emulated device groups with NumPy and counts each group's child with the CPU perft.
         child_keys = np.empty((n, 2), dtype=np.uint64)
@@ -558,6 +582,66 @@ class CupyKernels:
 
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
+
+    def part_rows(self, keys, n, parts, part):
+        """The split level's selection of a part (``merge.keep_part``): of the first ``n`` keys (uint64
+        pairs lo, hi), those in part ``part`` of ``parts`` (:func:`key_part`). Returns (m, rows,
+        group_of): m own boards; rows (uint32, m + 1) their indices in order, then the least index of
+        a board of another part (n when there is none); group_of (uint32, n) each own board's rank,
+        m for the others. Temporaries: 4 bytes a board, and the scan's tile sums."""
+        cp = self.xp
+        flag = self._temp(n, cp.uint32, "part_flag")
+        first = self._temp(1, cp.uint64, "part_first_other")
+        first.data.memset_async(0xFF, 8)
+        self._launch("part_flags_kernel", n, 256, (keys, np.uint64(n), np.uint32(parts), np.uint32(part), flag, first))
+        return self._rank_rows(flag, n, first, True, "part")
+
+    def _rank_rows(self, flag, n: int, first_other, groups: bool, site: str):
+        """The compaction of a uint32 0/1 ``flag`` of ``n`` elements (``rank_rows_kernel``): (m, rows,
+        group_of or None), rows (uint32) the m flagged indices in order, then ``*first_other`` when
+        it is given (m + 1 rows); group_of (uint32, n, with ``groups``) the rank of each flagged
+        element, m for the rest."""
+        cp = self.xp
+        tiles = (int(n) + SCAN_TILE - 1) // SCAN_TILE
+        sums = self._temp(tiles, cp.uint64, f"{site}_tile_sums")
+        self._launch_grid("scan_tiles_u32_kernel", tiles, 256, (flag, np.uint64(n), sums))
+        tile_offsets = self._temp(tiles + 1, cp.uint64, f"{site}_tile_offsets")
+        m = self.scan(sums, tiles, tile_offsets)
+        rows = self._temp(m + (first_other is not None), cp.uint32, f"{site}_rows")
+        group_of = self._temp(n, cp.uint32, f"{site}_group_of") if groups else None
+        null = np.uint64(0)
+        self._launch_grid("rank_rows_kernel", tiles, 256,
+                          (flag, np.uint64(n), tile_offsets, np.uint32(m), null if first_other is None else first_other,
+                           rows, null if group_of is None else group_of))
+        return m, rows, group_of
+
+    def gather_rows(self, src, rows, m, words, dst):
+        """dst row r = src row rows[r] for r < ``m`` (rows of ``words`` uint64; rows uint32)."""
+        self._launch("gather_rows_kernel", int(m) * int(words), 256, (src, rows, np.uint64(m), np.uint32(words), dst))
+
+    def scatter_rows(self, src, rows, m, words, dst):
+        """dst row rows[r] = src row r for r < ``m`` (rows of ``words`` uint64; rows uint32, distinct)."""
+        self._launch("scatter_rows_kernel", int(m) * int(words), 256, (src, rows, np.uint64(m), np.uint32(words), dst))
+
+    def take_u32(self, table, index):
+        """table[index] of two uint32 arrays (``merge.then_group``), a new array."""
+        out = self._temp(index.size, self.xp.uint32, "take_u32")
+        self._launch("take_u32_kernel", index.size, 256, (table, index, np.uint64(index.size), out))
+        return out
+
+    def nonzero_rows(self, a, n, stride, rows: bool = True):
+        """The words a[i * stride], i < ``n``, that are not 0 (a table's occupied slots): (count,
+        their indices i as uint32 in order, or None without ``rows``)."""
+        if n == 0:
+            return 0, self._temp(0, self.xp.uint32, "nonzero_rows") if rows else None
+        flag = self._temp(n, self.xp.uint32, "nonzero_flag") if rows else None
+        self.zero(self.total)
+        self._launch("nonzero_kernel", n, 256, (a, np.uint64(n), np.uint64(stride), flag if rows else np.uint64(0),
+                                                self.total))
+        if not rows:
+            return self._read_word(self.total), None
+        m, found, _ = self._rank_rows(flag, n, None, False, "nonzero")
+        return m, found
 
     def _owner_table(self, n: int, slots_per_key: int, site: str):
         """The zeroed owner table of a merge's insert (kernels/pc_kernels.cu ``merge_claim``):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..hostbatch import WORDS
-from .kernels import part_mask
 
 MERGE_TEMP_BYTES_PER_BOARD = 36
 """The merge of a level's boards takes temporaries outside the arena (CupyKernels.merge_groups): a
@@ -57,24 +56,14 @@ def keep_part(kernels, arena, boards, keys, n: int, ply: int, parts: int, part: 
     share. The kept boards are copied into ``arena`` (sites ``part_boards[ply]``,
     ``part_keys[ply]``); group_of (uint32, n) maps each board to its group for the upsweep, None
     when every board is this part's (then the inputs come back unchanged)."""
-    xp = kernels.xp
     with kernels.temporaries(f"part_mask[{ply}]"):  # out of memory: the driver halves the chunk
-        mine = part_mask(keys, n, parts, part)
-        own = xp.flatnonzero(mine)
-        m = int(own.size)
+        m, rows, group_of = kernels.part_rows(keys, n, parts, part)
         if m == n:
             return boards, keys, n, None
-        sel = xp.empty(m + 1, dtype=xp.int64)
-        sel[:m] = own
-        sel[m] = int(xp.argmin(mine.view(xp.uint8)))  # the first board of another part
-        del mine
         kept_boards = arena.alloc(f"part_boards[{ply}]", (m + 1) * WORDS, np.uint64)
         kept_keys = arena.alloc(f"part_keys[{ply}]", (m + 1) * 2, np.uint64)
-        xp.take(boards[:n * WORDS].reshape(n, WORDS), sel, axis=0, out=kept_boards.reshape(m + 1, WORDS))
-        xp.take(keys[:2 * n].reshape(n, 2), sel, axis=0, out=kept_keys.reshape(m + 1, 2))
-        del sel
-        group_of = xp.full(n, m, dtype=xp.uint32)
-        group_of[own] = xp.arange(m, dtype=xp.uint32)
+        kernels.gather_rows(boards, rows, m + 1, WORDS, kept_boards)
+        kernels.gather_rows(keys, rows, m + 1, 2, kept_keys)
     return kept_boards, kept_keys, m + 1, group_of
 
 
@@ -84,7 +73,7 @@ def then_group(kernels, first, second):
     if first is None or second is None:
         return second if first is None else first
     with kernels.temporaries("part_groups"):
-        return kernels.xp.take(second, first)
+        return kernels.take_u32(second, first)
 
 
 def leaf_merged(kernels, z, boards, keys, parents, moves, total: int, side: int, values, temp_bytes: int,

@@ -42,7 +42,8 @@ KERNEL_NAMES: tuple[str, ...] = tuple(
     + ["upsweep_kernel", "store_kernel", "upsweep_grouped_kernel", "widen_kernel", "count_hits_kernel", "part_filter_kernel",
        "scan_tiles_u32_kernel", "scan_tiles_u64_kernel", "scan_apply_u32_kernel", "scan_apply_u64_kernel",
        "merge_insert_kernel", "merge_heads_kernel", "merge_group_kernel",
-       "leaf_merge_heads_kernel", "upsweep_heads_kernel"])
+       "leaf_merge_heads_kernel", "upsweep_heads_kernel",
+       "part_flags_kernel", "rank_rows_kernel", "gather_rows_kernel", "scatter_rows_kernel", "take_u32_kernel", "nonzero_kernel"])
 # Options of the default build, NVRTC and nvcc alike (CuPy adds the architecture).
 OPTIONS: tuple[str, ...] = ("-std=c++17",)
 MANIFEST = "pc_kernels.cubin.json"

@@ -113,14 +113,16 @@ def _kernels_digest(src: str) -> str:
 
 
 def _host(kernels, array) -> np.ndarray:
-    """A host copy of a device (or NumPy) array."""
-    return kernels.read(kernels.xp.ascontiguousarray(array))[0]
+    """A host copy of a contiguous device (or NumPy) array."""
+    return kernels.read(array)[0]
 
 
-def _occupied(kernels, entries, words: int):
-    """Device mask of the occupied slots of ``entries`` (a flat table of ``words``-word entries):
-    the count word (a node count, never 0 in a stored entry) is not 0."""
-    return entries.reshape(-1, words)[:, 1] != 0
+def _host_rows(kernels, src, rows, m: int, words: int) -> np.ndarray:
+    """A host copy of rows ``rows`` (m indices, uint32 on the device) of ``src``, rows of ``words``
+    uint64 (the precompiled gather: no array operation for CuPy to compile)."""
+    dst = kernels.xp.empty(m * words, dtype=np.uint64)
+    kernels.gather_rows(src, rows, m, words, dst)
+    return _host(kernels, dst)
 
 
 def _cache_of(driver) -> tuple:
@@ -201,8 +203,8 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
                 for first in range(0, tt.slots, CHUNK_SLOTS):
                     n = min(CHUNK_SLOTS, tt.slots - first)
                     chunk = tt.entries[first * w:(first + n) * w]
-                    mask = _occupied(k, chunk, w)
-                    m = int(k.xp.count_nonzero(mask))
+                    # occupied slots: the count word (a node count, never 0 in a stored entry) is not 0
+                    m, idx = k.nonzero_rows(chunk[1:], n, w)
                     if m == 0:
                         continue
                     sparse = m * (1 + w + aw) < n * (w + aw)  # the occupied slots alone are smaller
@@ -213,10 +215,9 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
                     left -= nbytes
                     rows = tt.audit[first * 8:(first + n) * 8] if audit else None
                     if sparse:
-                        idx = k.xp.nonzero(mask)[0]
-                        arrays = [_host(k, idx.astype(k.xp.uint64)), _host(k, chunk.reshape(-1, w)[idx])]
+                        arrays = [_host(k, idx).astype(np.uint64), _host_rows(k, chunk, idx, m, w)]
                         if audit:
-                            arrays.append(_host(k, rows.reshape(-1, 8)[idx]))
+                            arrays.append(_host_rows(k, rows, idx, m, 8))
                         record("sparse", r, first, n, m, arrays)
                     else:
                         record("dense", r, first, n, m, [_host(k, chunk)] + ([_host(k, rows)] if audit else []))
@@ -378,9 +379,11 @@ def _load_records(driver, path, header: dict, index: list[dict], out: dict, befo
             else:
                 if data.size != m * (1 + w + audit):
                     raise ImageRefused("a sparse record of the wrong size")
-                idx = k.to_device(data[:m].astype(np.int64))
-                chunk.reshape(-1, w)[idx] = k.to_device(data[m:m * (1 + w)].reshape(m, w))
+                if m and int(data[:m].max()) >= n:
+                    raise ImageRefused("a sparse record names a slot outside its chunk")
+                idx = k.to_device(data[:m].astype(np.uint32))
+                k.scatter_rows(k.to_device(data[m:m * (1 + w)]), idx, m, w, chunk)
                 if rows is not None:
-                    rows.reshape(-1, 8)[idx] = k.to_device(data[m * (1 + w):].reshape(m, 8))
+                    k.scatter_rows(k.to_device(data[m * (1 + w):]), idx, m, 8, rows)
             out["entries"][int(row["r"])] = out["entries"].get(int(row["r"]), 0) + m
     tables.loaded(out["entries"])

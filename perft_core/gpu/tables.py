@@ -272,14 +272,13 @@ class DeviceTables:
         ``slots``, with ``occupancy`` also ``occupied`` and ``evictions`` (see
         ``TTBfsDriver.tt_statistics``)."""
         out: dict[int, dict[str, int]] = {r: dict(v) for r, v in self.depth_stats.items()}
-        xp = self.k.xp
         for r, tt in self.tts.items():
             row = out.setdefault(r, dict.fromkeys(DEPTH_COUNTERS, 0))
             row["slots"] = int(tt.slots)
             if occupancy and self.entry_words != ENTRY_WORDS:  # a statistics entry is held where its nodes are
-                occupied = int(xp.count_nonzero(tt.entries.reshape(-1, self.entry_words)[:, 1]))
+                occupied = self.k.nonzero_rows(tt.entries[1:], int(tt.slots), self.entry_words, rows=False)[0]
             elif occupancy:
-                occupied = (int(xp.count_nonzero(tt.entries)) + 1) // 2
+                occupied = (self.k.nonzero_rows(tt.entries, int(tt.entries.size), 1, rows=False)[0] + 1) // 2
             if occupancy:
                 since_plan = row["stores"] - self._stores_at_plan.get(r, 0)
                 row.update(occupied=occupied, evictions=max(0, since_plan - occupied))
