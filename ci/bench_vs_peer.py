@@ -24,8 +24,9 @@ host cache). The peer: one process per row, ``perft_gpu FEN DEPTH -nott`` or ``-
 counts depths 1..DEPTH with warm tables); its time is its own line for DEPTH. Our process ends
 before the peer's start, so neither holds the other's GPU memory.
 
-Counts: a published count (CPW table, OEIS A048987) where one exists; otherwise our two counting
-paths (with and without tables) must agree. The peer's counts are shown, not trusted.
+Counts: a published count (CPW table, OEIS A048987) where one exists, else our bundled computed
+count (oracle/data/deep_counts.csv, each confirmed by MPerft); otherwise our two counting paths
+(with and without tables) must agree. The peer's counts are shown, not trusted.
 Prints a table with peer/ours ratios (> 1: we are faster) against the issue's targets (1.2x with and
 without tables, issue 27). Exit 1 on a wrong count of ours, 0 otherwise. About 3 minutes on an H200.
 """
@@ -93,6 +94,18 @@ def walk_rows(n: int, seed: int) -> list[tuple[str, str, int]]:
         depth = min(range(5, 13), key=lambda d: abs(math.log(extrapolate(measured, d) / WALK_NODES)))
         rows.append((f"walk {seed}.{len(rows) + 1} d{depth}", b.fen(), depth))
     return rows
+
+
+def computed_count(fen: str, depth: int) -> int | None:
+    """Our bundled computed count of (fen, depth) (oracle/data/deep_counts.csv: without tables,
+    with tables and under a second key seed in agreement, each row confirmed by MPerft), or None."""
+    from oracle import tables
+
+    key = (" ".join(fen.split()[:4]), depth)
+    for row in tables.load("deep"):
+        if (" ".join(row.fen.split()[:4]), row.depth) == key:
+            return row.nodes
+    return None
 
 
 def published_count(fen: str, depth: int) -> int | None:
@@ -182,15 +195,17 @@ def ours(runs: int, only: set[str] | None, tables: str = "both", walks: list | N
                 continue
             pos = perft_core.Position.from_fen(fen)
             drv.perft(pos, depth - 1)  # warm-up at depth - 1
-            times, nodes = [], None
+            times, nodes, extra = [], None, {}
             for _ in range(runs):
                 if tt:
                     drv.host_cache.clear()
+                    before = dict(drv.tt_stats)
                 t = time.perf_counter()
                 nodes = drv.perft(pos, depth)
                 times.append(time.perf_counter() - t)
+                if tt:  # the table counters of this count (the driver's are cumulative)
+                    extra = {key: v - before.get(key, 0) for key, v in drv.tt_stats.items()}
             s = drv.stats
-            extra = dict(drv.tt_stats) if tt else {}
             out.append({"row": name, "fen": fen, "depth": depth, "tt": tt, "nodes": nodes,
                         "seconds": statistics.median(times), "times": times, "kernel_s": s.kernel_seconds,
                         "gpu_depth": s.gpu_depth, "gpu_calls": s.gpu_calls, **extra})
@@ -280,8 +295,11 @@ def main() -> int:
     for r in mine:
         pub = published_count(r["fen"], r["depth"])
         other = by_row.get((r["row"], not r["tt"]))
+        computed = computed_count(r["fen"], r["depth"]) if pub is None else None
         if pub is not None:
             check = "published" if r["nodes"] == pub else f"WRONG (published {pub:,})"
+        elif computed is not None:
+            check = "deep_counts.csv" if r["nodes"] == computed else f"WRONG (deep_counts.csv {computed:,})"
         elif other is not None:
             check = "no-TT = TT" if other["nodes"] == r["nodes"] else "no-TT != TT"
         else:
