@@ -801,6 +801,34 @@ def test_local_workers_are_forked_unless_the_client_loaded_cuda_or_the_environme
         cluster_mod.worker_start_method()
 
 
+def _distributed_log_level() -> int:
+    import logging
+
+    return logging.getLogger("distributed").getEffectiveLevel()
+
+
+def test_a_finished_run_silences_its_workers_before_the_cluster_closes(monkeypatch):
+    """A worker whose heartbeat meets the closing scheduler logs an ERROR with a traceback (seen
+    after a finished `perft deep --gpus 4` on 4x H200, NOTES.md session 32): the workers' Dask
+    logs are silenced before the cluster of a finished run closes, as for a stopped one."""
+    import logging
+
+    from perft_core.deep import cluster as cluster_mod
+
+    seen = []
+    real = cluster_mod._quiet
+
+    def quiet(client):
+        real(client)
+        seen.append(client.run(_distributed_log_level))
+
+    monkeypatch.setattr(cluster_mod, "_quiet", quiet)
+    with cluster_mod.dask_client("cpu", 1, None, None) as (client, desc):
+        before = client.run(_distributed_log_level)
+    assert before and all(v <= logging.ERROR for v in before.values())
+    assert len(seen) == 1 and all(v > logging.CRITICAL for v in seen[0].values())
+
+
 def test_a_verify_pass_is_added_to_a_run_made_without_one(cluster, tmp_path, capsys):
     """`perft deep --resume FILE --verify-seed S --verify-sample F` on a run with tables made
     without a verify seed: the units of the sample are counted again under S, the total stays

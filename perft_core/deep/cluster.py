@@ -62,9 +62,8 @@ def dask_client(backend: str, workers: int | None, gpus: int | None, scheduler: 
             _wait_for_workers(client, 1, desc)
             try:
                 yield client, desc
-            except BaseException:  # stopped: the workers go down with the cluster, quietly
-                _quiet(client)
-                raise
+            finally:  # finished or stopped: the workers go down with the cluster, quietly (a worker
+                _quiet(client)  # whose heartbeat met the closing scheduler logged a traceback)
     finally:
         cluster.close()
 
@@ -150,8 +149,9 @@ def _silence_logs() -> None:
 
 
 def _quiet(client) -> None:
-    """Silence the workers' logs before their cluster closes under a stopped run (else every worker
-    prints the scheduler going away); best effort, never an error of its own."""
+    """Silence the workers' logs before their cluster closes (under a stopped run every worker
+    prints the scheduler going away; after a finished one a worker's heartbeat may meet the closing
+    scheduler and log an ERROR with a traceback); best effort, never an error of its own."""
     try:
         client.run(_silence_logs)
         client.run(_silence_logs, nanny=True)
