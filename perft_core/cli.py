@@ -20,6 +20,7 @@ from . import cliargs, positions
 from .uci import print_divide
 from .cliargs import UsageError
 from .errors import CountInterrupted, CountRefused
+from .estimate import format_speed
 from .threads import available_cores
 
 
@@ -99,7 +100,7 @@ def _stats_one(args, pos, depth: int) -> int:
         return cliargs.AGREE
     rows = [(move, s) for move, s in (parts or {}).items()] + [(str(depth), total)]
     print("\n".join(stats_table_lines(rows, "Move" if parts is not None else "Depth")))
-    print(f"perft {depth} with statistics: {total.nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, "
+    print(f"perft {depth} with statistics: {total.nodes} nodes in {seconds:.3f} s ({format_speed(nps)}, "
           f"{args.backend})", file=sys.stderr)
     return cliargs.AGREE
 
@@ -153,7 +154,7 @@ def _count_one(args, pos, depth: int, max_seconds: float | None) -> int:
         print_divide(parts, nodes)
     else:
         print(f"Nodes searched: {nodes}")
-    print(f"perft {depth}: {nodes} nodes in {seconds:.3f} s ({nps / 1e6:.1f} M nodes/s, {args.backend})",
+    print(f"perft {depth}: {nodes} nodes in {seconds:.3f} s ({format_speed(nps)}, {args.backend})",
           file=sys.stderr)
     return cliargs.AGREE
 

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import NoReturn
 
-from .estimate import Estimate, format_seconds
+from .estimate import Estimate, format_seconds, format_speed
 
 #: A count estimated to take longer than this (seconds) shows a progress bar on a terminal.
 BAR_SECONDS = 2.0
@@ -87,7 +87,7 @@ class ProgressLines:
         rate = nodes / max(elapsed, 1e-9)
         left = None if final else eta(elapsed, share)
         print(f"{self.label} {what} ({100 * share:.1f} %{self.of}), {nodes:,} nodes in {duration(elapsed)}, "
-              f"{rate / 1e6:,.0f} M nodes/s" + (f", ETA {duration(left)}" if left is not None else ""),
+              f"{format_speed(rate)}" + (f", ETA {duration(left)}" if left is not None else ""),
               file=self.file or sys.stderr, flush=True)
         return True
 
@@ -197,7 +197,7 @@ class Watch:
         fields = {"at": elapsed}
         if done > 0 and elapsed > 0:
             fields["rate"] = done / elapsed
-            fields["nps"] = f"{done / elapsed / 1e6:,.0f} M nodes/s"
+            fields["nps"] = format_speed(done / elapsed)
         if moves is not None:
             fields["moves"] = moves
         total = max(self._total, done * 1.01) if done > self._total else self._total

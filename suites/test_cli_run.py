@@ -221,3 +221,19 @@ def test_json_with_gpu_tables_has_statistics_per_remaining_depth(capsys):
     assert json.loads(out)["tables"]["leaf_merge"] == {"moves": 8902, "positions": 5362}
     status, out, err = run(capsys, "run", "startpos", "5", "--backend", "gpu-emulated", "--tt", "--json")
     assert json.loads(out)["tables"]["leaf_merge"] == {"moves": 0, "positions": 0}  # answered by the host cache
+
+
+@pytest.mark.parametrize("flags", [(), ("--stats",)])
+def test_a_small_counts_speed_line_names_its_unit(capsys, monkeypatch, flags):
+    """README: speeds print with their unit (``400 k nodes/s``), never ``0 M nodes/s``: perft 1's
+    20 nodes took the summary line to "0.0 M nodes/s" (found by session 32's edge hunt)."""
+    import time
+
+    clock = iter(range(10**6))  # a slow clock: every reading half a second after the last
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock) / 2)
+    status, out, err = run(capsys, "run", "startpos", "1", *flags)
+    monkeypatch.undo()
+    assert status == 0
+    line = [x for x in err.splitlines() if x.startswith("perft 1")][-1]
+    assert re.search(r"\(\d[\d.,]* (?:[kMG] )?nodes/s, cpu\)$", line), line
+    assert not re.search(r"[ (]0(?:\.0)? [kMG] nodes/s", line), line  # 20 nodes in 1.5 s: "13 nodes/s"
