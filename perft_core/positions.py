@@ -87,7 +87,10 @@ def read_epd(text: str, line: int = 0) -> EpdLine:
     words = head.split()
     if words == ["startpos"]:
         words = STARTPOS.split()
-    counters = len(words) >= 6 and words[4].isdigit() and words[5].isdigit()  # a FEN's, before any operation
+    # A FEN's counters come before any operation, and an EPD opcode starts with a letter: a fifth
+    # word that does not is the halfmove clock (and the sixth the fullmove number), whatever its
+    # form, so that a bad counter is named as one by Position.from_fen.
+    counters = len(words) >= 5 and not words[4][:1].isalpha()
     fen, extra = " ".join(words[:6 if counters else 4]), words[6 if counters else 4:]
     Position.from_fen(fen)  # the position's errors in the engine's words, before python-chess's
     ops_text = " ".join(extra) + sep + tail if extra else tail

@@ -146,6 +146,20 @@ def test_read_epd_uses_the_engines_fen_words_and_python_chess_operations():
         read_epd(f"{KIWIPETE} ;D1 4.5")
 
 
+@pytest.mark.parametrize("counters, field", [("0 x", "fullmove"), ("-1 1", "halfmove"), ("1.5 1", "halfmove"),
+                                             ("0 0", "fullmove")])
+def test_a_lines_bad_counter_is_named_as_a_fen_field(counters, field):
+    """A bad halfmove or fullmove field of a line is the FEN's error, as for a POSITION argument,
+    not an "EPD operation '0'" (found by session 32's edge hunt)."""
+    text = f"4k3/8/8/8/8/8/8/4K3 w - - {counters}"
+    with pytest.raises(perft_core.FenError, match=f"^{field}: ") as info:
+        read_epd(text + " ;D1 5")
+    with pytest.raises(perft_core.FenError) as direct:
+        perft_core.Position.from_fen(text)
+    assert str(info.value) == str(direct.value)
+    assert read_epd("4k3/8/8/8/8/8/8/4K3 w - - 3 9 ;D1 5").fen.endswith(" 3 9")
+
+
 @pytest.mark.parametrize("operand", ["junk", "20x", "", "1e1", "e4"])
 def test_a_depth_operation_that_is_not_a_count_is_named_in_our_words(operand):
     """python-chess reads a D<n> operand as a move, a float or an int() call; the message is ours."""
