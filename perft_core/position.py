@@ -14,6 +14,7 @@ impossible checks by the side to move).  Parsing is pure Python; only ``legal_mo
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -472,8 +473,9 @@ def as_position(fen_or_position: "str | Position | chess.Board") -> Position:
         return fen_or_position
     if isinstance(fen_or_position, str):
         return Position.from_fen(fen_or_position)
-    if type(fen_or_position).__module__.split(".")[0] == "chess" and hasattr(fen_or_position, "chess960"):
-        board = fen_or_position  # python-chess is a dependency, but only a Board handed in needs it
+    chess = sys.modules.get("chess")  # a chess.Board (or a subclass) handed in: python-chess is loaded
+    if chess is not None and isinstance(fen_or_position, chess.Board):
+        board = fen_or_position
         variant = getattr(board, "uci_variant", "chess")
         if variant != "chess":
             raise ValueError(f"a {type(board).__name__} plays the {variant!r} variant: perft_core counts standard "

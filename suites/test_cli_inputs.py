@@ -72,6 +72,18 @@ def test_api_takes_a_chess_board():
         perft_core.perft(42, 1)
 
 
+def test_api_takes_a_subclass_of_chess_board_as_the_board():
+    """A user's subclass of chess.Board is a chess.Board (the docstrings accept one): it was refused
+    with a TypeError, its class module not being python-chess's (found by session 32's edge hunt)."""
+    class Board(chess.Board):
+        pass
+
+    board = Board(KIWIPETE)
+    board.push_uci("e2a6")
+    assert perft_core.perft(board, 2) == perft_core.perft(board.fen(), 2) > 0
+    assert perft_core.divide(Board(), 1) == perft_core.divide(chess.STARTING_FEN, 1)
+
+
 @pytest.mark.parametrize("variant", [v for v in __import__("chess.variant").variant.VARIANTS if v.uci_variant != "chess"],
                          ids=lambda v: v.uci_variant)
 def test_api_refuses_a_variant_board(variant):
