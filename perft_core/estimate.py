@@ -136,12 +136,16 @@ def format_seconds(seconds: float) -> str:
     return f"{years:.0f} years" if years < 1e6 else f"{years:.1e} years"
 
 
-def extrapolate(measured: list[int] | tuple[int, ...], depth: int, growth: float | None = None) -> float:
+def extrapolate(measured: list[int] | tuple[int, ...], depth: int, growth: float | None = None,
+                upper: bool = False) -> float:
     """Leaf nodes at ``depth`` from the exact counts ``measured = [p(1), ..., p(k)]`` (module rule).
 
     ``growth``: the branching's growth per ply to use instead of the measured one (an upper bound
-    takes the clamp's top, 1.1). Returns ``p(depth)`` itself when ``depth <= k`` and 1.0 at depth 0;
-    a float (may be ``inf``).
+    takes the clamp's top, 1.1). ``upper``: an upper bound's branching, the larger of the last two
+    branchings instead of their mean where only two plies are measured: the first ply's is the
+    root's own move count, which a root in check (one legal move, then 125 replies) makes
+    nothing like its side's later ones. Returns ``p(depth)`` itself when ``depth <= k`` and 1.0 at
+    depth 0; a float (may be ``inf``).
     """
     if depth == 0:
         return 1.0
@@ -152,6 +156,8 @@ def extrapolate(measured: list[int] | tuple[int, ...], depth: int, growth: float
         return 0.0
     r = [p[i] / p[i - 1] if p[i - 1] else 0.0 for i in range(1, len(p))]
     b = math.sqrt(r[-1] * r[-2]) if len(r) >= 2 else r[-1]
+    if upper and len(r) == 2:
+        b = max(r)
     g = math.sqrt(r[-1] / r[-3]) if len(r) >= 3 and r[-3] > 0 else 1.0
     g = min(max(g, _GROWTH[0]), _GROWTH[1]) if growth is None else growth
     nodes = float(p[-1])
@@ -218,9 +224,10 @@ def estimate(fen_or_position: str | Position, depth: int, *, backend: str = "cpu
 
 def node_bound(fen_or_position: str | Position, depth: int) -> float:
     """A cheap upper estimate of ``perft(position, depth)`` (nodes, float): plies counted on the CPU
-    while the next count is predicted to take under 1 ms (at least ply 1; never ``depth`` itself),
-    extrapolated by this module's rule with the branching's growth at its clamp's top (1.1 a ply)
-    and a margin of 2 (the rule is within 0.5..2x of the truth from three plies). Against every
+    while the next count is predicted to take under 1 ms (at least plies 1 and 2, at most 218^2
+    leaves; never ``depth`` itself),
+    extrapolated by this module's rule with the branching's growth at its clamp's top (1.1 a ply),
+    from two plies the larger of their branchings (``extrapolate(upper=True)``), and a margin of 2 (the rule is within 0.5..2x of the truth from three plies). Against every
     published and computed count of 10^6 nodes or more in oracle/data (172 rows): 0.92x to 68x of
     the truth, under 1x only where one ply is extrapolated (NOTES "Session 10"). About 0.05-1 ms.
     """
@@ -233,9 +240,9 @@ def node_bound(fen_or_position: str | Position, depth: int) -> float:
         t0 = time.perf_counter()
         measured.append(int(_core.perft(args, d, 1)))
         ratio = measured[-1] / measured[-2] if len(measured) >= 2 and measured[-2] else float(measured[-1])
-        if measured[-1] == 0 or (time.perf_counter() - t0) * ratio * 1.2 > _BOUND_PROBE_SECONDS:
-            break  # the next ply's count would take longer than the bound is worth
-    return extrapolate(measured, depth, growth=_GROWTH[1]) * _BOUND_MARGIN
+        if measured[-1] == 0 or (len(measured) >= 2 and (time.perf_counter() - t0) * ratio * 1.2 > _BOUND_PROBE_SECONDS):
+            break  # the next ply's count would take longer than the bound is worth (ply 2 is always counted)
+    return extrapolate(measured, depth, growth=_GROWTH[1], upper=True) * _BOUND_MARGIN
 
 
 def within_limit(fen_or_position: str | Position, depth: int, backend: str, limit_seconds: float) -> bool:
