@@ -247,11 +247,33 @@ class CpuBackend(Backend):
             if self.tt:
                 return stats_tt.divide_stats_tt(pos, depth, threads=self.threads, tt_mb=self._budget(),
                                                 max_seconds=max_seconds)
+            if max_seconds is not None and depth >= 2:
+                return self._stats_smallest_first(pos, depth, max_seconds, t0)
             parts = _core.divide_stats(pos.core_args(), depth, self.threads, max_seconds or 0.0)
         except _core.CountStopped as exc:
             partial = {m: Stats.from_tuple(t) for m, t in exc.args[1]}
             raise CountInterrupted(partial, len(pos.legal_moves()), depth, time.perf_counter() - t0) from None
         return {m: Stats.from_tuple(t) for m, t in sorted(parts)}
+
+    def _stats_smallest_first(self, pos, depth, max_seconds, t0):
+        """A time-limited statistics divide, root move by root move with the smallest subtrees first
+        (``_smallest_first``, as a plain count does), each subtree through the extension's statistics
+        divide of the child at ``depth - 1`` summed (all threads on it, stopped at the deadline), so
+        that a stopped count keeps the root moves counted in full (README: its partial is not empty
+        whenever the limit allows one root move's subtree). Raises _core.CountStopped with them."""
+        from . import _core
+        from .stats import Stats
+        done: dict[str, Stats] = {}
+        for move in _smallest_first(pos, depth, sorted(pos.legal_moves())):
+            left = max_seconds - (time.perf_counter() - t0)
+            if left <= 0:
+                raise _core.CountStopped("stopped", [(m, s.as_tuple()) for m, s in done.items()])
+            try:
+                parts = _core.divide_stats(pos.push(move).core_args(), depth - 1, self.threads, left)
+            except _core.CountStopped:
+                raise _core.CountStopped("stopped", [(m, s.as_tuple()) for m, s in done.items()]) from None
+            done[move] = sum((Stats.from_tuple(t) for _, t in parts), Stats())
+        return dict(sorted(done.items()))
 
     def count_stats(self, pos, depth):
         """The Stats of the leaf moves ``depth`` plies below ``pos``; with ``tt`` through statistics
