@@ -107,9 +107,13 @@ template <int Us>
 PC_HD u32 bfs_count_probe(const Board& b, const Key128& k, const TTEntry16* tt, u64 slots, const CastleInfo& ci,
                           u64& value) {
     if (tt) {
-        const TTEntry16 e = tt[tt16_slot(k, slots)];
-        if (tt16_match(e.check, e.data, k)) {
-            value = e.data;
+        const TTEntry16* bucket = tt + tt16_bucket(k, slots);
+        TTEntry16 e[PC_TT_WAYS];
+        tt16_load_bucket(bucket, e);
+        u64 found = 0;  // every way tested before one branch, so that no way's load waits for another's test
+        for (int w = 0; w < PC_TT_WAYS; ++w) found = tt16_match(e[w].check, e[w].data, k) ? e[w].data : found;
+        if (found) {
+            value = found;
             return 0;
         }
     }
@@ -131,9 +135,23 @@ PC_HD void bfs_make_key(const Board& parent, const Key128& pk, Move m, const Cas
 // (the first to claim the slot's tag word), so two boards of one launch that share a slot cannot
 // leave an entry with another board's record; without audit, racing stores may tear an entry,
 // which its check word then rejects.
+// With two ways (PC_TT_WAYS) a store goes to the way that holds its key, else way 0 when its count
+// is at least way 0's (an empty way reads as 0) and way 1 otherwise: way 0 keeps the bigger count
+// (the subtree that costs more to recount), way 1 takes the rest (the classic two-tier replacement,
+// the count standing in for the depth, as the CPU tables' lossy levels, perft_core/src/tt.h). The
+// ways are read without a lock: a racing store may make the choice stale, never an entry wrong.
 PC_HD void bfs_store(TTEntry16* tt, u64 slots, const Key128& k, u64 value, u64* audit, const Board& b, u64 tag) {
     if (!value) return;  // zero counts are never stored (an empty slot reads as data 0)
-    const u64 s = tt16_slot(k, slots);
+    u64 s = tt16_bucket(k, slots);
+#if PC_TT_WAYS == 2
+    {
+        TTEntry16 e[2];
+        tt16_load_bucket(tt + s, e);
+        if (!tt16_match(e[0].check, e[0].data, k) && (tt16_match(e[1].check, e[1].data, k) || value < e[0].data)) ++s;
+    }
+#elif PC_TT_WAYS != 1
+#error "PC_TT_WAYS must be 1 or 2"
+#endif
     if (audit) {
         u64* a = audit + 8 * s;
         const u64 old = a[7];

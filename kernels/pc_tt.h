@@ -3,9 +3,9 @@
 // One table per remaining depth, so an entry holds only the key check and the count:
 //     data  = the perft count of the position at that remaining depth (1 .. 2^64 - 1)
 //     check = key.hi ^ data
-// The slot is chosen by key.lo (tt16_slot); a probe accepts the entry only if check ^ data == key.hi. A
-// reader that meets a torn entry (check from one store, data from another, as can happen when
-// two threads store into one slot without a lock) computes a value that equals its key.hi only by
+// The slot is chosen by key.lo (tt16_slot; a bucket of slots, tt16_bucket); a probe accepts the
+// entry only if check ^ data == key.hi. A reader that meets a torn entry (check from one store,
+// data from another, as can happen when two threads store into one slot without a lock) computes a value that equals its key.hi only by
 // chance (2^-64): the XOR check of R. Hyatt and T. Mann, "A lockless transposition-table
 // implementation for parallel search", ICGA Journal 25(1), 2002. data == 0 marks an empty slot, so
 // zero counts (mate or stalemate below) are never stored, and a zeroed table matches nothing.
@@ -28,6 +28,27 @@ PC_HD u64 mulhi64(u64 a, u64 b) {
 // The slot of key k in a table of n slots (any n >= 1): floor(k.lo * n / 2^64), D. Lemire's
 // "fastrange" (a fair map of a 64-bit hash onto 0..n-1 without a division).
 PC_HD u64 tt16_slot(const Key128& k, u64 n) { return mulhi64(k.lo, n); }
+
+// The node-count tables of the BFS (pc_bfs.h) are PC_TT_WAYS-way: key k may sit in any slot of its
+// bucket, PC_TT_WAYS consecutive slots (n >= PC_TT_WAYS; with n not a multiple, the last slots
+// stay unused). Two ways are one 32-byte sector, the unit a GPU reads anyway for a 16-byte entry.
+#ifndef PC_TT_WAYS
+#define PC_TT_WAYS 2
+#endif
+PC_HD u64 tt16_bucket(const Key128& k, u64 n) { return (u64)PC_TT_WAYS * mulhi64(k.lo, n / PC_TT_WAYS); }
+
+// The PC_TT_WAYS entries of a bucket read whole and at once: on the device one asm statement of
+// 16-byte loads, which the compiler can neither split nor sink behind a test (left to itself it read
+// a way's data word, tested it, then its check word, then the next way's: up to four dependent round
+// trips a miss, +4 % on one-GPU perft 12, NOTES.md session 32); the tables are 256-byte aligned.
+PC_HD void tt16_load_bucket(const TTEntry16* p, TTEntry16 (&e)[PC_TT_WAYS]) {
+#if defined(__CUDA_ARCH__) && PC_TT_WAYS == 2
+    asm volatile("ld.global.v2.u64 {%0, %1}, [%4];\n\tld.global.v2.u64 {%2, %3}, [%4+16];"
+                 : "=l"(e[0].check), "=l"(e[0].data), "=l"(e[1].check), "=l"(e[1].data) : "l"(p));
+#else
+    for (int w = 0; w < PC_TT_WAYS; ++w) e[w] = p[w];
+#endif
+}
 
 // Is (check, data), read from a slot, the count of key k? (data is then the count.)
 PC_HD bool tt16_match(u64 check, u64 data, const Key128& k) { return data != 0 && (check ^ data) == k.hi; }

@@ -631,3 +631,42 @@ def test_read_returns_host_copies_in_one_synchronisation(kernels):
     counts = kernels.to_device(host[0])
     offsets = kernels.xp.zeros(6, dtype=np.uint64)
     assert kernels.scan(counts, 5, offsets) == int(host[0].sum(dtype=np.uint64))
+
+
+def test_a_table_bucket_holds_two_keys_and_way_0_keeps_the_bigger_count(kernels):
+    """The node-count tables are two-way (kernels/pc_tt.h PC_TT_WAYS, pc_bfs.h bfs_store): keys of
+    one bucket (here every key's low word is 0: bucket 0 of 2) are found side by side; a store goes to
+    the way holding its key, else to way 0 when its count is at least way 0's, else to way 1. On a
+    direct-mapped table the second key overwrote the first (one-GPU perft 12 3.8 % faster with the
+    two ways, NOTES.md session 32)."""
+    from perft_core import _core
+
+    pos = perft_core.Position.from_fen(STARTPOS)
+    root, us, ci = _core.gpu_root(pos.core_args())
+    kernels.set_castle(ci)
+    dev = kernels.to_device
+    boards = dev(np.array([root] * 4, dtype=np.uint64).reshape(-1))
+    tt = dev(np.zeros(4 * 2, dtype=np.uint64))
+
+    def store(hi: int, count: int) -> None:
+        kernels.store(boards, dev(np.array([0, hi], dtype=np.uint64)), dev(np.array([count], dtype=np.uint64)), 1,
+                      tt, 4, None, 2)
+
+    def found() -> dict[int, int]:
+        keys = dev(np.array([[0, h] for h in (1, 2, 3, 4)], dtype=np.uint64).reshape(-1))
+        counts, values = dev(np.zeros(4, dtype=np.uint32)), dev(np.zeros(4, dtype=np.uint64))
+        kernels.count_probe(boards, keys, 4, us, tt, 4, counts, values)
+        counts, values = kernels.read(counts, values)
+        return {h: int(v) for h, c, v in zip((1, 2, 3, 4), counts, values) if c == 0}
+
+    store(1, 50)
+    store(2, 40)
+    assert found() == {1: 50, 2: 40}  # both keys of the bucket
+    store(3, 45)  # smaller than way 0's 50: way 1
+    assert found() == {1: 50, 3: 45}
+    store(4, 60)  # at least way 0's: way 0
+    assert found() == {4: 60, 3: 45}
+    store(3, 45)  # its own way again, whatever the counts
+    store(1, 50)  # under way 0's 60: way 1
+    assert found() == {4: 60, 1: 50}
+    assert kernels.read(tt)[0].reshape(-1, 2)[2:].sum() == 0  # bucket 1 untouched
