@@ -932,6 +932,10 @@ def test_a_run_split_at_remaining_depth_4_is_exact_and_keeps_its_split(cluster, 
     with Store.open(four) as st:
         assert st.run["part_depth"] == 4 and not st.tampered
     assert_run_row_sealed(four, "UPDATE run SET part_depth = 3")
+    whole = tmp_path / "whole.sqlite"  # a run of whole units (cpu) ignores the option, on resume too
+    assert deep_perft(STARTPOS, 4, split_ply=1, part_depth=4, scheduler=cluster.scheduler_address, store=whole).nodes \
+        == expected(4)
+    assert deep_perft(resume=whole, part_depth=4, scheduler=cluster.scheduler_address).nodes == expected(4)
     one_line_error(capsys, ["deep", STARTPOS, "5", "--part-depth", "2"], "part depth must be at least 3")
     with pytest.raises(ValueError, match="part_depth must be an integer >= 3"):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_depth=2)

@@ -295,8 +295,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         try:
             if verify_seed is not None and st.run["verify_seed"] is None:  # a verify pass added to a run without one
                 st.add_verification(verify_seed, 1.0 if verify_sample is None else verify_sample)
+            # a run of whole units ignores part_depth (its store records the default), as a new run does
             asked = dict(zip(RUN_OPTIONS, (None if fen is None else Position.from_fen(fen).fen(), depth, split_ply,
-                                           backend, tt, None, verify_seed, verify_sample, stats, part_depth)))
+                                           backend, tt, None, verify_seed, verify_sample, stats,
+                                           part_depth if st.run["parts"] > 1 else None)))
             st.check_options(asked)
         except BaseException:
             st.close()
