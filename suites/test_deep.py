@@ -302,6 +302,16 @@ def test_a_bad_scheduler_address_or_an_empty_path_names_its_option_and_makes_no_
     assert not list(tmp_path.rglob("*")), "a store was made"
 
 
+@pytest.mark.parametrize("extra", [["--max-seconds", "2"], ["--workers", "2"], ["--tt"], ["--split-ply", "2"],
+                                   ["--verify-seed", "7"], ["--force"], ["--stats"]])
+def test_check_refuses_the_options_of_a_run(capsys, tmp_path, extra):
+    """`perft deep --check FILE` recounts its sample in the client: `--max-seconds 2` ran 30 s and
+    every other run option was ignored without a word (found by session 32's edge hunt). Each is
+    refused now, named, before the store is read."""
+    one_line_error(capsys, ["deep", "--check", str(tmp_path / "absent.sqlite"), *extra], "--check FILE",
+                   f"it takes no {extra[0]}")
+
+
 def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     path = tmp_path / "cli.sqlite"
     argv = ["deep", STARTPOS, "4", "--split-ply", "1", "--scheduler", cluster.scheduler_address]

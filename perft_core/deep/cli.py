@@ -88,7 +88,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     if args.check is not None and args.stats is not None:
         raise UsageError("give --check FILE or --stats FILE, not both")
     if args.check is not None:
-        return _check(args)
+        return _check(args, count_stats)
     if args.stats is not None:
         return _stats(args)
 
@@ -200,12 +200,23 @@ def _stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace) -> int:
-    """``--check FILE``: exit 0 when every row holds its checksum and the sample counts agree, else 1."""
+def _check(args: argparse.Namespace, count_stats: bool = False) -> int:
+    """``--check FILE``: exit 0 when every row holds its checksum and the sample counts agree, else 1.
+    It counts in this process with ``--backend`` and ``--check-sample``: any option of a run is
+    refused (UsageError), not ignored (``--max-seconds`` would promise a bound it does not keep)."""
     from .check import check_store
 
     if args.fen is not None or args.resume is not None or args.store is not None:
         raise UsageError("--check FILE takes no FEN, DEPTH, --store or --resume")
+    given = [flag for flag, value in (
+        ("--max-seconds", args.max_seconds), ("--workers", args.workers), ("--gpus", args.gpus),
+        ("--scheduler", args.scheduler), ("--tt", args.tt or None), ("--split-ply", args.split_ply),
+        ("--part-depth", args.part_depth), ("--verify-seed", args.verify_seed),
+        ("--verify-sample", args.verify_sample), ("--force", args.force or None), ("--stats", count_stats or None))
+        if value is not None]
+    if given:
+        raise UsageError(f"--check FILE recounts its sample in this process (--backend, --check-sample, --json); "
+                         f"it takes no {', '.join(given)}")
     result = check_store(args.check, sample=args.check_sample, backend=args.backend or "cpu")
     if args.json:
         print(json.dumps(result.__dict__ | {"ok": result.ok}))
