@@ -166,6 +166,17 @@ def _sha(values) -> str:
     return hashlib.sha256("|".join(str(v) for v in values).encode()).hexdigest()[:32]
 
 
+def _unless_stopped(exc: Exception) -> BaseException:
+    """``exc`` (the StoreError an SQLite error becomes), or KeyboardInterrupt when the command was
+    asked to stop meanwhile (``cliargs.stop_requested``): a Ctrl-C or SIGTERM raised inside one of
+    the store's SQL functions (the row checksums, read over every row when a store is opened or
+    sealed) reaches the caller as SQLite's "user-defined function raised exception", and the store
+    was then reported unreadable, exit 2 (found by session 32's edge hunt)."""
+    from .. import cliargs
+
+    return KeyboardInterrupt() if cliargs.stop_requested() else exc
+
+
 def row_checksum(options: str, idx: int, unit: int, part: int, key: str, fen: str, depth: int, multiplicity: str,
                  count: str | None, verify_count: str | None, recount: str | None, *stats: str | None) -> str:
     """The checksum of one unit row: SHA-256 of the run's ``options`` text (its identity) and the
@@ -401,7 +412,7 @@ class Store:
                 os.ftruncate(fd, 0)
             _unlock(fd)
             if isinstance(exc, sqlite3.OperationalError):
-                raise StoreWriteError(f"cannot create store {path}: {exc}") from None
+                raise _unless_stopped(StoreWriteError(f"cannot create store {path}: {exc}")) from None
             raise
 
     @classmethod
@@ -429,7 +440,7 @@ class Store:
             return store
         except sqlite3.DatabaseError as exc:
             _unlock(fd)
-            raise StoreError(f"store {path} is not a readable deep-perft store: {exc}") from None
+            raise _unless_stopped(StoreError(f"store {path} is not a readable deep-perft store: {exc}")) from None
         except BaseException:
             _unlock(fd)
             raise
@@ -763,8 +774,8 @@ class Store:
                     self.conn.execute("ROLLBACK")
                 raise
         except sqlite3.OperationalError as exc:
-            raise StoreWriteError(f"cannot write store {self.path}: {exc}; nothing of this write was kept: "
-                                  f"free space, then continue with --resume {self.path}") from None
+            raise _unless_stopped(StoreWriteError(f"cannot write store {self.path}: {exc}; nothing of this write was "
+                                                  f"kept: free space, then continue with --resume {self.path}")) from None
 
     def finish(self, rows: list[dict], counts: list[int], seconds: list[float], worker: str, device: str, task: str,
                probes: list | None = None, hits: list | None = None, tables: dict | None = None,
