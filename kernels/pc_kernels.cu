@@ -622,6 +622,20 @@ __global__ void leaf_keys_claim_kernel(const Board* __restrict__ boards, const K
     head[i] = h == i;
 }
 
+// A stream compaction's step for one thread of a tile: its PC_SCAN_ITEMS 0/1 flags from element
+// `first` into items, and the rank of its first flagged element among all (the tile's offset, from
+// tile_offsets, scan_tiles_u32_kernel's sums scanned, null with one tile; plus the block's prefix).
+__device__ __forceinline__ u64 compaction_rank(const u32* __restrict__ flag, u64 n, const u64* __restrict__ tile_offsets,
+                                               u64 first, u32 (&items)[PC_SCAN_ITEMS]) {
+    u64 v = 0;
+    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
+        items[k] = first + k < n ? flag[first + k] : 0u;
+        v += items[k];
+    }
+    u64 total;
+    return block_exclusive(v, &total) + (tile_offsets ? tile_offsets[blockIdx.x] : 0);
+}
+
 // The leaf merge's step 2: heads[k] = the index of the k-th head (head[i] != 0), in index order.
 // A stream compaction over the scan's tiles (scan_tiles_u32_kernel's sums, scanned into
 // tile_offsets; null with one tile): each tile ranks its heads itself, so no rank array is made.
@@ -630,13 +644,7 @@ __global__ void __launch_bounds__(PC_SCAN_THREADS) leaf_merge_heads_kernel(const
                                                                            u32* __restrict__ heads) {
     const u64 first = (u64)blockIdx.x * PC_SCAN_TILE + (u64)threadIdx.x * PC_SCAN_ITEMS;
     u32 items[PC_SCAN_ITEMS];
-    u64 v = 0;
-    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
-        items[k] = first + k < n ? head[first + k] : 0u;
-        v += items[k];
-    }
-    u64 total;
-    u64 at = block_exclusive(v, &total) + (tile_offsets ? tile_offsets[blockIdx.x] : 0);
+    u64 at = compaction_rank(head, n, tile_offsets, first, items);
     for (int k = 0; k < PC_SCAN_ITEMS; ++k)
         if (items[k]) heads[at++] = (u32)(first + k);
 }
@@ -671,13 +679,7 @@ __global__ void __launch_bounds__(PC_SCAN_THREADS) rank_rows_kernel(const u32* _
                                                                     u32* __restrict__ rows, u32* __restrict__ group_of) {
     const u64 first = (u64)blockIdx.x * PC_SCAN_TILE + (u64)threadIdx.x * PC_SCAN_ITEMS;
     u32 items[PC_SCAN_ITEMS];
-    u64 v = 0;
-    for (int k = 0; k < PC_SCAN_ITEMS; ++k) {
-        items[k] = first + k < n ? flag[first + k] : 0u;
-        v += items[k];
-    }
-    u64 total;
-    u64 at = block_exclusive(v, &total) + (tile_offsets ? tile_offsets[blockIdx.x] : 0);
+    u64 at = compaction_rank(flag, n, tile_offsets, first, items);
     for (int k = 0; k < PC_SCAN_ITEMS && first + k < n; ++k) {
         if (items[k]) {
             if (group_of) group_of[first + k] = (u32)at;
