@@ -840,6 +840,48 @@ def test_local_workers_are_forked_unless_the_client_loaded_cuda_or_the_environme
         cluster_mod.worker_start_method()
 
 
+SIGNAL_AT_START = """
+import os, signal, sys
+import distributed
+from perft_core import cliargs
+from perft_core.deep import cluster
+
+closed = []
+
+class Starting:  # a cluster whose start meets the signal
+    def __init__(self, **kw):
+        os.kill(os.getpid(), getattr(signal, sys.argv[1]))
+
+    def close(self):
+        closed.append(True)
+
+distributed.LocalCluster = Starting
+handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+try:
+    with cluster.dask_client("cpu", 1, None, None) as (client, desc):
+        print("the run went on")
+except KeyboardInterrupt:
+    print("stopped", closed, cliargs.stop_requested(), {s: signal.getsignal(s) for s in handlers} == handlers)
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_forked_workers_start_stops_the_run(sig):
+    """Ctrl-C or a group's SIGTERM while the local cluster forks its workers: the client ignored
+    both then (so that the workers would), and the run counted to the end and exited 0 (found by
+    session 32's edge hunt). Now the client notes it with a handler the forked workers inherit and
+    do nothing with, closes the cluster and stops before any work. In a process of its own, as
+    the command's."""
+    import perft_core
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(perft_core.__file__)))  # the perft_core under test
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+           "PERFT_WORKER_START": "fork"}
+    p = subprocess.run([sys.executable, "-c", SIGNAL_AT_START, sig], capture_output=True, text=True, timeout=120,
+                       env=env)
+    assert p.stdout.strip() == "stopped [True] True True", (p.stdout, p.stderr[-2000:])
+
+
 def _distributed_log_level(set_to: int | None = None) -> int:
     import logging
 

@@ -50,14 +50,16 @@ def dask_client(backend: str, workers: int | None, gpus: int | None, scheduler: 
         # Each GPU counts its own part of every unit with that part's tables: a task stolen by
         # another GPU would be counted right but with cold tables (reset for the other part).
         with dask.config.set({"distributed.scheduler.work-stealing": False}), start_method() as how, \
-                _workers_ignore_ctrl_c():
+                _workers_ignore_ctrl_c(how) as came:
             cluster = LocalCUDACluster(n_workers=gpus, threads_per_worker=1, **NO_DASHBOARD)
         desc = f"LocalCUDACluster of {gpus} GPU workers ({how})"
     else:
-        with start_method() as how, _workers_ignore_ctrl_c():
+        with start_method() as how, _workers_ignore_ctrl_c(how) as came:
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, **NO_DASHBOARD)
         desc = f"LocalCluster of {workers} processes ({how})"
     try:
+        if came:  # Ctrl-C or SIGTERM while the cluster started: stop before any work, the cluster closed
+            raise KeyboardInterrupt
         with Client(cluster) as client:
             _wait_for_workers(client, 1, desc)
             try:
@@ -120,25 +122,39 @@ def start_method():
 
 
 @contextmanager
-def _workers_ignore_ctrl_c():
-    """SIGINT and SIGTERM ignored while a local cluster starts its processes, which inherit that:
-    Ctrl-C on a terminal (or ``kill -TERM -PGID`` from a batch system) reaches the whole process
-    group, and only the client should answer it (it cancels the futures and closes the cluster),
-    not every worker with its own traceback, nor nannies that log restarting the workers killed
-    under them (issue 34: 2-3 Dask lines before ``perft: interrupted``). The cluster's close ends
-    them (its own request, then SIGKILL)."""
+def _workers_ignore_ctrl_c(how: str = "spawned"):
+    """SIGINT and SIGTERM kept from the workers while a local cluster starts its processes, which
+    inherit this process's handling: Ctrl-C on a terminal (or ``kill -TERM -PGID`` from a batch
+    system) reaches the whole process group, and only the client should answer it (it cancels the
+    futures and closes the cluster), not every worker with its own traceback, nor nannies that log
+    restarting the workers killed under them (issue 34: 2-3 Dask lines before ``perft:
+    interrupted``). The cluster's close ends them (its own request, then SIGKILL).
+
+    ``how`` the workers start (:func:`start_method`): "forked" ones inherit a handler that only
+    notes the signal in a list, so they do nothing with it, and the client keeps it (yielded: the
+    signals that came; :func:`dask_client` stops on them once the cluster is in hand, and
+    ``cliargs.note_stop`` records the first). "spawned" ones are new programs, which keep an
+    ignored signal but not a handler, so the signals are ignored here too and one that comes
+    meanwhile is lost (a Ctrl-C'd run then counts to the end: session 32's edge hunt; blocking the
+    signals as well does not keep them pending on every kernel)."""
     import signal
     import threading
 
+    came: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield came
         return
-    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    action = (lambda signum, frame: came.append(signum)) if how == "forked" else signal.SIG_IGN
+    old = {sig: signal.signal(sig, action) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield came
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
+        if came:
+            from .. import cliargs
+
+            cliargs.note_stop(came[0])
 
 
 def _silence_logs() -> None:
