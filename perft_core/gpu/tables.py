@@ -1,9 +1,10 @@
 """The device transposition tables of the GPU driver: one table per remaining depth, 16-byte
-XOR-checked entries (kernels/pc_tt.h), carved out of one arena, and their statistics.
+XOR-checked entries (kernels/pc_tt.h) in two-way buckets of 32 bytes for node counts (way 0 keeps
+the bigger count, kernels/pc_bfs.h ``bfs_store``), carved out of one arena, and their statistics.
 
 How the budget is shared between remaining depths is this module's one decision
 (``plan_slots``): each slot goes where it saves the most work, from the positions it adds to its
-table (a model of a table that keeps the last store) and the work a hit at its remaining depth
+table (a model of a table that keeps the last store; the two ways keep somewhat more) and the work a hit at its remaining depth
 saves (LEVEL_VALUE a ply); every table is bounded by SLOTS_PER_POSITION slots for each distinct
 position of the ply it serves.
 """

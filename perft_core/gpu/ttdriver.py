@@ -11,7 +11,7 @@ The fused leaf (perft 3 of each remaining-depth-3 position not found) counts eac
 its level's moves once (``merge.leaf_merged``).
 
 Device TTs (``tables.py``): one per remaining depth r from 3 to the GPU depth - 1, 16-byte
-XOR-checked entries (kernels/pc_tt.h), the budget shared by ``tables.plan_slots`` from the number of
+XOR-checked entries (kernels/pc_tt.h) in two-way buckets, the budget shared by ``tables.plan_slots`` from the number of
 distinct positions at the ply each serves: the count's own (``perft_core.distinct``), measured on
 the host for the first plies below its root, then extrapolated (not the start position's sequence,
 which undersized CPW position 6's tables 23x at ply 5). The host cache is ``hostcache.py``, the
