@@ -866,7 +866,7 @@ except KeyboardInterrupt:
 
 
 @pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
-def test_a_signal_while_forked_workers_start_stops_the_run(sig):
+def test_a_signal_while_forked_workers_start_stops_the_run(sig, tmp_path):
     """Ctrl-C or a group's SIGTERM while the local cluster forks its workers: the client ignored
     both then (so that the workers would), and the run counted to the end and exited 0 (found by
     session 32's edge hunt). Now the client notes it with a handler the forked workers inherit and
@@ -877,8 +877,8 @@ def test_a_signal_while_forked_workers_start_stops_the_run(sig):
     root = os.path.dirname(os.path.dirname(os.path.abspath(perft_core.__file__)))  # the perft_core under test
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
            "PERFT_WORKER_START": "fork"}
-    p = subprocess.run([sys.executable, "-c", SIGNAL_AT_START, sig], capture_output=True, text=True, timeout=120,
-                       env=env)
+    p = subprocess.run([sys.executable, "-P", "-c", SIGNAL_AT_START, sig], capture_output=True, text=True, timeout=120,
+                       env=env, cwd=tmp_path)  # -P and elsewhere: not the checkout's unbuilt perft_core (CI)
     assert p.stdout.strip() == "stopped [True] True True", (p.stdout, p.stderr[-2000:])
 
 
