@@ -70,6 +70,7 @@ def perft(fen_or_position: "str | Position | chess.Board", depth: int, *, backen
         CountInterrupted: max_seconds passed; carries the root moves counted in full (``partial``).
         perft_core.zobrist.HashVerificationError: the verify_seed count differs.
     """
+    depth = _depth(depth)
     engine, pos = _prepare(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                            max_estimate_seconds, force, progress)
     watched = _watched(engine, pos, depth, max_seconds, max_estimate_seconds, force, progress)
@@ -91,6 +92,7 @@ def divide(fen_or_position: "str | Position | chess.Board", depth: int, *, backe
     Raises:
         FenError, ValueError, CountRefused, CountInterrupted, HashVerificationError: as for :func:`perft`.
     """
+    depth = _depth(depth)
     engine, pos = _prepare(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                            max_estimate_seconds, force, progress)
     if depth == 0:
@@ -99,6 +101,17 @@ def divide(fen_or_position: "str | Position | chess.Board", depth: int, *, backe
     if watched is not None:
         return dict(sorted(watched.items()))
     return engine.divide(pos, depth)
+
+
+def _depth(depth: object) -> object:
+    """A depth that is an integer of another type (``numbers.Integral``: a NumPy integer, say) as
+    the int it is; anything else as given, for :func:`_prepare` to refuse (a bool, a float, a str):
+    ``np.int64(3)`` was refused as "not a non-negative integer" (session 32's edge hunt)."""
+    import numbers
+
+    if isinstance(depth, numbers.Integral) and not isinstance(depth, bool):
+        return int(depth)
+    return depth
 
 
 def _prepare(fen_or_position, depth: object, backend: str, threads: object, tt: object, tt_mb: float | None,
@@ -208,6 +221,7 @@ def perft_stats(fen_or_position: "str | Position | chess.Board", depth: int, *, 
         CountInterrupted: ``max_seconds`` passed; ``partial`` is ``{uci: Stats}`` of the root moves
             counted in full.
     """
+    depth = _depth(depth)
     engine, pos = _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                                  max_estimate_seconds, force, progress)
     if depth == 0:
@@ -230,6 +244,7 @@ def divide_stats(fen_or_position: "str | Position | chess.Board", depth: int, *,
         FenError, ValueError, CountRefused, StatsUnsupported, CountInterrupted, HashVerificationError:
             as for :func:`perft_stats`.
     """
+    depth = _depth(depth)
     engine, pos = _prepare_stats(fen_or_position, depth, backend, threads, tt, tt_mb, verify_seed, max_seconds,
                                  max_estimate_seconds, force, progress)
     if depth == 0:

@@ -317,3 +317,19 @@ def test_a_csv_row_the_csv_reader_refuses_is_a_line_error_not_a_traceback(capsys
     path.write_text(table, newline="")
     assert oracle_cli.main(["suite", str(path), "--engine", "python-chess"]) == 2
     assert capsys.readouterr().err == f"perft: error: {path}:2: cannot read this CSV row: new-line character seen in unquoted field\n"
+
+
+def test_a_numpy_integer_depth_is_the_integer_it_is():
+    """``np.int64(3)`` as a depth was refused as "depth must be a non-negative integer, got
+    np.int64(3)" (session 32's edge hunt): any numbers.Integral but a bool is taken as its int, in
+    every API entry; a bool, a float and a negative NumPy integer are still refused."""
+    import numpy as np
+
+    start = chess.STARTING_FEN
+    assert perft_core.perft(start, np.int64(3)) == 8902 and perft_core.perft(start, np.uint8(2)) == 400
+    assert sum(perft_core.divide(start, np.int32(2)).values()) == 400
+    assert perft_core.perft_stats(start, np.int64(2)).nodes == 400
+    assert sum(s.nodes for s in perft_core.divide_stats(start, np.int16(2)).values()) == 400
+    for bad in (True, 2.0, np.int64(-1)):
+        with pytest.raises(ValueError, match="depth must be a non-negative integer"):
+            perft_core.perft(start, bad)
