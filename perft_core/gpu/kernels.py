@@ -217,13 +217,16 @@ class EmulatedKernels:
         group_of[own] = np.arange(own.size, dtype=np.uint32)
         return int(own.size), rows, group_of
 
+    @staticmethod
+    def _row_words(rows, m, words):
+        """The flat word indices of rows ``rows[:m]`` of ``words`` words each."""
+        return (rows[:m].astype(np.int64)[:, None] * words + np.arange(words)).reshape(-1)
+
     def gather_rows(self, src, rows, m, words, dst):
-        index = (rows[:m].astype(np.int64)[:, None] * words + np.arange(words)).reshape(-1)
-        dst[:m * words] = src[index]
+        dst[:m * words] = src[self._row_words(rows, m, words)]
 
     def scatter_rows(self, src, rows, m, words, dst):
-        index = (rows[:m].astype(np.int64)[:, None] * words + np.arange(words)).reshape(-1)
-        dst[index] = src[:m * words]
+        dst[self._row_words(rows, m, words)] = src[:m * words]
 
     def take_u32(self, table, index):
         return np.take(table, index)
