@@ -251,7 +251,8 @@ def register(sub) -> None:
                    help="verify only this fraction of the units, rounded up (chosen by key: the same "
                    "units every time)")
     p.add_argument("--check", type=_file, metavar="FILE", help="re-read a store (row checksums) and count a sample of its units "
-                   "again: exit 0 when all hold, 1 when not")
+                   "again in this process (--backend, --check-sample, --json; a run's options are refused): "
+                   "exit 0 when all hold, 1 when not")
     p.add_argument("--stats", nargs="?", const=True, type=_file, metavar="FILE",
                    help="after FEN DEPTH (or --resume FILE): count perft statistics (captures, e.p., castles, "
                         "promotions, checks and mates by kind) of every unit (whole units; --tt on the GPU "
