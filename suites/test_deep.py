@@ -85,6 +85,41 @@ def test_cpu_on_a_two_worker_local_cluster_is_exact(tmp_path):
     assert all(v >= 0 for v in steps.values()) and steps["count"] == pytest.approx(res.count_seconds, abs=1e-5)
     assert steps["cluster_start"] > 0 and steps["store"] > 0 and steps["dispatch"] <= steps["count"]
     assert sum(v for k, v in steps.items() if k not in ("dispatch", "store")) <= res.seconds
+    # each worker's busy seconds in the count phase, no device kernels on the CPU
+    assert set(res.workers) == {r["worker"] for r in rows(tmp_path / "cpu.sqlite")}
+    assert all(w["busy"] > 0 and w["kernels"] is None for w in res.workers.values())
+    assert max(w["busy"] for w in res.workers.values()) <= res.count_seconds
+
+
+def test_workers_report_the_seconds_their_kernels_took(cluster, tmp_path):
+    """A GPU run's result gives each worker's busy seconds and its kernels' device seconds in the
+    count phase (issue 33: where a part's time goes beyond the kernels); the kernels' share is
+    no larger than the busy seconds, and the busy seconds add up to the rows'."""
+    store = tmp_path / "k.sqlite"
+    res = deep_perft(STARTPOS, 4, split_ply=1, backend="gpu-emulated", tt=True,
+                     scheduler=cluster.scheduler_address, store=store)
+    assert res.nodes == expected(4)
+    assert res.workers and all(0 <= w["kernels"] <= w["busy"] for w in res.workers.values())
+    assert sum(w["busy"] for w in res.workers.values()) == pytest.approx(sum(r["seconds"] for r in rows(store)), abs=1e-5)
+    assert res.as_dict()["workers"] == res.workers
+
+
+def test_a_task_reports_the_device_seconds_of_its_own_kernels():
+    """worker.run_task's kernel_seconds are the driver's kernel seconds during that task alone (not
+    the process's total since it started), with tables and without; None on the CPU."""
+    import perft_core
+    from perft_core.deep import worker
+    from perft_core.gpu import get_driver
+
+    fens = [Position.from_fen(STARTPOS).push(m).fen() for m in ("e2e4", "d2d4")]
+    k = get_driver("gpu-emulated").k
+    for tt in (True, False, True):
+        before = k.kernel_seconds
+        res = worker.run_task(fens, 4, "gpu-emulated", tt, 1, "run-k", STARTPOS, 5)
+        assert res["counts"] == [perft_core.perft(f, 4) for f in fens]
+        assert res["kernel_seconds"] == pytest.approx(k.kernel_seconds - before, abs=1e-12)
+        assert 0 <= res["kernel_seconds"] <= res["seconds"] and (tt or res["kernel_seconds"] > 0)
+    assert worker.run_task(fens, 2, "cpu", False, 1, "run-k", STARTPOS, 3)["kernel_seconds"] is None
 
 
 def test_tasks_are_cut_to_the_task_time_on_a_new_run_and_on_a_resumed_one(cluster, tmp_path, monkeypatch):

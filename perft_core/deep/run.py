@@ -80,6 +80,9 @@ class DeepResult:
     worker's load: part, path, loaded, reason, entries per remaining depth, host_entries, bytes,
     seconds], "saved": [each part's save: part, path, bytes, seconds, tables, host_entries,
     skipped]}``; empty lists without tables or on the CPU.
+    workers: this call's count phase per worker address: ``{"busy": seconds its tasks took (wall,
+    in the worker), "kernels": device seconds of their kernels (None on the CPU)}``; busy minus
+    kernels is the host's share of a GPU worker's counting (its host levels, launches, the reads).
     """
 
     nodes: int
@@ -107,6 +110,7 @@ class DeepResult:
     timings: dict = field(default_factory=dict)
     stats: object = None
     images: dict = field(default_factory=dict)
+    workers: dict = field(default_factory=dict)
 
     def summary(self) -> str:
         """The final line: total, time and store."""
@@ -457,6 +461,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                 batch[0]["part"], parts, tables, run["stats"], run["part_depth"], image if imaged and tables else None)
 
     busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
+    in_kernels: dict[str, float] = {}  # worker -> device seconds of those tasks' kernels (GPU backends)
 
     def stored(write):
         """Time a store write (``timings["store"]``)."""
@@ -469,6 +474,8 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     def counted(batch, res, task):
         nonlocal counted_now
         busy[res["worker"]] = busy.get(res["worker"], 0.0) + res["seconds"]
+        if res.get("kernel_seconds") is not None:
+            in_kernels[res["worker"]] = in_kernels.get(res["worker"], 0.0) + res["kernel_seconds"]
         counted_now += stored(lambda: st.finish(batch, res["counts"], share_by_estimate(res["seconds"], batch), res["worker"],
                                                 res["device"], task, share_by_estimate(res["probes"], batch),
                                                 share_by_estimate(res["hits"], batch), res.get("tables"), res.get("stats")))
@@ -576,7 +583,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
                       tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
                       tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
-                      timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats, images=images)
+                      timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats, images=images,
+                      workers={w: {"busy": round(b, 6), "kernels": (round(in_kernels[w], 6) if w in in_kernels else None)}
+                               for w, b in sorted(busy.items())})
 
 
 def _remove_images(st: Store, seed: int) -> None:

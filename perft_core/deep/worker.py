@@ -147,6 +147,14 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         drv.tables = True
 
 
+def _kernel_seconds(backend: str) -> float:
+    """The device seconds of every kernel this process's driver has run (float): its timed launches
+    are read (one wait on the stream) first."""
+    k = get_driver(backend).k
+    k.synchronize()
+    return k.kernel_seconds
+
+
 def _process() -> str:
     """This worker process, as host:pid (whose tables a statistics row is of)."""
     return f"{socket.gethostname()}:{os.getpid()}"
@@ -157,13 +165,17 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
              part_depth: int = PART_DEPTH, image: str | None = None) -> dict:
     """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
     [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
-    name, "probes": device TT probes of the batch, "hits": its device TT hits, "tables": {"process":
+    name, "probes": device TT probes of the batch, "hits": its device TT hits, "kernel_seconds": the
+    device seconds of the batch's kernels (float; CUDA events on a GPU, on the emulated device the
+    time of its timed host kernels, which leave out the table paths' steps; None on the CPU),
+    "tables": {"process":
     host:pid of this process (whose tables they are), "by_depth": the batch's table statistics per
     remaining depth (:func:`batch_tables`)}}`` (probes, hits and tables None on the CPU or without
     tables). ``stats`` (a statistics run, whole units): the result also has ``"stats"``, each
     unit's 13 counters (:func:`count_stats`), and its counts are their nodes."""
     t = time.perf_counter()
     kept = tt and tables and backend != "cpu"
+    kernels0 = None if backend == "cpu" else _kernel_seconds(backend)
     if kept:
         drv = get_driver(backend)
         before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
@@ -181,8 +193,9 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     if kept:  # the totals from the driver's own counters, the split by remaining depth from its depth_stats
         probes, hits = drv.tt_stats["probes"] - before[1], drv.tt_stats["hits"] - before[2]
         stats = {"process": _process(), "by_depth": batch_tables(backend, before[0], seconds)}
+    kernel_seconds = None if kernels0 is None else _kernel_seconds(backend) - kernels0
     out = {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits,
-           "tables": stats}
+           "tables": stats, "kernel_seconds": kernel_seconds}
     if counted is not None:
         out["stats"] = [list(c) for c in counted]
     return out
