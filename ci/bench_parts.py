@@ -10,7 +10,8 @@ In one process on one GPU (the gpu backend's driver):
      tables kept warm (``keep_tables``), once per part ``c`` of ``P`` (``set_part(c, P)``: a fresh
      set of tables per part, as each GPU of a P-GPU run has its own).
 Per P: each part's seconds, the slowest part, and the predicted scaling = (P = 1 seconds) /
-(slowest part's seconds); the total of every P must equal OEIS A048987 (the script fails if not).
+(slowest part's seconds), and the device seconds of each kernel summed over the parts (where the
+parts' extra work goes: the levels above the split that every part expands); the total of every P must equal OEIS A048987 (the script fails if not).
 With P GPUs the parts run at once, one per GPU, so the slowest part is the run's count time.
 """
 from __future__ import annotations
@@ -49,32 +50,43 @@ def main() -> int:
     want = {r.depth: r.nodes for r in tables.load("startpos")}.get(args.depth)
     root = Position.from_fen(STARTPOS)
     perft_core.perft(STARTPOS, 3, backend=args.backend, tt=True)  # warm-up: kernels loaded, arena made
+    drv = get_driver(args.backend)
+    drv.k.synchronize()
+    k0 = dict(getattr(drv.k, "kernel_seconds_by_name", {}))
     t = time.perf_counter()
     plain = perft_core.perft(STARTPOS, args.depth, backend=args.backend, tt=True)
+    drv.k.synchronize()
     plain_s = time.perf_counter() - t
+    plain_by_name = {n: v - k0.get(n, 0.0) for n, v in getattr(drv.k, "kernel_seconds_by_name", {}).items()}
     units = units_mod.split(root, args.depth, args.split_ply, _core.ZOBRIST_DEFAULT_SEED)
     positions = [Position.from_fen(u.fen) for u in units]
     rest = args.depth - args.split_ply
-    drv = get_driver(args.backend)
     drv.tt_enabled = True
     out = {"depth": args.depth, "split_ply": args.split_ply, "units": len(units), "batches": args.batches,
-           "plain_seconds": plain_s, "plain_ok": plain == want, "runs": []}
+           "plain_seconds": plain_s, "plain_ok": plain == want, "plain_kernel_seconds_by_name": plain_by_name,
+           "runs": []}
     print(f"plain perft {args.depth}: {plain} in {plain_s:.3f} s ({'ok' if plain == want else 'WRONG'}); "
           f"{len(units)} units at ply {args.split_ply}", flush=True)
     ok = plain == want
     base = None
     for parts in args.parts:
         secs, total, probes, hits = [], 0, 0, 0
+        by_name: dict[str, float] = {}  # device seconds per kernel, summed over the parts
         for c in range(parts):
             drv.set_part(c, parts)
             drv.keep_tables(f"bench-parts-{parts}-{c}-{time.time()}", args.depth, root)
             p0, h0 = drv.tt_stats["probes"], drv.tt_stats["hits"]
+            drv.k.synchronize()
+            k0 = dict(getattr(drv.k, "kernel_seconds_by_name", {}))
             t = time.perf_counter()
             step = -(-len(positions) // args.batches)
             for i in range(0, len(positions), step):
                 vals = drv.count_roots(positions[i:i + step], rest, root)
                 total += sum(u.multiplicity * v for u, v in zip(units[i:i + step], vals))
+            drv.k.synchronize()
             secs.append(time.perf_counter() - t)
+            for name, v in getattr(drv.k, "kernel_seconds_by_name", {}).items():
+                by_name[name] = by_name.get(name, 0.0) + v - k0.get(name, 0.0)
             probes += drv.tt_stats["probes"] - p0
             hits += drv.tt_stats["hits"] - h0
         drv.set_part(0, 1)
@@ -83,12 +95,23 @@ def main() -> int:
         base = slowest if parts == 1 else base
         run = {"parts": parts, "part_seconds": secs, "slowest": slowest, "sum": sum(secs), "nodes": total,
                "ok": total == want, "probes": probes, "hits": hits,
-               "vs_plain": slowest / plain_s, "predicted_scaling": (base / slowest) if base else None}
+               "vs_plain": slowest / plain_s, "predicted_scaling": (base / slowest) if base else None,
+               "kernel_seconds": sum(by_name.values()), "kernel_seconds_by_name": by_name}
         out["runs"].append(run)
         ok &= total == want
         print(f"parts {parts}: " + ", ".join(f"{s:.3f}" for s in secs) + f" s; slowest {slowest:.3f} s "
               f"({slowest / plain_s:.3f}x plain), scaling {run['predicted_scaling'] or 0:.2f}, "
               f"hits {hits / max(probes, 1):.1%}, {'ok' if total == want else 'WRONG ' + str(total)}", flush=True)
+    runs = out["runs"]
+    if runs and runs[0]["kernel_seconds_by_name"]:  # where the parts' extra device time goes
+        one = runs[0]["kernel_seconds_by_name"]
+        names = sorted(set().union(*(r["kernel_seconds_by_name"] for r in runs)), key=lambda n: -one.get(n, 0.0))
+        print("device seconds per kernel, summed over the parts: plain | " + " | ".join(f"P={r['parts']}" for r in runs))
+        for n in names:
+            vals = [plain_by_name.get(n, 0.0)] + [r["kernel_seconds_by_name"].get(n, 0.0) for r in runs]
+            if max(vals) >= 0.01:
+                print(f"  {n:32s} " + " ".join(f"{v:9.3f}" for v in vals))
+        print(f"  {'all':32s} {sum(plain_by_name.values()):9.3f} " + " ".join(f"{r['kernel_seconds']:9.3f}" for r in runs))
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return 0 if ok else 1
