@@ -1,14 +1,15 @@
 """What a deep run's split by key costs and saves, on one GPU: the prediction of multi-GPU scaling
 with transposition tables, measured without a second GPU.
 
-    python ci/bench_parts.py --depth 11 [--split-ply 2] [--parts 1 2] [--batches 16] [--json FILE]
+    python ci/bench_parts.py --depth 11 [--split-ply 2] [--parts 1 2] [--cut board key] [--batches 16] [--json FILE]
 
 In one process on one GPU (the gpu backend's driver):
   1. the plain ``perft_core.perft(startpos, depth, backend="gpu", tt=True)`` (after a warm-up);
   2. the run's units (``perft_core.deep.units.split`` at the split ply) counted as a deep run's
      worker counts them: ``TTBfsDriver.count_roots`` over ``--batches`` batches in turn with the
      tables kept warm (``keep_tables``), once per part ``c`` of ``P`` (``set_part(c, P)``: a fresh
-     set of tables per part, as each GPU of a P-GPU run has its own).
+     set of tables per part, as each GPU of a P-GPU run has its own), for each ``--cut`` of the
+     split level (``kernels.Split``: board, the default, or key; P = 1 has no cut).
 Per P: each part's seconds, the slowest part, and the predicted scaling = (P = 1 seconds) /
 (slowest part's seconds), and the device seconds of each kernel summed over the parts (where the
 parts' extra work goes: the levels above the split that every part expands); the total of every P must equal OEIS A048987 (the script fails if not).
@@ -36,6 +37,7 @@ def main() -> int:
     ap.add_argument("--split-ply", type=int, default=2)
     ap.add_argument("--parts", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--batches", type=int, default=16)
+    ap.add_argument("--cut", nargs="+", choices=("board", "key"), default=["board"])
     ap.add_argument("--backend", default="gpu")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -69,12 +71,13 @@ def main() -> int:
           f"{len(units)} units at ply {args.split_ply}", flush=True)
     ok = plain == want
     base = None
-    for parts in args.parts:
+    for parts, cut in [(p, c) for p in args.parts for c in (args.cut if p > 1 else ["board"])]:
         secs, total, probes, hits = [], 0, 0, 0
+        leaf0 = (drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
         by_name: dict[str, float] = {}  # device seconds per kernel, summed over the parts
         for c in range(parts):
-            drv.set_part(c, parts)
-            drv.keep_tables(f"bench-parts-{parts}-{c}-{time.time()}", args.depth, root)
+            drv.set_part(c, parts, cut=cut)
+            drv.keep_tables(f"bench-parts-{parts}-{c}-{cut}-{time.time()}", args.depth, root)
             p0, h0 = drv.tt_stats["probes"], drv.tt_stats["hits"]
             drv.k.synchronize()
             k0 = dict(getattr(drv.k, "kernel_seconds_by_name", {}))
@@ -93,20 +96,23 @@ def main() -> int:
         drv.keep_tables(None)
         slowest = max(secs)
         base = slowest if parts == 1 else base
-        run = {"parts": parts, "part_seconds": secs, "slowest": slowest, "sum": sum(secs), "nodes": total,
+        run = {"parts": parts, "cut": cut, "part_seconds": secs, "slowest": slowest, "sum": sum(secs), "nodes": total,
                "ok": total == want, "probes": probes, "hits": hits,
                "vs_plain": slowest / plain_s, "predicted_scaling": (base / slowest) if base else None,
-               "kernel_seconds": sum(by_name.values()), "kernel_seconds_by_name": by_name}
+               "kernel_seconds": sum(by_name.values()), "kernel_seconds_by_name": by_name,
+               "leaf_moves": drv.tt_stats["leaf_moves"] - leaf0[0], "leaf_positions": drv.tt_stats["leaf_positions"] - leaf0[1]}
         out["runs"].append(run)
         ok &= total == want
-        print(f"parts {parts}: " + ", ".join(f"{s:.3f}" for s in secs) + f" s; slowest {slowest:.3f} s "
+        print(f"parts {parts} ({cut if parts > 1 else 'whole'}): " + ", ".join(f"{s:.3f}" for s in secs) + f" s; slowest {slowest:.3f} s "
               f"({slowest / plain_s:.3f}x plain), scaling {run['predicted_scaling'] or 0:.2f}, "
-              f"hits {hits / max(probes, 1):.1%}, {'ok' if total == want else 'WRONG ' + str(total)}", flush=True)
+              f"hits {hits / max(probes, 1):.1%}, leaf merge {run['leaf_moves']:,} moves -> {run['leaf_positions']:,} "
+              f"positions, {'ok' if total == want else 'WRONG ' + str(total)}", flush=True)
     runs = out["runs"]
     if runs and runs[0]["kernel_seconds_by_name"]:  # where the parts' extra device time goes
         one = runs[0]["kernel_seconds_by_name"]
         names = sorted(set().union(*(r["kernel_seconds_by_name"] for r in runs)), key=lambda n: -one.get(n, 0.0))
-        print("device seconds per kernel, summed over the parts: plain | " + " | ".join(f"P={r['parts']}" for r in runs))
+        print("device seconds per kernel, summed over the parts: plain | "
+              + " | ".join(f"P={r['parts']}" + (f" {r['cut']}" if r["parts"] > 1 else "") for r in runs))
         for n in names:
             vals = [plain_by_name.get(n, 0.0)] + [r["kernel_seconds_by_name"].get(n, 0.0) for r in runs]
             if max(vals) >= 0.01:

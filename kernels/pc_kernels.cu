@@ -525,13 +525,15 @@ __global__ void count_hits_kernel(const u32* __restrict__ counts, const u64* __r
     block_add(i < n && counts[i] == 0 && values[i] > 0 ? 1 : 0, hits);
 }
 
-// A level split by key (TTBfsDriver parts): boards of another part are not expanded and count 0
-// (their zero value is never stored, bfs_store); *own gets the number of this part's boards (the
-// probes the part really made at this level: its table statistics).
-__global__ void part_filter_kernel(const Key128* __restrict__ keys, u64 n, u32 parts, u32 part,
-                                   u32* __restrict__ counts, u64* __restrict__ values, unsigned long long* own) {
+// A level split into parts (TTBfsDriver parts, pc_tt.h level_part; side `us` to move): boards of
+// another part are not expanded and count 0 (their zero value is never stored, bfs_store); *own
+// gets the number of this part's boards (the probes the part really made at this level: its table
+// statistics).
+__global__ void part_filter_kernel(const Key128* __restrict__ keys, const Board* __restrict__ boards, u64 n, u32 us,
+                                   u64 salt, u32 cut, u32 parts, u32 part, u32* __restrict__ counts,
+                                   u64* __restrict__ values, unsigned long long* own) {
     u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool mine = i < n && key_part(keys[i], parts) == part;
+    const bool mine = i < n && level_part(keys[i], boards[i], (int)us, salt, cut, parts) == part;
     if (i < n && !mine) {
         counts[i] = 0;
         values[i] = 0;
@@ -654,13 +656,14 @@ __global__ void __launch_bounds__(PC_SCAN_THREADS) leaf_merge_heads_kernel(const
 // compiles with NVRTC at its first use in a process whose kernel cache is empty: a fresh machine's
 // first deep run paid seconds for them (NOTES.md, session 32). These are in the precompiled cubin.
 
-// merge.keep_part, step 1: flag[i] = 1 for the boards of part `part` of `parts` (key_part, as
+// merge.keep_part, step 1: flag[i] = 1 for the boards of part `part` of `parts` (level_part, as
 // part_filter_kernel), 0 for the others; *first_other (set to all ones before) gets the least index
 // of a board of another part (one atomic a warp that has one, after a plain read of the word).
-__global__ void part_flags_kernel(const Key128* __restrict__ keys, u64 n, u32 parts, u32 part, u32* __restrict__ flag,
+__global__ void part_flags_kernel(const Key128* __restrict__ keys, const Board* __restrict__ boards, u64 n, u32 us,
+                                  u64 salt, u32 cut, u32 parts, u32 part, u32* __restrict__ flag,
                                   unsigned long long* first_other) {
     const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool other = i < n && key_part(keys[i], parts) != part;
+    const bool other = i < n && level_part(keys[i], boards[i], (int)us, salt, cut, parts) != part;
     if (i < n) flag[i] = other ? 0u : 1u;
     const u32 ballot = __ballot_sync(0xffffffffu, other);
     if (ballot && (threadIdx.x & 31) == __ffs(ballot) - 1) {

@@ -60,3 +60,34 @@ PC_HD u64 tt16_check(u64 count, const Key128& k) { return k.hi ^ count; }
 // (perft_core/gpu/ttdriver.py, "parts"): fastrange on the top 32 bits of k.hi, independent of the
 // slot (k.lo) and of the merge table's bits, so each part uses every slot of its tables.
 PC_HD u32 key_part(const Key128& k, u32 parts) { return (u32)(((k.hi >> 32) * (u64)parts) >> 32); }
+
+// One step of the board cut's hash: splitmix64's finaliser (S. Vigna) of (h ^ x) + the golden gamma.
+PC_HD u64 part_mix(u64 h, u64 x) {
+    u64 z = (h ^ x) + 0x9E3779B97F4A7C15ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+// The part of board b (side `us` to move) among `parts` by the board cut (perft_core/gpu/ttdriver.py,
+// set_part): a hash, salted by `salt`, of the pieces of the side that is NOT to move, the side whose
+// move made the split level. The boards of one part's split level are then the parents of most of
+// their children's repeats: a child reached from two split-level boards by two orders of the mover's
+// quiet moves (X = W+a+o, Y = W+b+o, both then to W+a+o+b) has the same other side in both parents,
+// so the same part, and the part's leaf merge counts it once. The key cut (key_part) sent X and Y
+// to parts at random: startpos perft 11 in 4 parts summed 1.50x the leaf work of one process on an
+// H200, and on the host the ply-5 children of the ply-4 positions summed over 4 parts were 1.81x
+// the distinct ones by key, 1.01x by this cut (NOTES.md, session 33).
+PC_HD u32 board_part(const Board& b, int us, u64 salt, u32 parts) {
+    const u64 them = us == BLACK ? ~b.black : b.black;
+    u64 h = part_mix(salt, b.pbq & them);
+    h = part_mix(h, b.nbk & them);
+    h = part_mix(h, b.rqk & them);
+    return (u32)(((h >> 32) * (u64)parts) >> 32);
+}
+
+// The part of a split-level board by the run's cut: 1 the board cut (board_part), 0 the key cut
+// (key_part: runs stored before schema 9).
+PC_HD u32 level_part(const Key128& k, const Board& b, int us, u64 salt, u32 cut, u32 parts) {
+    return cut ? board_part(b, us, salt, parts) : key_part(k, parts);
+}

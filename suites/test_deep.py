@@ -762,6 +762,7 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
         assert st.run["schema"] == SCHEMA and not st.run["stats"] and not st.tampered
         assert sum(r["count"] is not None for r in st.checked_rows()) == 20
         assert st.run["part_depth"] == 3  # before schema 7 every run split its parts at 3
+        assert st.run["part_cut"] == "key"  # before schema 9 every run cut its parts by key
     # Session 17's perft 13 (schema 7 then, a verify seed added on resume; schema 8 since its
     # session-18 calls): every counted row proven, as many as the file holds.
     seven = tmp_path / "s17.sqlite"
@@ -772,7 +773,7 @@ def test_older_stores_open_and_a_schema_5_run_row_changed_by_hand_is_not_reseale
     with Store.open(seven) as st:
         assert st.run["schema"] == SCHEMA and st.run["verify_seed"] == 0x5EED2026 and not st.tampered
         assert sum(r["count"] is not None for r in st.checked_rows()) == counted >= 309
-        assert st.run["part_depth"] == 3
+        assert st.run["part_depth"] == 3 and st.run["part_cut"] == "key"
     six = tmp_path / "s16.sqlite"  # schema 6 (session 16's perft 12 statistics on two GPUs)
     shutil.copy(src.with_name("perft12-stats-h200x2-s16.sqlite"), six)
     with Store.open(six) as st:
@@ -1057,6 +1058,46 @@ def test_a_run_split_at_remaining_depth_4_is_exact_and_keeps_its_split(cluster, 
     one_line_error(capsys, ["deep", STARTPOS, "5", "--part-depth", "2"], "part depth must be at least 3")
     with pytest.raises(ValueError, match="part_depth must be an integer >= 3"):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_depth=2)
+
+
+def test_a_run_cut_by_key_is_exact_and_keeps_its_cut(cluster, tmp_path, capsys):
+    """`perft deep --part-cut key` (the cut of every store before schema 9): exact, each unit's parts
+    differ from the board cut's (the default, the same units) and add up to the same, and the store
+    keeps its cut under its run row's checksum: resuming with the other cut is refused, the run row
+    changed by hand is found (StoreTampered), so no part counted by one cut is added to a part
+    counted by the other; a run of whole units ignores the option."""
+    from perft_core.deep.store import StoreError
+
+    key, board = tmp_path / "key.sqlite", tmp_path / "board.sqlite"
+    assert main(["deep", STARTPOS, "5", "--backend", "gpu-emulated", "--tt", "--split-ply", "1", "--part-cut", "key",
+                 "--scheduler", cluster.scheduler_address, "--store", str(key), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == expected(5) and out["parts"] == 2 and out["part_cut"] == "key"
+    res = deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, split_ply=1, scheduler=cluster.scheduler_address,
+                     store=board)
+    assert res.nodes == expected(5) and res.part_cut == "board"
+    by = {p: {(r["unit"], r["part"]): int(r["count"]) for r in rows(p)} for p in (key, board)}
+    assert by[key].keys() == by[board].keys() and by[key] != by[board]
+    for unit in {u for u, _ in by[key]}:
+        assert by[key][(unit, 0)] + by[key][(unit, 1)] == by[board][(unit, 0)] + by[board][(unit, 1)]
+    with pytest.raises(StoreError, match="part_cut='key', not 'board'"):
+        deep_perft(resume=key, scheduler=cluster.scheduler_address, part_cut="board")
+    assert deep_perft(resume=key, scheduler=cluster.scheduler_address, part_cut="key").nodes == expected(5)
+    with Store.open(key) as st:
+        assert st.run["part_cut"] == "key" and not st.tampered
+    with Store.open(board) as st:
+        assert st.run["part_cut"] == "board" and not st.tampered
+    assert_run_row_sealed(key, "UPDATE run SET part_cut = 'board'")
+    assert_run_row_sealed(board, "UPDATE run SET part_cut = 'key'")
+    whole = tmp_path / "whole.sqlite"  # a run of whole units (cpu) ignores the option, on resume too
+    assert deep_perft(STARTPOS, 4, split_ply=1, part_cut="board", scheduler=cluster.scheduler_address,
+                      store=whole).nodes == expected(4)
+    assert deep_perft(resume=whole, part_cut="key", scheduler=cluster.scheduler_address).nodes == expected(4)
+    with Store.open(whole) as st:
+        assert st.run["part_cut"] == "key"  # whole units: their identity as before schema 9
+    one_line_error(capsys, ["deep", STARTPOS, "5", "--part-cut", "pieces"], "invalid choice")
+    with pytest.raises(ValueError, match="part_cut must be one of board, key"):
+        deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_cut="pieces")
 
 
 @pytest.mark.parametrize("backend", ["gpu-emulated", "cpu"])

@@ -198,25 +198,51 @@ def _part_keys(rng, n: int, parts: int, own: str) -> np.ndarray:
     return keys.reshape(-1)
 
 
+def _part_boards(rng, n: int, parts: int, own: str, us: int, salt: int) -> np.ndarray:
+    """n random boards (flat, 5 words each) whose board cut (kernels.board_part, side ``us`` to move,
+    ``salt``) puts all in part 0 of ``parts`` (own "all"), none (own "none": all in the last part)
+    or mixed."""
+    from perft_core.gpu.kernels import board_part
+
+    out = []
+    while sum(len(b) for b in out) < n:
+        b = rng.integers(0, 2**64 - 1, (max(n, 64), 5), dtype=np.uint64, endpoint=True)
+        part = board_part(b, us, salt, parts)
+        out.append(b if own == "mixed" else b[part == (0 if own == "all" else parts - 1)])
+    return np.concatenate(out)[:n].reshape(-1)
+
+
+def _part_input(rng, n: int, parts: int, own: str, cut: str):
+    """(keys, boards, side to move, salt) of n positions for the part selection tests: the keys
+    decide the parts by the key cut, the boards by the board cut."""
+    us, salt = int(rng.integers(0, 2)), int(rng.integers(0, 2**63))
+    if cut == "key":
+        return _part_keys(rng, n, parts, own), rng.integers(0, 2**63, n * 5, dtype=np.uint64), us, salt
+    return _part_keys(rng, n, parts, "mixed"), _part_boards(rng, n, parts, own, us, salt), us, salt
+
+
 @pytest.mark.gpu
+@pytest.mark.parametrize("cut", ["board", "key"])
 @pytest.mark.parametrize("n, parts, own", [(1, 2, "mixed"), (1, 2, "none"), (2047, 4, "mixed"), (2048, 3, "mixed"),
                                            (2049, 4, "all"), (2049, 4, "none"), (300_001, 4, "mixed")])
-def test_device_part_selection_and_gathers_match_the_emulated_device(n, parts, own):
+def test_device_part_selection_and_gathers_match_the_emulated_device(n, parts, own, cut):
     """The precompiled kernels that replaced CuPy's array operations (part_rows, gather_rows,
     scatter_rows, take_u32, nonzero_rows) give the emulated device's NumPy results, over one tile,
-    tile edges and many tiles, with every board, none or some in the part."""
+    tile edges and many tiles, with every board, none or some in the part, by either cut (the
+    device's board_part against NumPy's)."""
     import cupy as cp
 
-    from perft_core.gpu.kernels import CupyKernels
+    from perft_core.gpu.kernels import CupyKernels, Split
     from perft_core.hostbatch import WORDS
 
     k, e = CupyKernels(), EmulatedKernels()
     rng = np.random.default_rng(n + parts)
-    keys = _part_keys(rng, n, parts, own)
-    boards = rng.integers(0, 2**63, n * WORDS, dtype=np.uint64)
+    keys, boards, us, salt = _part_input(rng, n, parts, own, cut)
     for part in (0, parts - 1):
-        m, rows, group_of = k.part_rows(cp.asarray(keys), n, parts, part)
-        want_m, want_rows, want_groups = e.part_rows(keys, n, parts, part)
+        split = Split(parts, part, cut, salt)
+        m, rows, group_of = k.part_rows(cp.asarray(keys), cp.asarray(boards), n, us, split)
+        want_m, want_rows, want_groups = e.part_rows(keys, boards, n, us, split)
+        assert m == (n if own == "all" and part == 0 else 0 if own == "none" and part == 0 else m)
         assert m == want_m
         assert np.array_equal(rows.get()[:m + (m < n)], want_rows[:m + (m < n)])
         assert np.array_equal(group_of.get(), want_groups)
@@ -267,7 +293,7 @@ def fake_cupy_kernels(order_seed: int = 0):
     import ctypes
     import types
 
-    from perft_core.gpu.kernels import SCAN_TILE, CupyKernels, part_mask
+    from perft_core.gpu.kernels import SCAN_TILE, CupyKernels, Split
 
     def empty(n, dtype):
         return np.empty(n, dtype=dtype).view(FakeDeviceArray)
@@ -341,8 +367,10 @@ def fake_cupy_kernels(order_seed: int = 0):
         group_of[:int(n)] = group_of_slot[slot_of[:int(n)]]
 
     def part_flags(grid, block, args):
-        keys, n, parts, part, flag, first_other = args
-        mine = part_mask(np.asarray(keys), int(n), int(parts), int(part))
+        keys, boards, n, us, salt, cut, parts, part, flag, first_other = args
+        n = int(n)
+        split = Split(int(parts), int(part), "board" if int(cut) else "key", int(salt))
+        mine = split.mine(np.asarray(keys)[:2 * n].reshape(n, 2), np.asarray(boards)[:5 * n], int(us))
         flag[:int(n)] = mine
         if not mine.all():
             first_other[0] = min(int(first_other[0]), int(np.flatnonzero(~mine)[0]))
@@ -417,19 +445,24 @@ def test_cupy_leaf_merge_glue_counts_each_distinct_child_once(seed, n):
     assert np.array_equal(np.asarray(values), want)
 
 
+@pytest.mark.parametrize("cut", ["board", "key"])
 @pytest.mark.parametrize("n, own", [(1, "mixed"), (1, "none"), (700, "mixed"), (5000, "mixed"), (5000, "all"),
                                     (5000, "none")])
-def test_cupy_part_selection_and_gather_glue_match_the_emulated_device(n, own):
+def test_cupy_part_selection_and_gather_glue_match_the_emulated_device(n, own, cut):
     """CupyKernels.part_rows, gather_rows, take_u32 and nonzero_rows on stand-in kernels (over 1-3
     tiles of the compaction) give the emulated device's results: the glue that replaced CuPy's
     array operations (merge.keep_part, then_group, the tables' occupancy, table images)."""
+    from perft_core.gpu.kernels import Split
+
     k, e = fake_cupy_kernels(), EmulatedKernels()
     rng = np.random.default_rng(n)
-    keys = _part_keys(rng, n, 4, own)
-    boards = rng.integers(0, 2**63, n * 5, dtype=np.uint64)
+    keys, boards, us, salt = _part_input(rng, n, 4, own, cut)
     for part in (0, 3):
-        m, rows, group_of = k.part_rows(keys.copy().view(FakeDeviceArray), n, 4, part)
-        want = e.part_rows(keys, n, 4, part)
+        split = Split(4, part, cut, salt)
+        m, rows, group_of = k.part_rows(keys.copy().view(FakeDeviceArray), boards.copy().view(FakeDeviceArray), n, us,
+                                        split)
+        want = e.part_rows(keys, boards, n, us, split)
+        assert m == (n if own == "all" and part == 0 else 0 if own == "none" and part == 0 else m)
         assert m == want[0] and np.array_equal(np.asarray(group_of), want[2])
         assert np.array_equal(np.asarray(rows)[:m + (m < n)], want[1][:m + (m < n)])
         if m < n:

@@ -457,24 +457,87 @@ def test_oom_where_the_part_keeps_its_boards_is_exact(kernels, site):
     assert sum(got) == expected
 
 
-def test_the_device_part_mask_is_key_part():
-    """part_mask's array arithmetic (CuPy's on the device, here on NumPy arrays, which take the
-    same operators) picks the boards that key_part, the part filter's rule, gives this part."""
-    from perft_core.gpu.kernels import key_part, part_mask
+def _board_part_by_hand(words, us: int, salt: int, parts: int) -> int:
+    """kernels/pc_tt.h board_part in Python ints, written from the header (not from kernels.py)."""
+    m = (1 << 64) - 1
 
-    keys = np.random.default_rng(3).integers(0, 2**64 - 1, size=(500, 2), dtype=np.uint64, endpoint=True)
+    def mix(h, x):
+        z = ((h ^ x) + 0x9E3779B97F4A7C15) & m
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & m
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & m
+        return z ^ (z >> 31)
+
+    pbq, nbk, rqk, black = (int(w) for w in words[:4])
+    them = (~black & m) if us else black
+    h = salt
+    for w in (pbq, nbk, rqk):
+        h = mix(h, w & them)
+    return ((h >> 32) * parts) >> 32
+
+
+def test_the_board_cut_is_the_header_s_hash_and_keeps_a_side_s_move_orders_together():
+    """kernels.board_part (NumPy) equals pc_tt.h's board_part written out in Python ints; every part
+    gets boards; another salt cuts differently; and the positions of the split level that reach one
+    leaf position by two orders of one side's quiet moves (1. Nf3 Nf6 2. Nc3 and 1. Nc3 Nf6 2. Nf3:
+    the mover's pieces differ, the other side's do not) share a part, while the key cut gives the
+    ply-3 positions of startpos to parts as if at random."""
+    from perft_core.gpu.kernels import Split, board_part, key_part
+
+    rng = np.random.default_rng(3)
+    boards = rng.integers(0, 2**64 - 1, size=(500, WORDS), dtype=np.uint64, endpoint=True)
     for parts in (2, 3, 4, 8):
-        for part in range(parts):
-            got = part_mask(keys.reshape(-1), 400, parts, part)
-            assert (got == (key_part(keys[:400], parts) == part)).all()
-            assert 0 < got.sum() < 400
+        for us in (0, 1):
+            got = board_part(boards, us, 0x5EED2026, parts)
+            assert got.tolist() == [_board_part_by_hand(b, us, 0x5EED2026, parts) for b in boards]
+            assert set(got.tolist()) == set(range(parts))
+    assert (board_part(boards, 0, 1, 4) != board_part(boards, 0, 2, 4)).any()
+    assert (board_part(boards, 0, 1, 4) != board_part(boards, 1, 1, 4)).any()
+
+    from perft_core import _core
+    from perft_core.hostbatch import host_keys
+
+    z = np.frombuffer(_core.zobrist_keys_blob(_core.ZOBRIST_DEFAULT_SEED), dtype=np.uint64).copy()
+
+    def position(*moves):
+        p = perft_core.Position.from_fen(STARTPOS)
+        for mv in moves:
+            p = p.push(mv)
+        return p
+
+    def host(p):
+        """(key (1, 2), board words (1, 5), side to move) of a Position."""
+        root, us, ci = _core.gpu_root(p.core_args())
+        words = np.array([root], dtype=np.uint64)
+        return host_keys(words, us, ci, z), words, us
+
+    assert (host(position("g1f3", "g8f6", "b1c3"))[0] == host(position("b1c3", "g8f6", "g1f3"))[0]).all()
+    for salt in (1, 0x5EED2026, 2**63 + 5):  # the two parents of that position by white's two orders
+        split = Split(4, 0, "board", salt)
+        (kx, bx, us), (ky, by, _) = host(position("g1f3", "g8f6")), host(position("b1c3", "g8f6"))
+        assert us == 0 and split.of(kx, bx, us) == split.of(ky, by, us)
+    # Every ply-3 position of startpos reached from two ply-2 parents (white's moves in two orders,
+    # no capture possible yet): its parents share a part by the board cut, not by the key cut.
+    parents_of, parents = {}, {}
+    for m1 in position().legal_moves():
+        for m2 in position(m1).legal_moves():
+            p = position(m1, m2)
+            parents[p.fen()] = p
+            for m3 in p.legal_moves():
+                parents_of.setdefault(tuple(host(p.push(m3))[0][0].tolist()), set()).add(p.fen())
+    cut = Split(4, 0, "board", 0x1234)
+    by_board = {f: int(cut.of(*host(p))[0]) for f, p in parents.items()}
+    by_key = {f: int(key_part(host(p)[0], 4)[0]) for f, p in parents.items()}
+    shared = [ps for ps in parents_of.values() if len(ps) > 1]
+    assert len(shared) > 100
+    assert all(len({by_board[f] for f in ps}) == 1 for ps in shared)
+    assert sum(len({by_key[f] for f in ps}) > 1 for ps in shared) > len(shared) // 2
 
 
 def test_keep_part_groups_each_own_board_alone_and_the_rest_together():
     """merge.keep_part on a level whose parts are known: own boards in order, then the first board
     of another part; every other board maps to that last group; a level of own boards only comes
     back unchanged."""
-    from perft_core.gpu.kernels import key_part
+    from perft_core.gpu.kernels import Split, key_part
     from perft_core.gpu.merge import keep_part, then_group
 
     k = _emulated()
@@ -491,7 +554,7 @@ def test_keep_part_groups_each_own_board_alone_and_the_rest_together():
     for part in range(3):
         mine = np.flatnonzero(part_of == part)
         other = int(np.flatnonzero(part_of != part)[0])
-        kb, kk, m, group_of = keep_part(k, Arena(), boards, keys.reshape(-1), n, 5, 3, part)
+        kb, kk, m, group_of = keep_part(k, Arena(), boards, keys.reshape(-1), n, 5, 0, Split(3, part, "key"))
         assert m == len(mine) + 1
         assert (kb.reshape(m, WORDS) == boards.reshape(n, WORDS)[list(mine) + [other]]).all()
         assert (kk.reshape(m, 2) == keys[list(mine) + [other]]).all()
@@ -500,7 +563,7 @@ def test_keep_part_groups_each_own_board_alone_and_the_rest_together():
         assert (group_of == want).all()
     own = keys.copy()
     own[:, 1] = np.uint64(5)  # every key in part 0 of 3
-    assert keep_part(k, Arena(), boards, own.reshape(-1), n, 5, 3, 0)[2:] == (n, None)
+    assert keep_part(k, Arena(), boards, own.reshape(-1), n, 5, 0, Split(3, 0, "key"))[2:] == (n, None)
     first = np.array([2, 0, 1, 2], dtype=np.uint32)
     assert then_group(k, first, np.array([1, 1, 0], dtype=np.uint32)).tolist() == [0, 1, 1, 0]
     assert then_group(k, None, first) is first and then_group(k, first, None) is first

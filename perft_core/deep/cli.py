@@ -107,7 +107,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             force=args.force,
                             on_new_store=_announce if args.store is None else None,
                             max_seconds=args.max_seconds, stats=True if count_stats else None,
-                            part_depth=args.part_depth)
+                            part_depth=args.part_depth, part_cut=args.part_cut)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except StatsUnsupported as exc:
@@ -128,8 +128,8 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.as_dict()))
         return 0
-    parts = (f", each in {result.parts} parts (one per worker, split at remaining depth {result.part_depth})"
-             if result.parts > 1 else "")
+    parts = (f", each in {result.parts} parts (one per worker, split at remaining depth {result.part_depth}"
+             f" by {result.part_cut})" if result.parts > 1 else "")
     print(f"units: {result.units} at split ply {result.split_ply}{parts} ({result.counted_now} unit counts made now); "
           f"verification: {result.verify}")
     for m in result.mismatches:
@@ -211,7 +211,7 @@ def _check(args: argparse.Namespace, count_stats: bool = False) -> int:
     given = [flag for flag, value in (
         ("--max-seconds", args.max_seconds), ("--workers", args.workers), ("--gpus", args.gpus),
         ("--scheduler", args.scheduler), ("--tt", args.tt or None), ("--split-ply", args.split_ply),
-        ("--part-depth", args.part_depth), ("--verify-seed", args.verify_seed),
+        ("--part-depth", args.part_depth), ("--part-cut", args.part_cut), ("--verify-seed", args.verify_seed),
         ("--verify-sample", args.verify_sample), ("--force", args.force or None), ("--stats", count_stats or None))
         if value is not None]
     if given:
@@ -241,6 +241,10 @@ def register(sub) -> None:
     p.add_argument("--part-depth", type=_part_depth, metavar="R",
                    help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default 3, "
                         "the fastest measured; a resumed run keeps its own)")
+    p.add_argument("--part-cut", choices=("board", "key"), default=None,
+                   help="how the parts divide that level: board (default: by the pieces of the side not to move, "
+                        "so a leaf position two move orders reach is counted in one part) or key (by Zobrist key, "
+                        "every run stored before schema 9); a resumed run keeps its own")
     p.add_argument("--store", type=_file, metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
                    "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
     p.add_argument("--resume", type=_file, metavar="FILE", help="continue the run of this store")

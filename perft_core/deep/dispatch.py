@@ -377,7 +377,8 @@ def load_table_images(client, st: Store, rows: list[dict], backend: str, run_key
         if p in first:
             futures.append((p, client.submit(worker.load_tables, first[p]["fen"], first[p]["depth"], backend, seed,
                                              run_key, run["fen"], run["depth"], p, parts, run["part_depth"],
-                                             _image(st, seed, p), run["stats"], pure=False, workers=[addr],
+                                             _image(st, seed, p), run["stats"], run["part_cut"], pure=False,
+                                             workers=[addr],
                                              allow_other_workers=False)))
     out = []
     for p, fut in futures:

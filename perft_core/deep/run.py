@@ -39,7 +39,7 @@ from .dispatch import (
     share_by_estimate,
 )
 from .errors import DeepError, DeepStopped
-from .store import PART_DEPTH, RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
+from .store import PART_CUT_BOARD, PART_CUT_KEY, PART_CUTS, PART_DEPTH, RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
 
 __all__ = ["deep_perft", "DeepResult", "DeepError", "DeepStopped", "check_estimate"]
 
@@ -51,7 +51,7 @@ class DeepResult:
     nodes: perft(fen, depth) (Python int); seconds: this call's wall time; store: the store's path;
     fen, depth, split_ply, backend, tt: the run; units: unit count; parts: the parts each unit is
     counted in (one per GPU worker with tables, else 1; ``TTBfsDriver.set_part``), split at remaining
-    depth part_depth; counted_now:
+    depth part_depth, cut by part_cut ("board" or "key"); counted_now:
     unit parts (store rows) counted by this call (the rest came from the store); verified: units
     whose every part was counted again with the verify seed (0 without one); verify: how the run
     was verified, in words; mismatches: unit parts whose two counts differed, as dicts (idx,
@@ -105,6 +105,7 @@ class DeepResult:
     tt_hits: int = 0
     tampered: list[dict] = field(default_factory=list)
     part_depth: int = PART_DEPTH
+    part_cut: str = PART_CUT_KEY
     tables: dict = field(default_factory=dict)
     verify_tables: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
@@ -225,7 +226,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
                max_estimate_seconds: float | None = None, on_new_store=None,
                max_seconds: float | None = None, stats: bool | None = None,
-               part_depth: int | None = None) -> DeepResult:
+               part_depth: int | None = None, part_cut: str | None = None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -270,6 +271,12 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             slower at perft 12 and about 1.5x slower at perft 13 on four H200s, NOTES.md session
             17). A resumed run keeps its own (asking otherwise is a StoreError); a run of whole
             units ignores it.
+        part_cut: how the parts divide the split level (``perft_core.gpu.kernels.Split``): "board"
+            (the default; a hash of the pieces of the side not to move, so a leaf position that two
+            orders of one side's quiet moves reach is counted in one part) or "key" (the Zobrist
+            key's top bits: every run stored before schema 9; NOTES.md, session 33, has the two
+            measured). A resumed run keeps its own (asking otherwise is a StoreError); a run of
+            whole units ignores it.
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -291,6 +298,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                          f"split ply {split_ply} must be below the depth {depth}")
     if part_depth is not None and (isinstance(part_depth, bool) or not isinstance(part_depth, int) or part_depth < 3):
         raise ValueError(f"part_depth must be an integer >= 3 (remaining plies at the split of parts), got {part_depth!r}")
+    if part_cut is not None and part_cut not in PART_CUTS:
+        raise ValueError(f"part_cut must be one of {', '.join(PART_CUTS)}, got {part_cut!r}")
     if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
                                     or not math.isfinite(max_seconds) or max_seconds <= 0):
         raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
@@ -302,7 +311,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             # a run of whole units ignores part_depth (its store records the default), as a new run does
             asked = dict(zip(RUN_OPTIONS, (None if fen is None else Position.from_fen(fen).fen(), depth, split_ply,
                                            backend, tt, None, verify_seed, verify_sample, stats,
-                                           part_depth if st.run["parts"] > 1 else None)))
+                                           part_depth if st.run["parts"] > 1 else None,
+                                           part_cut if st.run["parts"] > 1 else None)))
             st.check_options(asked)
         except BaseException:
             st.close()
@@ -346,10 +356,11 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             on_new_store(store)
         seed = _core.ZOBRIST_DEFAULT_SEED
         split_at = PART_DEPTH if part_depth is None else part_depth
+        cut = PART_CUT_BOARD if part_cut is None else part_cut
 
         def create(n_workers: int, split: int):
             return _create_store(store, pos, depth, split, backend, tt, seed, verify_seed, verify_sample, stats,
-                                 choose_parts(backend, tt, depth - split, n_workers, split_at), split_at, timings)
+                                 choose_parts(backend, tt, depth - split, n_workers, split_at), split_at, cut, timings)
     timings: dict[str, float] = {}
     try:
         # A local cluster's workers are known before it starts: with the split given, the store is
@@ -393,9 +404,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
 
 def _create_store(path, pos: Position, depth: int, split_ply: int, backend: str, tt: bool, seed: int,
                   verify_seed: int | None, verify_sample: float | None, stats: bool, parts: int, split_at: int,
-                  timings: dict) -> Store:
+                  cut: str, timings: dict) -> Store:
     """A new run's units (split at ``split_ply``) in a new store at ``path``, each in ``parts``
-    parts split at remaining depth ``split_at``; the split's and the store's seconds go into
+    parts split at remaining depth ``split_at`` by ``cut``; the split's and the store's seconds go into
     ``timings`` ("split", "store_create"). Raises as :func:`units.split` and :meth:`Store.create`."""
     t = time.perf_counter()
     units = units_mod.split(pos, depth, split_ply, seed)
@@ -404,7 +415,8 @@ def _create_store(path, pos: Position, depth: int, split_ply: int, backend: str,
     st = Store.create(path, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply, "backend": backend, "tt": tt,
                              "seed": seed, "verify_seed": verify_seed, "verify_sample": verify_sample, "stats": stats,
                              # whole units have no split: their identity as before
-                             "part_depth": split_at if parts > 1 else PART_DEPTH}, units, parts)
+                             "part_depth": split_at if parts > 1 else PART_DEPTH,
+                             "part_cut": cut if parts > 1 else PART_CUT_KEY}, units, parts)
     timings["store_create"] = time.perf_counter() - t
     return st
 
@@ -458,7 +470,8 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     def args(batch, tt_, seed_, tables=True):
         image = str(tableimage.image_path(st.path, seed_, batch[0]["part"], parts, run["part_depth"]))
         return ([r["fen"] for r in batch], batch[0]["depth"], backend, tt_, seed_, run_key, run["fen"], run["depth"],
-                batch[0]["part"], parts, tables, run["stats"], run["part_depth"], image if imaged and tables else None)
+                batch[0]["part"], parts, tables, run["stats"], run["part_depth"], image if imaged and tables else None,
+                run["part_cut"])
 
     busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
     in_kernels: dict[str, float] = {}  # worker -> device seconds of those tasks' kernels (GPU backends)
@@ -577,7 +590,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     total_stats = _sum_stats(st, rows) if run["stats"] else None
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
                       depth=run["depth"], split_ply=run["split_ply"], backend=backend, tt=tt, units=n_units,
-                      parts=parts, part_depth=run["part_depth"], counted_now=counted_now, verified=len(units_verified), verify=verify,
+                      parts=parts, part_depth=run["part_depth"], part_cut=run["part_cut"], counted_now=counted_now, verified=len(units_verified), verify=verify,
                       mismatches=mismatches, count_seconds=count_seconds,
                       unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),

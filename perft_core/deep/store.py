@@ -3,8 +3,8 @@
 Tables:
   ``run``      one row: the options that define the run (FEN, depth, split ply, backend, TT, key
                seed, verify seed / sample, statistics), the parts each unit is counted in (1, or one per GPU
-               worker with tables: ``TTBfsDriver.set_part``) and the remaining depth they are split
-               at (``part_depth``), package version and commit
+               worker with tables: ``TTBfsDriver.set_part``), the remaining depth they are split
+               at (``part_depth``) and how (``part_cut``), package version and commit
                (perft_core.provenance), start time (UTC, ISO 8601), number of units, schema version.
   ``units``    one row per unit and part: idx (row; submission order, largest unit first), unit
                (the unit's number), part (0 .. parts-1), key (128-bit Zobrist key, 32 hex digits),
@@ -70,17 +70,24 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-SCHEMA = 8  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
+SCHEMA = 9  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
 # 6: statistics runs (run.stats, units.stats); 7: run.part_depth (the split depth of parts; 3 before);
-# 8: units.verify_stats, units.recount_stats (a statistics run's verify pass and recount)
+# 8: units.verify_stats, units.recount_stats (a statistics run's verify pass and recount);
+# 9: run.part_cut (how parts divide the split level; "key" before)
 # (an older store gains what it lacks when it is opened, its rows checked by its own schema's rule first)
 # The options that define a run: a resumed run must agree on every one of them.
 RUN_OPTIONS = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "stats",
-               "part_depth")
+               "part_depth", "part_cut")
 PART_DEPTH = 3
 """The split depth of parts of every run before schema 7 (``perft_core.gpu.kernels.PART_DEPTH``,
 not imported: the store must not need the GPU package). A run's identity and checksums name its
 split depth only when it is another one, so an older store's checksums stay what they were."""
+PART_CUT_KEY, PART_CUT_BOARD = "key", "board"
+PART_CUTS = (PART_CUT_BOARD, PART_CUT_KEY)
+"""How a run's parts divide the split level (``perft_core.gpu.kernels.Split``, whose CUT_* are these
+words): ``board`` for runs in parts since schema 9, ``key`` before it and for runs of whole units
+(which have no split). Like the split depth, a run's identity and checksums name it only where it
+is not ``key``."""
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
 
 _DDL = """
@@ -89,7 +96,7 @@ CREATE TABLE run (
     split_ply INTEGER NOT NULL, backend TEXT NOT NULL, tt INTEGER NOT NULL, seed TEXT NOT NULL,
     verify_seed TEXT, verify_sample REAL, version TEXT NOT NULL, git_commit TEXT NOT NULL, started TEXT NOT NULL,
     units INTEGER NOT NULL, parts INTEGER NOT NULL, checksum TEXT, stats INTEGER NOT NULL DEFAULT 0,
-    part_depth INTEGER NOT NULL DEFAULT 3);
+    part_depth INTEGER NOT NULL DEFAULT 3, part_cut TEXT NOT NULL DEFAULT 'key');
 CREATE TABLE units (
     idx INTEGER PRIMARY KEY, unit INTEGER NOT NULL, part INTEGER NOT NULL, key TEXT NOT NULL, fen TEXT NOT NULL,
     depth INTEGER NOT NULL, multiplicity TEXT NOT NULL, estimate REAL NOT NULL,
@@ -206,11 +213,13 @@ def sum_stats_texts(texts) -> tuple[int, ...]:
 
 def run_checksum(run: dict) -> str:
     """The checksum of the run row (``_RUN_SEALED`` as stored: seeds as hex text, tt as 0/1, and
-    ``stats`` where it is 1: a plain run's checksum is the one schema 5 wrote, and ``part_depth``
-    where it is not PART_DEPTH), 32 hex digits."""
+    ``stats`` where it is 1: a plain run's checksum is the one schema 5 wrote, ``part_depth``
+    where it is not PART_DEPTH, ``part_cut`` where it is not PART_CUT_KEY), 32 hex digits."""
     depth = run.get("part_depth") or PART_DEPTH
+    cut = run.get("part_cut") or PART_CUT_KEY
     return _sha([*(run[k] for k in _RUN_SEALED), *(["stats"] if run.get("stats") else []),
-                 *(["part_depth", depth] if depth != PART_DEPTH else [])])
+                 *(["part_depth", depth] if depth != PART_DEPTH else []),
+                 *(["part_cut", cut] if cut != PART_CUT_KEY else [])])
 
 
 def not_a_regular_file(path: str | os.PathLike) -> str:
@@ -295,10 +304,13 @@ class Store:
     @staticmethod
     def _identity(run: dict) -> str:
         """The run's options text, under every row's checksum."""
-        identity = (*(k for k in RUN_OPTIONS if k not in ("stats", "part_depth")), "started", "units", "parts")
+        identity = (*(k for k in RUN_OPTIONS if k not in ("stats", "part_depth", "part_cut")), "started", "units",
+                    "parts")
         depth = run.get("part_depth") or PART_DEPTH
+        cut = run.get("part_cut") or PART_CUT_KEY
         return ("|".join(str(run[k]) for k in identity) + ("|stats" if run["stats"] else "")
-                + (f"|part_depth={depth}" if depth != PART_DEPTH else ""))
+                + (f"|part_depth={depth}" if depth != PART_DEPTH else "")
+                + (f"|part_cut={cut}" if cut != PART_CUT_KEY else ""))
 
     def _register(self, name: str, options: str) -> None:
         """SQL function ``name``: the checksum of a row's sealed fields under ``options``."""
@@ -386,10 +398,14 @@ class Store:
                    "tt": int(run["tt"]), "seed": _seed_text(run["seed"]), "verify_seed": _seed_text(run["verify_seed"]),
                    "verify_sample": run["verify_sample"], "version": provenance.package_version(),
                    "git_commit": provenance.package_commit(), "started": _now(), "units": len(units), "parts": parts,
-                   "stats": int(bool(run.get("stats"))), "part_depth": int(run.get("part_depth") or PART_DEPTH)}
-            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, stats, part_depth, checksum) "
-                         f"VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?, ?, ?)",
-                         (SCHEMA, *(row[k] for k in _RUN_SEALED), row["stats"], row["part_depth"], run_checksum(row)))
+                   "stats": int(bool(run.get("stats"))), "part_depth": int(run.get("part_depth") or PART_DEPTH),
+                   "part_cut": run.get("part_cut") or PART_CUT_KEY}
+            if row["part_cut"] not in PART_CUTS:
+                raise ValueError(f"a part cut is one of {', '.join(PART_CUTS)}, got {row['part_cut']!r}")
+            conn.execute(f"INSERT INTO run (id, schema, {', '.join(_RUN_SEALED)}, stats, part_depth, part_cut, "
+                         f"checksum) VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?, ?, ?, ?)",
+                         (SCHEMA, *(row[k] for k in _RUN_SEALED), row["stats"], row["part_depth"], row["part_cut"],
+                          run_checksum(row)))
             conn.executemany(
                 "INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -498,11 +514,15 @@ class Store:
         run = dict(zip([c[0] for c in cur.description], row))
         self._run_row = dict(run)  # as stored, for its checksum
         _refuse_a_foreign_run_table(self.path, run)
-        if run["schema"] not in (2, 3, 4, 5, 6, 7, SCHEMA):
+        if run["schema"] not in (2, 3, 4, 5, 6, 7, 8, SCHEMA):
             raise StoreError(f"store {self.path} has schema {run['schema']}, this version reads {SCHEMA}")
         run["tt"] = bool(run["tt"])
         run["stats"] = bool(run.get("stats") or 0)
         run["part_depth"] = run.get("part_depth") or PART_DEPTH
+        run["part_cut"] = run.get("part_cut") or PART_CUT_KEY
+        if run["part_cut"] not in PART_CUTS:
+            raise StoreError(f"store {self.path}: the run's part cut {run['part_cut']!r} is not one of "
+                             f"{', '.join(PART_CUTS)}")
         for k in ("seed", "verify_seed"):
             try:
                 run[k] = None if run[k] is None else int(run[k], 16)
@@ -557,10 +577,11 @@ class Store:
         with self._transaction():
             for table, column in (("run", "stats INTEGER NOT NULL DEFAULT 0"), ("units", "stats TEXT"),
                                   ("run", f"part_depth INTEGER NOT NULL DEFAULT {PART_DEPTH}"),
-                                  ("units", "verify_stats TEXT"), ("units", "recount_stats TEXT")):
+                                  ("units", "verify_stats TEXT"), ("units", "recount_stats TEXT"),
+                                  ("run", f"part_cut TEXT NOT NULL DEFAULT '{PART_CUT_KEY}'")):
                 # before schema 6 every run is a plain one: no statistics; before schema 7 every run
                 # with parts split them at PART_DEPTH; before schema 8 no statistics run had a verify
-                # pass: its checksums stay what they were
+                # pass; before schema 9 every run in parts cut them by key: its checksums stay what they were
                 if column.split()[0] not in columns[table]:
                     self.conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
             if schema < 3:
@@ -578,6 +599,7 @@ class Store:
         self.run["schema"] = self._run_row["schema"] = SCHEMA
         self._run_row["stats"] = self._run_row.get("stats") or 0
         self._run_row["part_depth"] = self._run_row.get("part_depth") or PART_DEPTH
+        self._run_row["part_cut"] = self._run_row.get("part_cut") or PART_CUT_KEY
         self._run_row["checksum"] = run_checksum(self._run_row)
 
     def _seal(self, where: str, params: tuple = ()) -> None:

@@ -17,7 +17,7 @@ from .. import _core
 from ..gpu.registry import get_driver, table_statistics
 from ..gpu.tables import DEPTH_COUNTERS
 from ..position import Position
-from .store import PART_DEPTH
+from .store import PART_CUT_BOARD, PART_DEPTH
 
 
 def _not_a_cancel(record: logging.LogRecord) -> bool:
@@ -52,14 +52,14 @@ def _where(backend: str) -> tuple[str, str]:
 def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, seed: int | None = None,
                 run_key: str | None = None, run_fen: str | None = None, run_depth: int | None = None,
                 part: int = 0, parts: int = 1, part_depth: int = PART_DEPTH,
-                image: str | None = None) -> list[tuple[int, ...]]:
+                image: str | None = None, part_cut: str = PART_CUT_BOARD) -> list[tuple[int, ...]]:
     """Perft statistics of each of ``fens`` at ``depth`` on this process's ``backend`` (a statistics
     run's units): ``perft_core.Stats.as_tuple()`` per unit (13 ints, nodes first). The CPU backend
     counts whole units on one thread (a worker is one core), with ``tt`` through statistics tables
     of each unit's own. ``tt`` on the GPU backends: the batch is one
     ``TTBfsDriver.count_roots(stats=True)`` through statistics tables keyed by ``seed`` and kept warm
     across the units of ``run_key`` (the run of ``run_fen`` at ``run_depth``, which sizes them),
-    ``part`` of ``parts`` (split at remaining depth ``part_depth``) of each unit, as
+    ``part`` of ``parts`` (split at remaining depth ``part_depth`` by ``part_cut``) of each unit, as
     :func:`count_batch` counts a plain run's (``image`` as there); without ``tt`` and in parts,
     the same part counted without any table (a recount after a verify mismatch).
 
@@ -76,7 +76,7 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
             return [stats_tt.perft_stats_tt(p, depth, threads=1, tt_mb=zobrist.DEFAULT_TT_MB, seed=seed).as_tuple()
                     for p in positions]
         return [BACKENDS[backend](threads=1).count_stats(p, depth).as_tuple() for p in positions]
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image, part_cut)
     drv.tables = tt  # False: a part counted without any table (a recount after a verify mismatch)
     try:
         return [s.as_tuple() for s in drv.count_roots(positions, depth, game, stats=True)]
@@ -85,9 +85,9 @@ def count_stats(fens: list[str], depth: int, backend: str, tt: bool = False, see
 
 
 def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: int, part: int, parts: int,
-                part_depth: int, image: str | None = None):
+                part_depth: int, image: str | None = None, part_cut: str = PART_CUT_BOARD):
     """This process's GPU driver set for a task of a run with tables: keyed by ``seed``, counting
-    ``part`` of ``parts`` split at remaining depth ``part_depth``, its tables kept warm for ``run_key`` (the run of ``run_fen`` at
+    ``part`` of ``parts`` split at remaining depth ``part_depth`` by ``part_cut``, its tables kept warm for ``run_key`` (the run of ``run_fen`` at
     ``run_depth``, which sizes them) and loaded from the table image ``image`` when they are
     planned (``TTBfsDriver.keep_tables``). Returns (driver, the run's root Position)."""
     drv = get_driver(backend)
@@ -95,7 +95,7 @@ def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: 
     if drv.seed != seed:
         drv.reseed(seed)
     game = Position.from_fen(run_fen)
-    drv.set_part(part, parts, part_depth)
+    drv.set_part(part, parts, part_depth, part_cut)
     drv.keep_tables(run_key, run_depth, game, image)
     _tables_of[backend] = (run_key, seed)
     return drv, game
@@ -103,15 +103,15 @@ def _run_driver(backend: str, seed: int, run_key: str, run_fen: str, run_depth: 
 
 def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
                 run_depth: int, part: int = 0, parts: int = 1, tables: bool = True,
-                part_depth: int = PART_DEPTH, image: str | None = None) -> list[int]:
+                part_depth: int = PART_DEPTH, image: str | None = None, part_cut: str = PART_CUT_BOARD) -> list[int]:
     """perft(fen, depth) of each of ``fens`` (units of the run of ``run_fen`` at ``run_depth``) on
     this process's ``backend``; nodes per unit (Python ints).
 
     ``tt``: through tables keyed by ``seed``, kept warm across the counts of ``run_key``; on the
     GPU backends the batch is one ``TTBfsDriver.count_roots`` (equal positions below different
     units merged, the run's castling geometry and distinct positions per ply sizing the tables).
-    ``part`` of ``parts``: that part of each count, split at remaining depth ``part_depth``
-    (``TTBfsDriver.set_part``; GPU backends only).
+    ``part`` of ``parts``: that part of each count, split at remaining depth ``part_depth`` by
+    ``part_cut`` (``TTBfsDriver.set_part``; GPU backends only).
     ``tables`` False: a part counted without any table (a recount after a verify mismatch).
     ``image``: the run's table image for this part and seed (GPU backends with tables: loaded when
     the tables are planned for the run, see :func:`load_tables`).
@@ -139,7 +139,7 @@ def count_batch(fens: list[str], depth: int, backend: str, tt: bool, seed: int, 
         drv.whole_counts()
         drv.tt_enabled = False
         return [drv.perft(p, depth) for p in positions]
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image, part_cut)
     drv.tables = tt and tables
     try:
         return drv.count_roots(positions, depth, game)
@@ -162,7 +162,7 @@ def _process() -> str:
 
 def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run_key: str, run_fen: str,
              run_depth: int, part: int = 0, parts: int = 1, tables: bool = True, stats: bool = False,
-             part_depth: int = PART_DEPTH, image: str | None = None) -> dict:
+             part_depth: int = PART_DEPTH, image: str | None = None, part_cut: str = PART_CUT_BOARD) -> dict:
     """Count one task (a batch of units; arguments as for :func:`count_batch`): ``{"counts":
     [nodes] (ints), "seconds": wall seconds of the batch (float), "worker": address, "device":
     name, "probes": device TT probes of the batch, "hits": its device TT hits, "kernel_seconds": the
@@ -182,11 +182,11 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     counted = None
     if stats:
         counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts,
-                              part_depth, image)
+                              part_depth, image, part_cut)
         counts = [c[0] for c in counted]
     else:
         counts = count_batch(fens, depth, backend, tt, seed, run_key, run_fen, run_depth, part, parts, tables,
-                             part_depth, image)
+                             part_depth, image, part_cut)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
     probes = hits = stats = None
@@ -246,13 +246,14 @@ def table_reading(backend: str, run_key: str, seed: int) -> dict | None:
 
 
 def load_tables(fen: str, depth: int, backend: str, seed: int, run_key: str, run_fen: str, run_depth: int,
-                part: int, parts: int, part_depth: int, image: str, stats: bool = False) -> list[dict]:
+                part: int, parts: int, part_depth: int, image: str, stats: bool = False,
+                part_cut: str = PART_CUT_BOARD) -> list[dict]:
     """Before a phase of a run with tables on a GPU backend: set this process's driver for the run
     (as a task of ``part`` would, :func:`count_batch`) and plan its tables for units of ``depth``
     like ``fen``, loading the table image ``image`` if the tables are planned afresh (not when
     this process already keeps them for the run). Returns the loads' summaries
     (``tableimage.load``: [] when the tables were already the run's)."""
-    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image)
+    drv, game = _run_driver(backend, seed, run_key, run_fen, run_depth, part, parts, part_depth, image, part_cut)
     return drv.prepare_run(Position.from_fen(fen), depth, game, stats)
 
 

@@ -9,7 +9,6 @@ import numpy as np
 from .. import _core
 from ..hostbatch import expand_host
 from ..stats import STATS_FIELDS
-from .kernels import key_part
 
 
 def part_counts(driver, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.ndarray:
@@ -24,7 +23,7 @@ def part_counts(driver, boards: np.ndarray, side: int, ci: bytes, r: int) -> np.
     if r == driver.part_depth:
         keys = np.empty((n, 2), dtype=np.uint64)
         _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), n, side, ci, driver.z_host, keys)
-        mine = np.nonzero(key_part(keys, driver.parts) == driver.part)[0]
+        mine = np.nonzero(driver.split.mine(keys, boards, side))[0]
         if len(mine):
             out[mine] = _core.batch_perft(np.ascontiguousarray(boards[mine]).reshape(-1), len(mine), side, ci, r)
         return out
@@ -38,13 +37,13 @@ def stats_counts(board: np.ndarray, side: int, ci: bytes, r: int, driver=None) -
     depth ``r`` >= 1, on the CPU: its subtree expanded ``r - 1`` plies by the host batch kernels, the
     leaf parents' moves classified (kernels/pc_stats.h ``leaf_stats``) and summed. With ``driver``
     counting a part (``TTBfsDriver.set_part``): that part's, the boards at remaining depth
-    ``driver.part_depth`` kept only where their key is in the part."""
+    ``driver.part_depth`` kept only where they are in the part (``driver.split``)."""
     boards = np.ascontiguousarray(board, dtype=np.uint64).reshape(1, -1)
     for left in range(r, 1, -1):
         if driver is not None and driver.parts > 1 and left == driver.part_depth:
             keys = np.empty((len(boards), 2), dtype=np.uint64)
             _core.batch_keys(np.ascontiguousarray(boards).reshape(-1), len(boards), side, ci, driver.z_host, keys)
-            boards = boards[key_part(keys, driver.parts) == driver.part]
+            boards = boards[driver.split.mine(keys, boards, side)]
             if not len(boards):
                 return (0,) * len(STATS_FIELDS)
         boards, _parents = expand_host(boards, side, ci)

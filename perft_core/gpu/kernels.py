@@ -48,11 +48,64 @@ def key_part(keys: np.ndarray, parts: int) -> np.ndarray:
     return _part_of_high(np.asarray(keys, dtype=np.uint64).reshape(-1, 2)[:, 1], parts)
 
 
-def part_mask(keys, n: int, parts: int, part: int):
-    """Which of the first ``n`` keys of ``keys`` (a flat uint64 array of lo, hi pairs, on the host
-    or the device) are in part ``part`` of ``parts`` (:func:`key_part`): a bool array (n,) of the
-    same library."""
-    return _part_of_high(keys[1:2 * n:2], parts) == np.uint64(part)
+_GAMMA, _MIX1, _MIX2 = np.uint64(0x9E3779B97F4A7C15), np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+
+
+def _part_mix(h, x):
+    """kernels/pc_tt.h ``part_mix`` on uint64 arrays (wrapping arithmetic)."""
+    z = (h ^ x) + _GAMMA
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    return z ^ (z >> np.uint64(31))
+
+
+def board_part(boards: np.ndarray, us: int, salt: int, parts: int) -> np.ndarray:
+    """The part (0 .. parts-1) of each board by the board cut (kernels/pc_tt.h ``board_part``): a
+    hash, salted by ``salt`` (an int taken mod 2^64), of the pieces of the side not to move (``us``
+    is the side to move, 0 white, 1 black). ``boards``: uint64, BOARD_WORDS words a board (any
+    shape that reshapes to (n, BOARD_WORDS)); returns uint64 (n,)."""
+    b = np.asarray(boards, dtype=np.uint64).reshape(-1, BOARD_WORDS)
+    them = ~b[:, 3] if us else b[:, 3]
+    h = np.full(len(b), salt % (1 << 64), dtype=np.uint64)
+    for w in range(3):
+        h = _part_mix(h, b[:, w] & them)
+    return _part_of_high(h, parts)
+
+
+CUT_KEY, CUT_BOARD = "key", "board"
+CUTS = (CUT_BOARD, CUT_KEY)
+"""How a count in parts divides its split level (``TTBfsDriver.set_part``): ``board`` (the default
+since store schema 9) by :func:`board_part`, ``key`` (every run before it) by :func:`key_part`."""
+
+
+class Split:
+    """The split level's division of a count into parts: this driver counts part ``part`` of
+    ``parts``, cut by ``cut`` (CUT_BOARD or CUT_KEY), the board cut's hash salted by ``salt`` (the
+    driver's Zobrist seed, so a verify seed cuts the parts differently, as the key cut did)."""
+
+    def __init__(self, parts: int = 1, part: int = 0, cut: str = CUT_BOARD, salt: int = 0):
+        if cut not in CUTS:
+            raise ValueError(f"a part cut is one of {', '.join(CUTS)}, got {cut!r}")
+        self.parts, self.part, self.cut, self.salt = int(parts), int(part), cut, int(salt) % (1 << 64)
+
+    @property
+    def by_board(self) -> int:
+        """The kernels' ``cut`` argument (kernels/pc_tt.h ``level_part``): 1 board, 0 key."""
+        return int(self.cut == CUT_BOARD)
+
+    def of(self, keys, boards, us: int) -> np.ndarray:
+        """The part of each position (host arrays: keys uint64 (n, 2), boards uint64 (n, BOARD_WORDS),
+        side ``us`` to move): uint64 (n,)."""
+        if self.cut == CUT_BOARD:
+            return board_part(boards, us, self.salt, self.parts)
+        return key_part(keys, self.parts)
+
+    def mine(self, keys, boards, us: int) -> np.ndarray:
+        """Which positions (as :meth:`of`) are this driver's part: bool (n,)."""
+        return self.of(keys, boards, us) == np.uint64(self.part)
+
+    def __repr__(self) -> str:
+        return f"Split(parts={self.parts}, part={self.part}, cut={self.cut!r}, salt={self.salt:#x})"
 
 
 class EmulatedKernels:
@@ -185,8 +238,8 @@ class EmulatedKernels:
     def count_hits(self, counts, values, n, hits):
         hits[0] += np.count_nonzero((counts[:n] == 0) & (values[:n] > 0))
 
-    def part_filter(self, keys, n, parts, part, counts, values, own):
-        other = key_part(keys[:2 * n].reshape(n, 2), parts) != part
+    def part_filter(self, keys, boards, n, us, split, counts, values, own):
+        other = ~split.mine(keys[:2 * n].reshape(n, 2), boards[:n * BOARD_WORDS], us)
         counts[:n][other] = 0
         values[:n][other] = 0
         own[0] += n - int(np.count_nonzero(other))
@@ -208,8 +261,8 @@ class EmulatedKernels:
         merged_keys.reshape(-1, 2)[...] = keys[:2 * n].reshape(n, 2)[heads]
         return group_of
 
-    def part_rows(self, keys, n, parts, part):
-        mine = part_mask(keys, n, parts, part)
+    def part_rows(self, keys, boards, n, us, split):
+        mine = split.mine(keys[:2 * n].reshape(n, 2), boards[:n * BOARD_WORDS], us)
         own = np.flatnonzero(mine)
         others = np.flatnonzero(~mine)
         rows = np.append(own, others[0] if others.size else n).astype(np.uint32)
@@ -577,18 +630,21 @@ class CupyKernels:
     def count_hits(self, counts, values, n, hits):
         self._launch("count_hits_kernel", n, 256, (counts, values, np.uint64(n), hits))
 
-    def part_filter(self, keys, n, parts, part, counts, values, own):
-        """Boards of ``keys`` outside part ``part`` of ``parts`` count 0 (counts and values zeroed);
-        ``own`` (a device uint64 word) gets the number of this part's boards added."""
+    def part_filter(self, keys, boards, n, us, split, counts, values, own):
+        """Boards (``keys``, ``boards``, side ``us`` to move) outside ``split``'s part (a
+        :class:`Split`) count 0 (counts and values zeroed); ``own`` (a device uint64 word) gets the
+        number of this part's boards added."""
         self._launch("part_filter_kernel", n, 256,
-                     (keys, np.uint64(n), np.uint32(parts), np.uint32(part), counts, values, own))
+                     (keys, boards, np.uint64(n), np.uint32(us), np.uint64(split.salt), np.uint32(split.by_board),
+                      np.uint32(split.parts), np.uint32(split.part), counts, values, own))
 
     def upsweep_grouped(self, parents, group_of, group_values, n, parent_values):
         self._launch("upsweep_grouped_kernel", n, 256, (parents, group_of, group_values, np.uint64(n), parent_values))
 
-    def part_rows(self, keys, n, parts, part):
-        """The split level's selection of a part (``merge.keep_part``): of the first ``n`` keys (uint64
-        pairs lo, hi), those in part ``part`` of ``parts`` (:func:`key_part`). Returns (m, rows,
+    def part_rows(self, keys, boards, n, us, split):
+        """The split level's selection of a part (``merge.keep_part``): of the first ``n`` positions
+        (``keys`` uint64 pairs lo, hi, ``boards``, side ``us`` to move), those in ``split``'s part (a
+        :class:`Split`: ``Split.mine``). Returns (m, rows,
         group_of): m own boards; rows (uint32, m + 1) their indices in order, then the least index of
         a board of another part (n when there is none); group_of (uint32, n) each own board's rank,
         m for the others. Temporaries: 4 bytes a board, and the scan's tile sums."""
@@ -596,7 +652,9 @@ class CupyKernels:
         flag = self._temp(n, cp.uint32, "part_flag")
         first = self._temp(1, cp.uint64, "part_first_other")
         first.data.memset_async(0xFF, 8)
-        self._launch("part_flags_kernel", n, 256, (keys, np.uint64(n), np.uint32(parts), np.uint32(part), flag, first))
+        self._launch("part_flags_kernel", n, 256,
+                     (keys, boards, np.uint64(n), np.uint32(us), np.uint64(split.salt), np.uint32(split.by_board),
+                      np.uint32(split.parts), np.uint32(split.part), flag, first))
         return self._rank_rows(flag, n, first, True, "part")
 
     def _rank_rows(self, flag, n: int, first_other, groups: bool, site: str):

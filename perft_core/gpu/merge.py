@@ -44,9 +44,10 @@ def merge_level(kernels, arena, boards, keys, n: int, ply: int):
     return ub, uk, groups, group_of
 
 
-def keep_part(kernels, arena, boards, keys, n: int, ply: int, parts: int, part: int):
-    """The boards of part ``part`` (of ``parts``, ``kernels.key_part``) of a level about to be merged
-    at the split level, and one board of another part: (boards, keys, count, group of each board).
+def keep_part(kernels, arena, boards, keys, n: int, ply: int, us: int, split):
+    """The boards of ``split``'s part (a ``kernels.Split``; side ``us`` to move) of a level about to
+    be merged at the split level, and one board of another part: (boards, keys, count, group of
+    each board).
 
     A part counts only its own boards at the split level; the others count 0 there (the part
     filter), but merged, probed and counted they cost as much as its own, so a part of P did the
@@ -57,7 +58,7 @@ def keep_part(kernels, arena, boards, keys, n: int, ply: int, parts: int, part: 
     ``part_keys[ply]``); group_of (uint32, n) maps each board to its group for the upsweep, None
     when every board is this part's (then the inputs come back unchanged)."""
     with kernels.temporaries(f"part_mask[{ply}]"):  # out of memory: the driver halves the chunk
-        m, rows, group_of = kernels.part_rows(keys, n, parts, part)
+        m, rows, group_of = kernels.part_rows(keys, boards, n, us, split)
         if m == n:
             return boards, keys, n, None
         kept_boards = arena.alloc(f"part_boards[{ply}]", (m + 1) * WORDS, np.uint64)

@@ -94,14 +94,15 @@ def byte_budget(store: str | os.PathLike, max_seconds: float | None = None) -> i
 def identity(driver) -> dict:
     """What entries of ``driver``'s tables are facts under (a TTBfsDriver): format, entry words,
     key seed, SHA-256 of its Zobrist keys, castling geometry (CastleInfo bytes, hex), part, parts,
-    split depth, and SHA-256 of the kernel sources. Two drivers' entries are interchangeable
+    split depth and cut, and SHA-256 of the kernel sources. Two drivers' entries are interchangeable
     exactly when these are equal."""
     from .kernels import kernel_source_dir
 
     return {"format": FORMAT, "entry_words": int(driver.device_tables.entry_words), "seed": int(driver.seed),
             "zobrist": hashlib.sha256(np.ascontiguousarray(driver.z_host).tobytes()).hexdigest(),
             "castle_info": bytes(driver._ci_bytes).hex(), "part": int(driver.part), "parts": int(driver.parts),
-            "part_depth": int(driver.part_depth), "kernels": _kernels_digest(kernel_source_dir())}
+            "part_depth": int(driver.part_depth), "part_cut": driver.part_cut,
+            "kernels": _kernels_digest(kernel_source_dir())}
 
 
 @functools.cache

@@ -46,7 +46,7 @@ from .driver import BfsDriver, host_keys
 from . import tableimage
 from .overflow import safe_gpu_depth
 from .hostcache import HostCache
-from .kernels import PART_DEPTH
+from .kernels import CUT_BOARD, CUTS, PART_DEPTH, Split
 from .merge import LEAF_MERGE_SLICE
 from .tables import ENTRY_WORDS, LEVEL_VALUE, STATS_ENTRY_WORDS, TT_SHARE, DeviceTables, DeviceTT
 from .ttlevels import TTLevels
@@ -115,8 +115,9 @@ class TTBfsDriver(TTLevels, BfsDriver):
         # key (np.unique's order) a chunk was a random sample of the level with almost none.
         self.locality = True
         self._last_call = (0, 0)  # (arena bytes, boards of its largest merged level) of the last BFS call
-        self.parts, self.part = 1, 0  # set_part: this driver counts one part of a count split by key
+        self.parts, self.part = 1, 0  # set_part: this driver counts one part of a count split into parts
         self.part_depth = PART_DEPTH  # ... at this remaining depth
+        self.part_cut = CUT_BOARD  # ... cut by the boards' other side (kernels.Split)
         self.tables = True  # False: count without any table (device TT or host cache), parts still apply
         self.tt_stats = {"probes": 0, "hits": 0, "host_hits": 0, "roots": 0, "unique_roots": 0, "tt_disabled": 0,
                          "merged": 0, "other_parts": 0, "leaf_moves": 0, "leaf_positions": 0}
@@ -271,14 +272,20 @@ class TTBfsDriver(TTLevels, BfsDriver):
                 self._level_bound = (depth, distinct)
         return g
 
-    def set_part(self, part: int, parts: int, depth: int = PART_DEPTH) -> None:
+    def set_part(self, part: int, parts: int, depth: int = PART_DEPTH, cut: str = CUT_BOARD) -> None:
         """Count only part ``part`` (0 .. parts-1) of every count from now on (``parts`` = 1: whole
-        counts, the default), split at remaining depth ``depth`` (>= 3; default ``PART_DEPTH``).
+        counts, the default), split at remaining depth ``depth`` (>= 3; default ``PART_DEPTH``) by
+        ``cut`` (``kernels.CUT_BOARD``, the default, or ``kernels.CUT_KEY``, the cut of every run
+        stored before schema 9).
 
-        A count split into parts is split by key at remaining depth ``depth``: part c of
-        perft(pos, d) counts the paths whose position at remaining depth ``depth`` has
-        ``key_part(key, parts) == c`` (kernels/pc_tt.h: the top bits of the key's high word); with
-        d < ``depth`` a path has no such position and every part counts it. The parts of a count
+        A count split into parts is split at remaining depth ``depth``: part c of perft(pos, d)
+        counts the paths whose position at remaining depth ``depth`` is in part c: by the board
+        cut, ``kernels.board_part`` of the position (a hash of the pieces of the side not to move,
+        salted by the Zobrist seed), by the key cut ``key_part(key, parts)`` (the top bits of the
+        key's high word; kernels/pc_tt.h). The board cut keeps together the split-level parents of
+        a leaf position reached by two orders of one side's quiet moves, so each part's leaf merge
+        counts it once where the key cut counted it in up to every part (NOTES.md, session 33);
+        with d < ``depth`` a path has no such position and every part counts it. The parts of a count
         with d >= ``depth`` add up to the count. The levels above the split are the same work in
         every part; the split level and everything below it are divided among the parts, and so
         are the split level's table entries: a deep run gives each GPU one part, and each GPU's
@@ -286,16 +293,23 @@ class TTBfsDriver(TTLevels, BfsDriver):
         hold a part's count, so changing the part or its depth resets the tables (entries below
         it hold whole counts).
 
-        Raises ValueError unless 0 <= part < parts and depth is an integer >= 3.
+        Raises ValueError unless 0 <= part < parts, depth is an integer >= 3 and cut is a cut.
         """
         if isinstance(parts, bool) or not isinstance(parts, int) or parts < 1 or not 0 <= part < parts:
             raise ValueError(f"part must be in 0..parts-1 with parts >= 1, got part {part!r} of {parts!r}")
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 3:
             raise ValueError(f"the split depth of parts must be an integer >= 3 (remaining plies), got {depth!r}")
-        if (part, parts, depth) != (self.part, self.parts, self.part_depth):
-            self.part, self.parts, self.part_depth = part, parts, depth
+        if cut not in CUTS:
+            raise ValueError(f"a part cut is one of {', '.join(CUTS)}, got {cut!r}")
+        if (part, parts, depth, cut) != (self.part, self.parts, self.part_depth, self.part_cut):
+            self.part, self.parts, self.part_depth, self.part_cut = part, parts, depth, cut
             self._reset_tables()
             self._kept = None
+
+    @property
+    def split(self) -> Split:
+        """This driver's division of the split level (``set_part``), salted by its Zobrist seed."""
+        return Split(self.parts, self.part, self.part_cut, self.seed)
 
     def whole_counts(self) -> None:
         """Back to whole counts with tables of their own: part 0 of 1, no kept tables, tables on

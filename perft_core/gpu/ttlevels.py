@@ -14,7 +14,6 @@ from ..stats import STATS_FIELDS
 from .arena import DeviceOutOfMemory
 from .chunks import roots_per_call
 from .driver import BYTES_PER_MOVE, WORDS, expand_host
-from .kernels import key_part
 from .merge import (
     MERGE_TEMP_BYTES_PER_BOARD,
     keep_part,
@@ -60,7 +59,7 @@ class TTLevels:
         values = np.zeros((len(boards),) + shape, dtype=np.uint64)
         live = np.arange(len(boards))
         if self.parts > 1 and depth == self.part_depth:  # the split level: other parts' positions count 0 here
-            live = live[key_part(keys, self.parts) == self.part]
+            live = live[self.split.mine(keys, boards, us)]
         if depth > g:
             children, parents = expand_host(boards[live], us, self._ci_bytes)
             below = self._values_tt(children, self._host_keys(children, us ^ 1), mult[live][parents], us ^ 1,
@@ -174,7 +173,7 @@ class TTLevels:
             n_made, group_of = n, None
             if ply >= 1 and self.part_compact and self.parts > 1 and left == self.part_depth and n > 1:
                 # the split level: only this part's boards go on (merge.keep_part)
-                boards, keys, n, group_of = keep_part(k, a, boards, keys, n, ply, self.parts, self.part)
+                boards, keys, n, group_of = keep_part(k, a, boards, keys, n, ply, side, self.split)
                 self.tt_stats["other_parts"] += n_made - n
             if ply >= 1 and self.merge and n > 1 and (root_ply is None or root_ply + ply >= FIRST_TRANSPOSITION_PLY):
                 kept, kept_of = n, group_of
@@ -210,7 +209,7 @@ class TTLevels:
                 # Statistics: the filter zeroes a board's count and node value only. Its other 12
                 # counters stay 0 (no children); none came from the table, whose split-level
                 # entries are all this part's positions (set_part resets the tables).
-                k.part_filter(keys, n, self.parts, self.part, counts, values, self._hits_dev[OWN_SLOT:OWN_SLOT + 1])
+                k.part_filter(keys, boards, n, side, self.split, counts, values, self._hits_dev[OWN_SLOT:OWN_SLOT + 1])
             if tt is not None:  # hits counted on the device, per remaining depth; read once at the end of the call
                 level["probes"] = None if split else n  # a split level's: read with the hits
                 k.count_hits(counts, values, n, self._hits_dev[left:left + 1])
