@@ -173,14 +173,19 @@ def test_the_digests_are_what_stands_between_a_changed_entry_and_a_wrong_count(s
     assert drv.audit()[1] != []
 
 
-@pytest.mark.parametrize("damage", ["truncate", "header", "magic"])
+@pytest.mark.parametrize("damage", ["truncate", "header", "magic", "length 2^63", "length 2^40", "length 2^30"])
 def test_a_damaged_file_is_refused_whole(saved, want, damage):
+    """A truncated image, a changed header byte, another magic, or a header length damaged to a size
+    no file here has (a flipped top bit once raised OverflowError out of the load, failing the task;
+    2^40 a MemoryError): nothing loaded, the counts exact."""
     path, _ = saved
     raw = bytearray(path.read_bytes())
     if damage == "truncate":
         raw = raw[:len(raw) // 2]
     elif damage == "header":
         raw[20] ^= 1
+    elif damage.startswith("length"):
+        raw[8:16] = (1 << int(damage.split("^")[1])).to_bytes(8, "little")
     else:
         raw[:8] = b"NOTANIMG"
     path.write_bytes(bytes(raw))
@@ -244,6 +249,42 @@ def test_an_interrupted_save_leaves_the_previous_image(saved, monkeypatch):
         drv.save_image(path, 1 << 30)
     assert path.read_bytes() == before
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(path.name)] == [path.name]
+
+
+def test_a_killed_save_s_temporary_file_is_removed_by_the_next_save_and_with_the_images(saved):
+    """A worker killed while it wrote leaves IMAGE.tmpPID (its finally never ran): the next save of
+    that image removes it, and images_of lists it, so the run's end removes it with the images."""
+    path, _ = saved
+    orphan = path.with_name(path.name + ".tmp99999")
+    orphan.write_bytes(b"half an image")
+    store = path.with_name("s.sqlite")
+    other = tableimage.image_path(store, 0x1234, 0, 2, 3)
+    other_orphan = other.with_name(other.name + ".tmp4242")
+    other_orphan.write_bytes(b"x")
+    assert other_orphan in tableimage.images_of(store) and other_orphan in tableimage.images_of(store, 0x1234)
+    assert tableimage.images_of(store, 0x99) == []
+    drv, _ = resume(path)
+    drv.save_image(path, 1 << 30)
+    assert not orphan.exists() and path.exists()
+
+
+def test_a_save_the_disk_refuses_is_a_reason_not_a_failed_task(tmp_path, monkeypatch):
+    """worker.save_tables turns an OSError of the save (a full disk, a name too long) into the
+    part's summary with its reason (Dask logged the failed task's traceback on the worker), and the
+    CLI's stop says that part's tables were not saved."""
+    from perft_core.deep import worker
+
+    monkeypatch.setitem(worker._tables_of, "gpu-emulated", ("run-x", 7))
+
+    class Drv:
+        part, parts = 1, 2
+
+        def save_image(self, image, max_bytes):
+            raise OSError(36, "File name too long")
+
+    monkeypatch.setattr(worker, "get_driver", lambda backend: Drv())
+    got = worker.save_tables("gpu-emulated", "run-x", 7, 1, 2, str(tmp_path / "i.img"), 1 << 20)
+    assert got == {"part": 1, "saved": False, "reason": "OSError: [Errno 36] File name too long"}
 
 
 # ----- a deep run: saved at the time limit, loaded on resume, removed when done ------------------------
@@ -322,13 +363,16 @@ def test_the_cli_says_the_tables_were_saved_for_the_resume(monkeypatch, capsys, 
     def stopped(*a, **kw):
         raise DeepStopped("s.sqlite", "count", 400, 10, 10, 0.1, 6.0, {},
                           {"saved": [{"part": 0, "bytes": 2_520_375_682, "seconds": 4.6},
-                                     {"part": 1, "saved": False, "reason": "no tables of the part"}]})
+                                     {"part": 1, "saved": False, "reason": "no tables of the part"},
+                                     {"part": 2, "saved": False, "reason": "OSError: [Errno 28] No space left"}]})
 
     monkeypatch.setattr(run_mod, "deep_perft", stopped)
     assert main(["deep", "startpos", "8", "--backend", "gpu-emulated", "--workers", "1", "--tt",
                  "--max-seconds", "6"]) == 3
     err = capsys.readouterr().err.splitlines()
-    assert err[-2].startswith("perft deep: stopped at the time limit")
+    assert err[-3].startswith("perft deep: stopped at the time limit")
+    assert err[-2] == ("perft deep: part 2's tables were not saved (OSError: [Errno 28] No space left): its resume "
+                       "starts with empty tables")  # part 1 had none: not a failure, no line
     assert err[-1] == "perft deep: the tables are saved beside the store for the resume (1 image, 2.52 GB in 4.6 s)"
 
 
@@ -378,3 +422,17 @@ def test_cluster_workers_import_this_perft_core_whatever_sys_path_holds(tmp_path
     with local_cluster() as cluster, distributed.Client(cluster.scheduler_address) as client:
         client.wait_for_workers(2, timeout=60)
         assert set(client.run(eval, "__import__('perft_core').__file__").values()) == {perft_core.__file__}
+
+
+@pytest.mark.parametrize("text", ["²", "٣", "1e9", "-5"])
+def test_a_byte_budget_that_is_not_ascii_digits_is_ignored(tmp_path, monkeypatch, text):
+    """PERFT_TABLE_IMAGE_BYTES and PERFT_HOST_CACHE_ENTRIES take ASCII digits only: "²" passed
+    str.isdigit and then raised int()'s ValueError at the stop, naming no variable; "٣" was read as
+    3. Anything else is ignored, as "abc" always was (the budget from the disk, the entries from
+    the memory)."""
+    from perft_core.gpu import hostcache
+
+    monkeypatch.setenv("PERFT_TABLE_IMAGE_BYTES", text)
+    monkeypatch.setenv("PERFT_HOST_CACHE_ENTRIES", text)
+    assert tableimage.byte_budget(tmp_path / "s.sqlite") > 1000
+    assert hostcache.default_entries() >= hostcache.MIN_ENTRIES

@@ -79,6 +79,7 @@ def _scheduler(text: str) -> str:
 
 def _cmd_deep(args: argparse.Namespace) -> int:
     from ..errors import CountRefused, StatsUnsupported
+    from .dispatch import NO_TABLES
     from .run import DeepError, DeepStopped, deep_perft
     from .units import KeyCollisionError
 
@@ -117,6 +118,10 @@ def _cmd_deep(args: argparse.Namespace) -> int:
             print(json.dumps(exc.as_dict()))
         print(f"perft deep: {exc}", file=sys.stderr)
         saved = [s for s in exc.images.get("saved", []) if s.get("bytes")]
+        for s in exc.images.get("saved", []):
+            if s.get("saved") is False and s.get("reason") != NO_TABLES:
+                print(f"perft deep: part {s['part']}'s tables were not saved ({s['reason']}): its resume starts "
+                      f"with empty tables", file=sys.stderr)
         if saved:
             print(f"perft deep: the tables are saved beside the store for the resume ({len(saved)} image"
                   f"{'s' if len(saved) > 1 else ''}, {_size(sum(s['bytes'] for s in saved))} in "

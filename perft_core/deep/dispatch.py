@@ -389,6 +389,11 @@ def load_table_images(client, st: Store, rows: list[dict], backend: str, run_key
     return out
 
 
+NO_TABLES = "no tables of the part"
+"""The reason of a part's image not saved because no worker holds its tables (none counted it in
+this command): not a failure."""
+
+
 def save_table_images(client, st: Store, backend: str, run_key: str, seed: int, max_bytes: int) -> list[dict]:
     """At a run's time limit (a phase with tables keyed by ``seed`` left rows): the worker that part
     p's tasks prefer (worker p) writes its tables to part p's table image (``worker.save_tables``),
@@ -404,7 +409,7 @@ def save_table_images(client, st: Store, backend: str, run_key: str, seed: int, 
     for p, fut in futures:
         try:
             got = fut.result()
-            out.append(got if got is not None else {"part": p, "saved": False, "reason": "no tables of the part"})
+            out.append(got if got is not None else {"part": p, "saved": False, "reason": NO_TABLES})
         except Exception as exc:  # noqa: BLE001 - a full disk, a lost worker: the run's units are stored
             out.append({"part": p, "saved": False, "reason": f"{type(exc).__name__}: {exc}"})
     return out

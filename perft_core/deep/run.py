@@ -180,7 +180,7 @@ def _sum_stats(st: Store, rows: list[dict]):
         recounted = r["recount"] is not None
         text, count = (r.get("recount_stats"), r["recount"]) if recounted else (r.get("stats"), r["count"])
         values = text.split(",") if text else []
-        if len(values) != 13 or not all(v.isdigit() for v in values) or values[0] != count:
+        if len(values) != 13 or not all(v.isascii() and v.isdigit() for v in values) or values[0] != count:
             raise DeepError(f"store {st.path}: unit {r['unit']} part {r['part']} has statistics {text!r} that do not "
                             f"match its {'recount' if recounted else 'count'} {count}")
         total = total + Stats.from_tuple(int(v) for v in values) * int(r["multiplicity"])

@@ -260,13 +260,18 @@ def load_tables(fen: str, depth: int, backend: str, seed: int, run_key: str, run
 def save_tables(backend: str, run_key: str, seed: int, part: int, parts: int, image: str, max_bytes: int) -> dict | None:
     """At a run's time limit: write this process's tables to the table image ``image`` within
     ``max_bytes`` (``TTBfsDriver.save_image``'s summary, with ``"part"``), or None when its tables
-    are not the run's (another run, seed or part last, or none planned)."""
+    are not the run's (another run, seed or part last, or none planned). A save the disk refuses
+    (full, a name too long, no permission: OSError) is ``{"part", "saved": False, "reason"}``,
+    not a failed task (whose traceback Dask would log on the worker): the run's units are stored."""
     if _tables_of.get(backend) != (run_key, seed):
         return None
     drv = get_driver(backend)
     if (drv.part, drv.parts) != (part, parts):
         return None
-    out = drv.save_image(image, max_bytes)
+    try:
+        out = drv.save_image(image, max_bytes)
+    except OSError as exc:
+        return {"part": part, "saved": False, "reason": f"{type(exc).__name__}: {exc}"}
     return None if out is None else out | {"part": part}
 
 

@@ -54,7 +54,7 @@ def default_entries() -> int:
     ENTRY_COST_BYTES an entry, at least MIN_ENTRIES; ``PERFT_HOST_CACHE_ENTRIES`` (an integer)
     overrides it."""
     forced = os.environ.get("PERFT_HOST_CACHE_ENTRIES", "").strip()
-    if forced.isdigit():
+    if forced.isascii() and forced.isdigit():
         return int(forced)
     return max(MIN_ENTRIES, int(memory_limit_bytes() * HOST_CACHE_SHARE // ENTRY_COST_BYTES))
 

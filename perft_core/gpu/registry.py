@@ -54,7 +54,7 @@ def _make_driver(backend: str, tt_mb: float | None):
         except Exception as exc:  # ImportError, CUDARuntimeError: no usable GPU here
             raise ValueError(f"backend 'gpu' needs CuPy and a CUDA device: {exc}") from None
         gpu_mb = os.environ.get("PERFT_GPU_MB", "")
-        if gpu_mb and not (gpu_mb.isdigit() and int(gpu_mb) > 0):
+        if gpu_mb and not (gpu_mb.isascii() and gpu_mb.isdigit() and int(gpu_mb) > 0):
             raise ValueError(f"PERFT_GPU_MB must be a positive number of MiB, got {gpu_mb!r}")
         return TTBfsDriver(CupyKernels(), memory_bytes=int(gpu_mb) << 20 if gpu_mb else None,
                            fault_plan=plan, tt_bytes=tt_bytes)

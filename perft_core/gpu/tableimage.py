@@ -71,10 +71,13 @@ def image_path(store: str | os.PathLike, seed: int, part: int, parts: int, part_
 
 
 def images_of(store: str | os.PathLike, seed: int | None = None) -> list[Path]:
-    """The table images beside ``store``: of key seed ``seed``, or of any seed (None); any part."""
+    """The table images beside ``store``: of key seed ``seed``, or of any seed (None); any part;
+    with the temporary files of saves that never finished (``IMAGE.tmpPID``: a worker killed while
+    it wrote), which nothing else would remove."""
     store = Path(store)
     which = "*" if seed is None else f"{seed:x}"
-    return sorted(store.parent.glob(f"{glob.escape(store.name)}.tables-{which}-p*.img"))
+    stem = f"{glob.escape(store.name)}.tables-{which}-p*.img"
+    return sorted([*store.parent.glob(stem), *store.parent.glob(stem + ".tmp*")])
 
 
 def byte_budget(store: str | os.PathLike, max_seconds: float | None = None) -> int:
@@ -82,7 +85,7 @@ def byte_budget(store: str | os.PathLike, max_seconds: float | None = None) -> i
     with a time limit (seconds) at most SAVE_SHARE of it at WRITE_BYTES_PER_SECOND.
     ``PERFT_TABLE_IMAGE_BYTES`` (an integer; 0 saves nothing) overrides both."""
     forced = os.environ.get("PERFT_TABLE_IMAGE_BYTES", "").strip()
-    if forced.isdigit():
+    if forced.isascii() and forced.isdigit():
         return int(forced)
     free = shutil.disk_usage(Path(store).resolve().parent).free
     budget = int(free * DISK_SHARE)
@@ -175,6 +178,11 @@ def save(driver, path: str | os.PathLike, max_bytes: int) -> dict:
     header = {"identity": identity(driver), "slots": {str(r): int(tt.slots) for r, tt in tables.tts.items()},
               "host_entries": len(cache), "audit": audit, "written": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     head = json.dumps(header, sort_keys=True).encode()
+    for stale in path.parent.glob(glob.escape(path.name) + ".tmp*"):  # a killed save's (one client a store)
+        try:
+            stale.unlink()
+        except OSError:
+            pass
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     index, summary = [], {}
     try:
@@ -257,11 +265,13 @@ def read_header(path: str | os.PathLike) -> tuple[dict, list[dict]]:
         start = f.read(16)
         if len(start) < 16 or start[:8] != MAGIC:
             raise ImageRefused("not a table image of this format")
-        head = f.read(struct.unpack("<Q", start[8:])[0])
+        head_len = struct.unpack("<Q", start[8:])[0]
         f.seek(0, os.SEEK_END)
         end = f.tell()
-        if end < 16 + len(head) + 48:
-            raise ImageRefused("truncated")
+        if end < 16 + head_len + 48:  # checked before it is read: a damaged length is no allocation
+            raise ImageRefused("truncated (or a damaged header length)")
+        f.seek(16)
+        head = f.read(head_len)
         f.seek(end - 48)
         tail_len_digest = f.read(48)
         if tail_len_digest[40:] != END_MAGIC:
