@@ -56,8 +56,9 @@ class CountRefused(ValueError):
 
 class CountOverflow(ValueError):
     """A count that passes 2^64 - 1 on a backend that counts in 64 bits (the GPU backends: a
-    count through their tables reaches it at depths a count without tables never does); refused
-    instead of returned wrapped. The cpu backend counts in 128 bits."""
+    count through their tables reaches it at depths a count without tables never does), or 2^128 - 1
+    on the cpu backend, which counts in 128 bits (a king against a king at depth 48 through its
+    tables); refused instead of returned wrapped."""
 
 
 class CountInterrupted(RuntimeError):

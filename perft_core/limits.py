@@ -22,6 +22,8 @@ The numbers:
 """
 from __future__ import annotations
 
+import time
+
 MAX_DEPTH = 64
 MAX_THREADS = 1024
 MAX_SPLIT_PLY = 6
@@ -163,3 +165,14 @@ def cpu_limited(watch, count) -> int:
         return int(count(left))
     except _core.CountStopped:
         watch.expire()
+
+
+def seconds_left(max_seconds: float, t0: float) -> float:
+    """What a count's time limit leaves after the work since ``t0`` (``time.perf_counter()`` when the
+    count was asked for: the tables it makes first count against its limit; making 8 GiB of
+    statistics tables took 9.8 s of a 3 s limit): 0 for no limit (``max_seconds`` 0 or less, the
+    extension's convention); a limit already passed is 1e-9 s, the extension's smallest deadline (it
+    stops at once: CountStopped)."""
+    if not max_seconds or max_seconds <= 0:
+        return 0.0
+    return max(max_seconds - (time.perf_counter() - t0), 1e-9)

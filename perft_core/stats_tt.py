@@ -17,9 +17,11 @@ the node-count tables' (:meth:`StatsTranspositionTable.entries`).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from . import _core
+from .limits import seconds_left
 from .position import Position, as_position
 from .stats import Stats
 from .zobrist import (DEFAULT_TT_MB, TranspositionTable, _budget_bytes, _check_verify, _depth, _seed, _threads,
@@ -117,19 +119,21 @@ def perft_stats_tt(position: str | Position, depth: int, *, threads: int | None 
     Tables: ``table`` if given (reused, keeps its entries), else new ones (:func:`new_stats_tables`,
     at most ``tt_mb`` MiB) keyed by ``seed``. ``verify_seed``: count again through new tables keyed by
     it and compare all 13 counters. ``threads``: None uses every available core (1 with a recording
-    table). ``max_seconds`` > 0: stop after that many seconds (``_core.CountStopped``).
+    table). ``max_seconds`` > 0: stop after that many seconds from the call, the tables' making
+    included (``_core.CountStopped``).
 
     Raises:
         HashVerificationError: the two key seeds' statistics differ.
         ValueError: bad depth, threads, budget or seed; depth above the table's max_depth.
     """
+    t0 = time.perf_counter()
     depth = _depth(depth)
     threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
     position = as_position(position)
     args = position.core_args()
-    first = Stats.from_tuple(_core.perft_stats_tt(args, depth, threads, _tables(depth, table, tt_mb, seed,
-                                                                                 position)._native, max_seconds))
+    tables = _tables(depth, table, tt_mb, seed, position)
+    first = Stats.from_tuple(_core.perft_stats_tt(args, depth, threads, tables._native, seconds_left(max_seconds, t0)))
     if verify_seed is not None:
         again = Stats.from_tuple(_core.perft_stats_tt(args, depth, threads,
                                                       new_stats_tables(position, depth, tt_mb, verify_seed)._native))
@@ -146,6 +150,7 @@ def divide_stats_tt(position: str | Position, depth: int, *, threads: int | None
     13 counters. With ``max_seconds``, ``_core.CountStopped``'s second argument is ``[(uci, 13-tuple)]``
     of the root moves counted in full.
     """
+    t0 = time.perf_counter()
     depth = _depth(depth)
     threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
@@ -158,7 +163,8 @@ def divide_stats_tt(position: str | Position, depth: int, *, threads: int | None
         return {m: Stats.from_tuple(c) for m, c in sorted(_core.divide_stats_tt(args, depth, threads, t._native,
                                                                                  seconds))}
 
-    first = split(_tables(depth, table, tt_mb, seed, position), max_seconds)
+    tables = _tables(depth, table, tt_mb, seed, position)
+    first = split(tables, seconds_left(max_seconds, t0))
     if verify_seed is not None:
         check_same(first, split(new_stats_tables(position, depth, tt_mb, verify_seed)), depth, seed, verify_seed)
     return first

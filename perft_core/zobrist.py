@@ -21,7 +21,10 @@ the audit (:meth:`TranspositionTable.entries` with ``record_positions=True``).
 """
 from __future__ import annotations
 
+import contextlib
+
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -327,26 +330,30 @@ def perft_tt(position: str | Position, depth: int, *, threads: int | None = None
     (less for a small tree) with key ``seed``. ``verify_seed``: count again with new tables keyed
     by that seed, and raise if the two counts differ. ``threads``: None (default) uses every
     available core (perft_core.threads). ``max_seconds`` > 0: each pass stops after that many wall
-    seconds (the extension polls its deadline inside the count; what it stored stays exact).
+    seconds, the first counted from the call, its tables' making included (the extension polls its
+    deadline inside the count; what it stored stays exact).
     ``_planted_bug`` (tests only) plants a key bug, see PLANTED_BUGS.
 
     Raises:
         HashVerificationError: the two counts of ``verify_seed`` differ.
         ValueError: bad depth, threads, budget or seed; depth above the table's max_depth.
         perft_core._core.CountStopped: ``max_seconds`` passed.
+        CountOverflow (a ValueError): the count passes 2^128 - 1 (the sums are 128 bits).
     """
+    t0 = time.perf_counter()
     depth = _depth(depth)
     threads = _threads(threads, table)
     _check_verify(verify_seed, seed, table)
     position = as_position(position)
     args = position.core_args()
     fault = _fault(_planted_bug)
-    nodes = _core.perft_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native, fault,
-                           max_seconds)
-    if verify_seed is not None:
-        again = _core.perft_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native, fault,
-                               max_seconds)
-        check_same(nodes, again, depth, seed, verify_seed)
+    tables = _tables(depth, table, tt_mb, seed, position)
+    with _refused_past_u128():
+        nodes = _core.perft_tt(args, depth, threads, tables._native, fault, limits.seconds_left(max_seconds, t0))
+        if verify_seed is not None:
+            again = _core.perft_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native,
+                                   fault, max_seconds)
+            check_same(nodes, again, depth, seed, verify_seed)
     return nodes
 
 
@@ -365,10 +372,23 @@ def divide_tt(position: str | Position, depth: int, *, threads: int | None = Non
     position = as_position(position)
     args = position.core_args()
     fault = _fault(_planted_bug)
-    split = dict(sorted(_core.divide_tt(args, depth, threads, _tables(depth, table, tt_mb, seed, position)._native,
-                                         fault)))
-    if verify_seed is not None:
-        again = dict(_core.divide_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native,
-                                      fault))
-        check_same(split, again, depth, seed, verify_seed)
+    with _refused_past_u128():
+        split = dict(sorted(_core.divide_tt(args, depth, threads,
+                                             _tables(depth, table, tt_mb, seed, position)._native, fault)))
+        if verify_seed is not None:
+            again = dict(_core.divide_tt(args, depth, threads, new_tables(position, depth, tt_mb, verify_seed)._native,
+                                          fault))
+            check_same(split, again, depth, seed, verify_seed)
     return split
+
+
+@contextlib.contextmanager
+def _refused_past_u128():
+    """The extension's OverflowError (a count through the tables past 2^128 - 1, whose sums
+    saturate: src/tt.h ``add_sat``) as CountOverflow, the error of a count too large for its backend."""
+    try:
+        yield
+    except OverflowError as exc:
+        from .errors import CountOverflow
+
+        raise CountOverflow(str(exc)) from None

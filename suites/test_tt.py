@@ -320,3 +320,24 @@ def test_counts_past_2_to_the_64_stay_fast_through_lossless_levels():
 
     assert big_subtree_depth(KINGS, 40) == 21 and big_subtree_depth(chess.STARTING_FEN, 12) is None
 
+
+def test_a_count_past_2_to_the_128_is_refused_not_wrapped(capsys):
+    """Through the tables king against king passes 2^128 - 1 at depth 48 within seconds; the 128-bit
+    sums wrapped and `perft run K2 48 --tt` printed 2.4e36 with exit 0 (the count is 1.0e39; a
+    helper's hunt, session 33). The sums saturate now and the count is refused (CountOverflow, exit
+    2, one line), from perft, divide and the CLI; depth 47 (below 2^128) is still exact."""
+    from perft_core.errors import CountOverflow
+
+    truth = kings_perft(chess.A1, chess.H8, True, 48)
+    assert (1 << 128) < truth
+    assert perft_core.perft(KINGS, 47, tt=True, max_seconds=60) == kings_perft(chess.A1, chess.H8, True, 47) < 1 << 128
+    with pytest.raises(CountOverflow, match=r"passes 2\^128 - 1"):
+        perft_core.perft(KINGS, 48, tt=True, max_seconds=60)
+    with pytest.raises(CountOverflow, match=r"passes 2\^128 - 1"):
+        perft_core.divide(KINGS, 48, tt=True, max_seconds=60)
+    with pytest.raises(CountOverflow):
+        perft_tt(KINGS, 50, threads=2)
+    assert main(["run", KINGS, "48", "--tt", "--force"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("perft: error: the count passes 2^128 - 1")
+

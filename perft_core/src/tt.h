@@ -35,6 +35,16 @@ namespace pc_tt {
 using pc_host::Root;
 typedef unsigned __int128 u128;
 
+// The sums of a count through the tables saturate at U128_SAT: a table hit brings a whole subtree,
+// so a count passes 2^128 - 1 at depths a count without tables never reaches (a king against a king
+// at depth 48 in seconds), and a plain u128 sum wrapped silently. A saturated sum stays saturated up
+// to the root, is never stored, and is refused there (zobrist.cpp: OverflowError).
+constexpr u128 U128_SAT = ~(u128)0;
+inline u128 add_sat(u128 a, u128 b) {
+    const u128 s = a + b;
+    return s < a ? U128_SAT : s;
+}
+
 // A position as recorded next to an entry in record mode. valid == 0: nothing recorded.
 struct Rec {
     u64 pbq, nbk, rqk, black;
@@ -510,10 +520,10 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
                 key[i] = child_key<Us, F>(k, b, list[first + i], s);
                 s.tt.prefetch(depth - 1, key[i]);
             }
-            for (int i = 0; i < n; ++i) total += tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s);
+            for (int i = 0; i < n; ++i) total = add_sat(total, tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s));
         }
     }
-    if (use && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))
+    if (use && total != U128_SAT && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))
         s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
     return total;
 }
@@ -565,7 +575,7 @@ std::vector<u128> divide_tt_counts(const Root& r, const std::vector<Move>& moves
             u128 c = tt_any<F>(items[k].b, items[k].k, items[k].us, items[k].depth, s);
             if (pc_host::stop_requested()) break;  // c may be cut short: discard it
             std::lock_guard<std::mutex> g(sums_mutex);
-            sums[items[k].root] += c;
+            sums[items[k].root] = add_sat(sums[items[k].root], c);
         }
         tt.add_stats(s.st);
     });

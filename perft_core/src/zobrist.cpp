@@ -23,6 +23,11 @@ py::object pyint_u128(u128 v) {
     return r;
 }
 
+// The message of a count through the tables that passes 2^128 - 1 (its sums saturate, src/tt.h).
+const char* const COUNT_PAST_U128 =
+    "the count passes 2^128 - 1 (340,282,366,920,938,463,463,374,607,431,768,211,455): the cpu backend counts "
+    "in 128 bits and refuses it rather than return it wrapped";
+
 py::object pykey(const Key128& k) { return pyint_u128(((u128)k.hi << 64) | k.lo); }
 
 ZobristKeys keys_for(u64 seed) {
@@ -104,8 +109,9 @@ void register_zobrist(pybind11::module_& m) {
         if (depth == 0) return py::object(py::int_(1));
         StopScope stop(depth, max_seconds);
         u128 total = 0;
-        for (u128 c : tt_counts(r, legal_list(r), depth, threads, table, fault)) total += c;
+        for (u128 c : tt_counts(r, legal_list(r), depth, threads, table, fault)) total = pc_tt::add_sat(total, c);
         stop.finish();
+        if (total == pc_tt::U128_SAT) throw std::overflow_error(COUNT_PAST_U128);
         return pyint_u128(total);
     }, py::arg("args"), py::arg("depth"), py::arg("threads"), py::arg("table"), py::arg("fault") = 0,
        py::arg("max_seconds") = 0.0,
@@ -120,6 +126,8 @@ void register_zobrist(pybind11::module_& m) {
         StopScope stop(depth, max_seconds);
         std::vector<u128> counts = tt_counts(r, moves, depth, threads, table, fault);
         stop.finish();
+        for (u128 c : counts)
+            if (c == pc_tt::U128_SAT) throw std::overflow_error(COUNT_PAST_U128);
         py::list out;
         for (size_t i = 0; i < moves.size(); ++i) out.append(py::make_tuple(uci(r, moves[i]), pyint_u128(counts[i])));
         return out;
