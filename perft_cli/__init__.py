@@ -17,11 +17,16 @@ import argparse
 import sys
 from typing import Sequence
 
-from perft_core import cli as core_cli
-from perft_core.deep import cli as deep_cli
-from perft_core import cliargs
-from perft_core.cliargs import Parser, UsageError
-from perft_core.errors import clip
+try:
+    from perft_core import cli as core_cli
+    from perft_core.deep import cli as deep_cli
+    from perft_core import cliargs
+    from perft_core.cliargs import Parser, UsageError
+    from perft_core.errors import clip
+except ValueError as _exc:  # a bad PERFT_CORE, met while the CPU extension is chosen (perft_core/_core.py)
+    _UNUSABLE: ValueError | None = _exc
+else:
+    _UNUSABLE = None
 
 __all__ = ["build_parser", "main"]
 
@@ -54,6 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``perft`` command; returns the exit status (0, 1, 2, 3 or 130: :mod:`perft_core.cliargs`)."""
+    if _UNUSABLE is not None:  # one line and status 2, as every error of the command (no traceback)
+        print(f"perft: error: {_UNUSABLE}", file=sys.stderr)
+        return 2
     parser = build_parser()
     restore = _signals_interrupt()
     try:

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 
 import chess
 import pytest
@@ -333,3 +336,19 @@ def test_a_numpy_integer_depth_is_the_integer_it_is():
     for bad in (True, 2.0, np.int64(-1)):
         with pytest.raises(ValueError, match="depth must be a non-negative integer"):
             perft_core.perft(start, bad)
+
+
+@pytest.mark.parametrize("value", ["abc", "BASE", "0"])
+def test_a_bad_perft_core_is_one_line_and_status_2(value):
+    """PERFT_CORE names the CPU build; a bad one raised its ValueError while perft_cli was imported:
+    a traceback and exit status 1, which means "a count differs" (a helper's hunt, session 33). Now
+    one line and status 2, as every error of the command; a good value still counts."""
+    env = dict(os.environ, PERFT_CORE=value)
+    out = subprocess.run([sys.executable, "-m", "perft_cli", "run", "startpos", "1"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.strip() == f"perft: error: PERFT_CORE must be one of base, v3, v3magic, got {value!r}"
+    env["PERFT_CORE"] = "base"
+    ok = subprocess.run([sys.executable, "-m", "perft_cli", "run", "startpos", "2"], env=env, capture_output=True,
+                        text=True, timeout=120)
+    assert ok.returncode == 0 and "400" in ok.stdout
