@@ -11,9 +11,11 @@ limit; past it, :class:`Deadline` stops the count and the caller raises
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import NoReturn
 
+from .errors import CountInterrupted
 from .estimate import Estimate, format_seconds, format_speed
 
 #: A count estimated to take longer than this (seconds) shows a progress bar on a terminal.
@@ -29,6 +31,9 @@ FIRST_LINE_SECONDS = 5.0
 ETA_MIN_SHARE = 0.01
 """No ETA before this fraction of the work is done: the rate is not measured yet (the first rows
 of a suite are tiny and all overhead; an ETA from them read ``332:33:09``)."""
+
+TICK_SECONDS = 0.5
+"""How often a watch with progress lines looks whether a line is due (its clock thread)."""
 
 LINES_SECONDS = 10.0
 """Without a terminal, work estimated (or found) to take longer than this many seconds writes
@@ -130,6 +135,8 @@ class Watch:
         self.move_nodes = 0      # nodes of the current root move reported by GPU chunks
         self._bar = None
         self._task = None
+        self.passes = passes
+        self._lock = threading.Lock()
         total = max(float(estimate.nodes) * passes, 1.0) if estimate is not None else None
         self._total = total
         self._lines = (ProgressLines(f"perft {estimate.depth}:", first=FIRST_LINE_SECONDS)
@@ -148,17 +155,35 @@ class Watch:
     def __enter__(self) -> "Watch":
         if self._bar is not None:
             self._bar.start()
+        if self._lines is not None:  # lines come on time while a long root move counts (no event then)
+            self._ticking = threading.Event()
+            self._ticker = threading.Thread(target=self._tick, name="perft-progress-lines", daemon=True)
+            self._ticker.start()
         return self
 
+    def _tick(self) -> None:
+        """The progress lines' clock: offers a line every TICK_SECONDS (ProgressLines writes one when
+        its time has come: the first after FIRST_LINE_SECONDS, then every PROGRESS_LINE_SECONDS), so
+        a count whose first root move takes minutes still says it is alive."""
+        while not self._ticking.wait(TICK_SECONDS):
+            self._show(self.done + self.move_nodes)
+
     def __exit__(self, *exc) -> None:
+        if self._lines is not None:
+            self._ticking.set()
+            self._ticker.join()
         if self._bar is not None:
             self._bar.stop()
-        if self._lines is not None and not (exc[0] and issubclass(exc[0], KeyboardInterrupt)):
-            # the summary: all of it when the count finished, else the share counted (none when
-            # interrupted: the command says "perft: interrupted" and nothing else)
+        if self._lines is not None and (exc[0] is None or issubclass(exc[0], (Deadline, CountInterrupted))):
+            # the summary: the count when it finished (a verify seed's two passes counted it twice),
+            # else the share counted at the time limit (none when interrupted: the command says
+            # "perft: interrupted" and nothing else; none when refused, e.g. past 2^64 on a GPU
+            # backend: the error line says why, and no node figure of a count that has none)
             done = self.done + self.move_nodes
-            share = 1.0 if exc[0] is None else done / self._total
-            self._lines.report(self._moves or "0 root moves", share, done, self.elapsed(), final=True)
+            if exc[0] is None:
+                self._lines.report(self._moves or "0 root moves", 1.0, done // self.passes, self.elapsed(), final=True)
+            else:
+                self._lines.report(self._moves or "0 root moves", done / self._total, done, self.elapsed(), final=True)
 
     def elapsed(self) -> float:
         """Wall seconds since the watch was made."""
@@ -190,7 +215,8 @@ class Watch:
         if moves is not None:
             self._moves = moves
         if self._lines is not None:
-            self._lines.report(self._moves or "0 root moves", done / self._total, done, self.elapsed())
+            with self._lock:  # the count's thread and the lines' clock (_tick)
+                self._lines.report(self._moves or "0 root moves", done / self._total, done, self.elapsed())
         if self._bar is None:
             return
         elapsed = self.elapsed()

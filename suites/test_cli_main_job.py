@@ -107,6 +107,25 @@ def test_progress_lines_without_a_terminal(capsys, monkeypatch):
     assert capsys.readouterr().err == ""  # progress=False: quiet, as --json
 
 
+def test_the_summary_line_gives_the_count_not_the_work_of_two_passes_and_nothing_for_a_refusal(capsys, monkeypatch):
+    """With a verify seed the tree is counted twice: the summary said 2x the count (a helper's hunt,
+    session 33: 19,284,384,101,325,319,400 nodes for 9,642,192,050,662,659,700). A count refused
+    (past 2^64 on the emulated GPU) printed a summary with a node figure above 2^64 before its error
+    line; it prints none now."""
+    from perft_core.errors import CountOverflow
+
+    monkeypatch.setattr(watch, "LINES_SECONDS", 0.0)
+    monkeypatch.setattr(watch, "PROGRESS_LINE_SECONDS", 1e9)  # the first line and the summary only
+    monkeypatch.setattr(watch, "FIRST_LINE_SECONDS", 1e9)
+    assert perft_core.perft(chess.STARTING_FEN, 4, tt=True, verify_seed=5, progress="lines") == 197281
+    lines = capsys.readouterr().err.splitlines()
+    assert re.fullmatch(r"perft 4: 20/20 root moves \(100\.0 %\), 197,281 nodes in .*", lines[-1]), lines
+    kings = "7k/8/8/8/8/8/8/K7 w - - 0 1"
+    with pytest.raises(CountOverflow):
+        perft_core.perft(kings, 30, backend="gpu-emulated", tt=True, force=True, progress="lines")
+    assert capsys.readouterr().err == ""
+
+
 def test_suite_progress_lines_without_a_terminal(capsys, monkeypatch):
     from oracle import cli
 
@@ -134,3 +153,28 @@ def test_a_time_limit_counts_the_smallest_subtrees_first(monkeypatch):
         perft_core.divide(kiwipete, 3, max_seconds=3600, progress=False)
     (move, nodes), = info.value.partial.items()
     assert nodes == full[move] == min(full.values())
+
+
+def test_the_first_progress_line_comes_on_time_while_a_long_root_move_counts(capsys, monkeypatch):
+    """Without a terminal the first line is due after FIRST_LINE_SECONDS, but lines were written only
+    when a root move finished: `perft run startpos 10` piped said nothing for a minute (a helper's
+    hunt, session 33). The watch's clock writes it on time; a finished count still ends with its
+    summary, and the clock stops with the watch."""
+    import threading
+    import time
+
+    from perft_core.estimate import Estimate
+
+    monkeypatch.setattr(watch, "FIRST_LINE_SECONDS", 0.2)
+    monkeypatch.setattr(watch, "PROGRESS_LINE_SECONDS", 1e9)
+    monkeypatch.setattr(watch, "TICK_SECONDS", 0.02)
+    est = Estimate(depth=9, nodes=1e12, seconds=100.0, nodes_per_second=1e10, measured=(20,), backend="cpu",
+                   threads=1, tt=False, upper_bound=False)
+    with watch.Watch(est, None, bar=False, lines=True) as w:
+        time.sleep(0.6)  # one root move that has not finished
+        first = capsys.readouterr().err.splitlines()
+        w.advance(10**12, 1, 1)
+    lines = first + capsys.readouterr().err.splitlines()
+    assert len(first) == 1 and first[0].startswith("perft 9: 0 root moves (0.0 %), 0 nodes in 0 s"), first
+    assert lines[-1].startswith("perft 9: 1/1 root moves (100.0 %), 1,000,000,000,000 nodes")
+    assert not any(t.name == "perft-progress-lines" for t in threading.enumerate())
