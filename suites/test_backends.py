@@ -162,3 +162,17 @@ def test_perft_core_and_the_oracle_import_without_the_extension():
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     p = subprocess.run([sys.executable, "-P", "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value", ["-1", "abc", "1e99", "²", "0"])
+def test_a_bad_emulated_memory_names_its_variable(monkeypatch, value):
+    """PERFT_EMULATED_MB=-1 said "negative dimensions are not allowed" and "abc" int()'s words (a
+    helper's hunt, session 33): now the variable and what it takes; empty is unset (256 MiB), as
+    PERFT_GPU_MB's empty value is."""
+    from perft_core.gpu import registry
+
+    monkeypatch.setenv("PERFT_EMULATED_MB", value)
+    with pytest.raises(ValueError, match=f"PERFT_EMULATED_MB must be a positive number of MiB, got '{value}'"):
+        registry._make_driver("gpu-emulated", None)
+    monkeypatch.setenv("PERFT_EMULATED_MB", "")
+    assert registry._make_driver("gpu-emulated", None).arena.capacity < 256 << 20

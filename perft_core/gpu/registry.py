@@ -44,8 +44,10 @@ def _make_driver(backend: str, tt_mb: float | None):
     plan = FaultPlan.parse(os.environ["PERFT_FAULT_PLAN"]) if os.environ.get("PERFT_FAULT_PLAN") else None
     tt_bytes = None if tt_mb is None else int(tt_mb * 2**20)
     if backend == "gpu-emulated":
-        return TTBfsDriver(EmulatedKernels(), memory_bytes=int(os.environ.get("PERFT_EMULATED_MB", "256")) << 20,
-                           fault_plan=plan, tt_bytes=tt_bytes)
+        emulated_mb = os.environ.get("PERFT_EMULATED_MB", "") or "256"  # empty: unset, as PERFT_GPU_MB
+        if not (emulated_mb.isascii() and emulated_mb.isdigit() and int(emulated_mb) > 0):
+            raise ValueError(f"PERFT_EMULATED_MB must be a positive number of MiB, got {emulated_mb!r}")
+        return TTBfsDriver(EmulatedKernels(), memory_bytes=int(emulated_mb) << 20, fault_plan=plan, tt_bytes=tt_bytes)
     if backend == "gpu":
         try:
             import cupy
