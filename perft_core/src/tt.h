@@ -38,7 +38,9 @@ typedef unsigned __int128 u128;
 // The sums of a count through the tables saturate at U128_SAT: a table hit brings a whole subtree,
 // so a count passes 2^128 - 1 at depths a count without tables never reaches (a king against a king
 // at depth 48 in seconds), and a plain u128 sum wrapped silently. A saturated sum stays saturated up
-// to the root, is never stored, and is refused there (zobrist.cpp: OverflowError).
+// to the root, is never stored, and is refused there (zobrist.cpp: OverflowError); a node whose sum
+// saturates returns at once (two kings at depth 58 took 36 s to be refused, each saturated subtree
+// counted again at every visit).
 constexpr u128 U128_SAT = ~(u128)0;
 inline u128 add_sat(u128 a, u128 b) {
     const u128 s = a + b;
@@ -520,7 +522,10 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
                 key[i] = child_key<Us, F>(k, b, list[first + i], s);
                 s.tt.prefetch(depth - 1, key[i]);
             }
-            for (int i = 0; i < n; ++i) total = add_sat(total, tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s));
+            for (int i = 0; i < n; ++i) {
+                total = add_sat(total, tt_rec<Us ^ 1, F>(child[i], key[i], depth - 1, s));
+                if (total == U128_SAT) return U128_SAT;  // refused at the root: the rest would not change that
+            }
         }
     }
     if (use && total != U128_SAT && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))
