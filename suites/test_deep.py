@@ -87,7 +87,7 @@ def test_cpu_on_a_two_worker_local_cluster_is_exact(tmp_path):
     assert sum(v for k, v in steps.items() if k not in ("dispatch", "store")) <= res.seconds
     # each worker's busy seconds in the count phase, no device kernels on the CPU
     assert set(res.workers) == {r["worker"] for r in rows(tmp_path / "cpu.sqlite")}
-    assert all(w["busy"] > 0 and w["kernels"] is None for w in res.workers.values())
+    assert all(w["busy"] > 0 and w["kernels"] is None and w["leaf_moves"] is None for w in res.workers.values())
     assert max(w["busy"] for w in res.workers.values()) <= res.count_seconds
 
 
@@ -96,10 +96,11 @@ def test_workers_report_the_seconds_their_kernels_took(cluster, tmp_path):
     count phase (issue 33: where a part's time goes beyond the kernels); the kernels' share is
     no larger than the busy seconds, and the busy seconds add up to the rows'."""
     store = tmp_path / "k.sqlite"
-    res = deep_perft(STARTPOS, 4, split_ply=1, backend="gpu-emulated", tt=True,
+    res = deep_perft(STARTPOS, 5, split_ply=1, backend="gpu-emulated", tt=True,
                      scheduler=cluster.scheduler_address, store=store)
-    assert res.nodes == expected(4)
+    assert res.nodes == expected(5)
     assert res.workers and all(0 <= w["kernels"] <= w["busy"] for w in res.workers.values())
+    assert all(0 < w["leaf_positions"] < w["leaf_moves"] for w in res.workers.values())  # repeats at ply 3
     assert sum(w["busy"] for w in res.workers.values()) == pytest.approx(sum(r["seconds"] for r in rows(store)), abs=1e-5)
     assert res.as_dict()["workers"] == res.workers
 

@@ -81,8 +81,11 @@ class DeepResult:
     seconds], "saved": [each part's save: part, path, bytes, seconds, tables, host_entries,
     skipped]}``; empty lists without tables or on the CPU.
     workers: this call's count phase per worker address: ``{"busy": seconds its tasks took (wall,
-    in the worker), "kernels": device seconds of their kernels (None on the CPU)}``; busy minus
-    kernels is the host's share of a GPU worker's counting (its host levels, launches, the reads).
+    in the worker), "kernels": device seconds of their kernels (None on the CPU), "leaf_moves",
+    "leaf_positions": the moves its leaf merges grouped and the positions the fused leaf counted
+    for them (GPU backends with tables, else None)}``; busy minus kernels is the host's share of a
+    GPU worker's counting (its host levels, launches, the reads); moves over positions is what its
+    leaf merge saved (a part's: repeats whose parents are in other parts are not merged).
     """
 
     nodes: int
@@ -475,6 +478,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
 
     busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
     in_kernels: dict[str, float] = {}  # worker -> device seconds of those tasks' kernels (GPU backends)
+    leaf: dict[str, list[int]] = {}  # worker -> [moves, positions] of those tasks' leaf merges (GPU tables)
 
     def stored(write):
         """Time a store write (``timings["store"]``)."""
@@ -489,6 +493,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         busy[res["worker"]] = busy.get(res["worker"], 0.0) + res["seconds"]
         if res.get("kernel_seconds") is not None:
             in_kernels[res["worker"]] = in_kernels.get(res["worker"], 0.0) + res["kernel_seconds"]
+        if res.get("leaf_merge") is not None:
+            mine = leaf.setdefault(res["worker"], [0, 0])
+            mine[0], mine[1] = mine[0] + res["leaf_merge"][0], mine[1] + res["leaf_merge"][1]
         counted_now += stored(lambda: st.finish(batch, res["counts"], share_by_estimate(res["seconds"], batch), res["worker"],
                                                 res["device"], task, share_by_estimate(res["probes"], batch),
                                                 share_by_estimate(res["hits"], batch), res.get("tables"), res.get("stats")))
@@ -597,7 +604,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
                       tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
                       timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats, images=images,
-                      workers={w: {"busy": round(b, 6), "kernels": (round(in_kernels[w], 6) if w in in_kernels else None)}
+                      workers={w: {"busy": round(b, 6), "kernels": (round(in_kernels[w], 6) if w in in_kernels else None),
+                                   "leaf_moves": leaf[w][0] if w in leaf else None,
+                                   "leaf_positions": leaf[w][1] if w in leaf else None}
                                for w, b in sorted(busy.items())})
 
 

@@ -168,6 +168,8 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     name, "probes": device TT probes of the batch, "hits": its device TT hits, "kernel_seconds": the
     device seconds of the batch's kernels (float; CUDA events on a GPU, on the emulated device the
     time of its timed host kernels, which leave out the table paths' steps; None on the CPU),
+    "leaf_merge": [moves, positions] its leaf merges grouped and counted (GPU backends with tables,
+    else None),
     "tables": {"process":
     host:pid of this process (whose tables they are), "by_depth": the batch's table statistics per
     remaining depth (:func:`batch_tables`)}}`` (probes, hits and tables None on the CPU or without
@@ -178,7 +180,8 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     kernels0 = None if backend == "cpu" else _kernel_seconds(backend)
     if kept:
         drv = get_driver(backend)
-        before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"])
+        before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"],
+                  drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
     counted = None
     if stats:
         counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts,
@@ -189,13 +192,14 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
                              part_depth, image, part_cut)
     seconds = time.perf_counter() - t
     worker, device = _where(backend)
-    probes = hits = stats = None
+    probes = hits = stats = leaf = None
     if kept:  # the totals from the driver's own counters, the split by remaining depth from its depth_stats
         probes, hits = drv.tt_stats["probes"] - before[1], drv.tt_stats["hits"] - before[2]
         stats = {"process": _process(), "by_depth": batch_tables(backend, before[0], seconds)}
+        leaf = [drv.tt_stats["leaf_moves"] - before[3], drv.tt_stats["leaf_positions"] - before[4]]
     kernel_seconds = None if kernels0 is None else _kernel_seconds(backend) - kernels0
     out = {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits,
-           "tables": stats, "kernel_seconds": kernel_seconds}
+           "tables": stats, "kernel_seconds": kernel_seconds, "leaf_merge": leaf}
     if counted is not None:
         out["stats"] = [list(c) for c in counted]
     return out
