@@ -276,6 +276,11 @@ def test_a_split_depth_is_checked_and_its_change_resets_tables(kernels):
     from perft_core.gpu.kernels import PART_DEPTH
 
     assert STORE_PART_DEPTH == PART_DEPTH == 3  # the store names older runs' split without the GPU package
+    from perft_core.deep import store
+    from perft_core.gpu import kernels as gpu_kernels
+
+    assert (store.PART_CUT_BOARD, store.PART_CUT_KEY) == (gpu_kernels.CUT_BOARD, gpu_kernels.CUT_KEY)
+    assert set(store.PART_CUTS) == set(gpu_kernels.CUTS)
     drv = make_driver(kernels)
     for bad in (2, 0, 3.0, True, "4"):
         with pytest.raises(ValueError, match="split depth"):
