@@ -1,7 +1,8 @@
 """What a deep run's split by key costs and saves, on one GPU: the prediction of multi-GPU scaling
 with transposition tables, measured without a second GPU.
 
-    python ci/bench_parts.py --depth 11 [--split-ply 2] [--parts 1 2] [--cut board key] [--batches 16] [--json FILE]
+    python ci/bench_parts.py --depth 11 [--fen FEN] [--split-ply 2] [--parts 1 2] [--cut board key] [--batches 16]
+                             [--json FILE]
 
 In one process on one GPU (the gpu backend's driver):
   1. the plain ``perft_core.perft(startpos, depth, backend="gpu", tt=True)`` (after a warm-up);
@@ -10,9 +11,12 @@ In one process on one GPU (the gpu backend's driver):
      tables kept warm (``keep_tables``), once per part ``c`` of ``P`` (``set_part(c, P)``: a fresh
      set of tables per part, as each GPU of a P-GPU run has its own), for each ``--cut`` of the
      split level (``kernels.Split``: board, the default, or key; P = 1 has no cut).
-Per P: each part's seconds, the slowest part, and the predicted scaling = (P = 1 seconds) /
+The position is startpos unless ``--fen`` names another; its plain count is checked against the
+bundled tables (``oracle.tables.published_nodes``) where they have it, and every P's total against
+the plain count. Per P: each part's seconds, the slowest part, and the predicted scaling = (P = 1 seconds) /
 (slowest part's seconds), and the device seconds of each kernel summed over the parts (where the
-parts' extra work goes: the levels above the split that every part expands); the total of every P must equal OEIS A048987 (the script fails if not).
+parts' extra work goes: the levels above the split that every part expands); the total of every P
+must equal the plain count, and that the table's (the script fails if not).
 With P GPUs the parts run at once, one per GPU, so the slowest part is the run's count time.
 """
 from __future__ import annotations
@@ -34,6 +38,7 @@ STARTPOS = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--depth", type=int, default=11)
+    ap.add_argument("--fen", default=STARTPOS)
     ap.add_argument("--split-ply", type=int, default=2)
     ap.add_argument("--parts", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--batches", type=int, default=16)
@@ -49,14 +54,14 @@ def main() -> int:
     from perft_core.position import Position
     from oracle import tables
 
-    want = {r.depth: r.nodes for r in tables.load("startpos")}.get(args.depth)
-    root = Position.from_fen(STARTPOS)
+    known = tables.published_nodes(args.fen, args.depth)
+    root = Position.from_fen(args.fen)
     perft_core.perft(STARTPOS, 3, backend=args.backend, tt=True)  # warm-up: kernels loaded, arena made
     drv = get_driver(args.backend)
     drv.k.synchronize()
     k0 = dict(getattr(drv.k, "kernel_seconds_by_name", {}))
     t = time.perf_counter()
-    plain = perft_core.perft(STARTPOS, args.depth, backend=args.backend, tt=True)
+    plain = perft_core.perft(args.fen, args.depth, backend=args.backend, tt=True)
     drv.k.synchronize()
     plain_s = time.perf_counter() - t
     plain_by_name = {n: v - k0.get(n, 0.0) for n, v in getattr(drv.k, "kernel_seconds_by_name", {}).items()}
@@ -64,21 +69,25 @@ def main() -> int:
     positions = [Position.from_fen(u.fen) for u in units]
     rest = args.depth - args.split_ply
     drv.tt_enabled = True
-    out = {"depth": args.depth, "split_ply": args.split_ply, "units": len(units), "batches": args.batches,
-           "plain_seconds": plain_s, "plain_ok": plain == want, "plain_kernel_seconds_by_name": plain_by_name,
-           "runs": []}
-    print(f"plain perft {args.depth}: {plain} in {plain_s:.3f} s ({'ok' if plain == want else 'WRONG'}); "
+    plain_ok = known is None or plain == known
+    want = plain
+    out = {"fen": args.fen, "depth": args.depth, "split_ply": args.split_ply, "units": len(units),
+           "batches": args.batches, "plain_seconds": plain_s, "plain_ok": plain_ok, "known": known,
+           "plain_kernel_seconds_by_name": plain_by_name, "runs": []}
+    verdict = "no table has it" if known is None else "ok" if plain_ok else f"WRONG: the table says {known}"
+    print(f"plain perft {args.depth} of {args.fen}: {plain} in {plain_s:.3f} s ({verdict}); "
           f"{len(units)} units at ply {args.split_ply}", flush=True)
-    ok = plain == want
+    ok = plain_ok
     base = None
     for parts, cut in [(p, c) for p in args.parts for c in (args.cut if p > 1 else ["board"])]:
-        secs, total, probes, hits = [], 0, 0, 0
+        secs, total, probes, hits, part_leaf = [], 0, 0, 0, []
         leaf0 = (drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
         by_name: dict[str, float] = {}  # device seconds per kernel, summed over the parts
         for c in range(parts):
             drv.set_part(c, parts, cut=cut)
             drv.keep_tables(f"bench-parts-{parts}-{c}-{cut}-{time.time()}", args.depth, root)
             p0, h0 = drv.tt_stats["probes"], drv.tt_stats["hits"]
+            lp0 = drv.tt_stats["leaf_positions"]
             drv.k.synchronize()
             k0 = dict(getattr(drv.k, "kernel_seconds_by_name", {}))
             t = time.perf_counter()
@@ -88,6 +97,7 @@ def main() -> int:
                 total += sum(u.multiplicity * v for u, v in zip(units[i:i + step], vals))
             drv.k.synchronize()
             secs.append(time.perf_counter() - t)
+            part_leaf.append(drv.tt_stats["leaf_positions"] - lp0)
             for name, v in getattr(drv.k, "kernel_seconds_by_name", {}).items():
                 by_name[name] = by_name.get(name, 0.0) + v - k0.get(name, 0.0)
             probes += drv.tt_stats["probes"] - p0
@@ -100,7 +110,8 @@ def main() -> int:
                "ok": total == want, "probes": probes, "hits": hits,
                "vs_plain": slowest / plain_s, "predicted_scaling": (base / slowest) if base else None,
                "kernel_seconds": sum(by_name.values()), "kernel_seconds_by_name": by_name,
-               "leaf_moves": drv.tt_stats["leaf_moves"] - leaf0[0], "leaf_positions": drv.tt_stats["leaf_positions"] - leaf0[1]}
+               "leaf_moves": drv.tt_stats["leaf_moves"] - leaf0[0], "leaf_positions": drv.tt_stats["leaf_positions"] - leaf0[1],
+               "part_leaf_positions": part_leaf}
         out["runs"].append(run)
         ok &= total == want
         print(f"parts {parts} ({cut if parts > 1 else 'whole'}): " + ", ".join(f"{s:.3f}" for s in secs) + f" s; slowest {slowest:.3f} s "
