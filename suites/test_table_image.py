@@ -251,6 +251,20 @@ def test_an_interrupted_save_leaves_the_previous_image(saved, monkeypatch):
     assert [p.name for p in path.parent.iterdir() if p.name.startswith(path.name)] == [path.name]
 
 
+@pytest.mark.timeout(60)  # the old code waited on the FIFO for ever: fail instead
+def test_a_fifo_at_the_image_path_is_refused_not_waited_on(tmp_path):
+    """An image path that is a FIFO blocked the resume's open for ever (a helper's hunt, session 33):
+    refused by its kind, nothing loaded, the count exact."""
+    import os
+
+    path = tmp_path / "fifo.img"
+    os.mkfifo(path)
+    drv, got = resume(path)
+    (load,) = drv.image_loads
+    assert not load["loaded"] and "not a regular file" in load["reason"]
+    assert got == [perft_core.perft(p, 4) for p in LATER]
+
+
 def test_a_killed_save_s_temporary_file_is_removed_by_the_next_save_and_with_the_images(saved):
     """A worker killed while it wrote leaves IMAGE.tmpPID (its finally never ran): the next save of
     that image removes it, and images_of lists it, so the run's end removes it with the images."""

@@ -38,6 +38,7 @@ import itertools
 import json
 import os
 import shutil
+import stat
 import struct
 import time
 from collections import deque
@@ -261,6 +262,8 @@ class ImageRefused(Exception):
 def read_header(path: str | os.PathLike) -> tuple[dict, list[dict]]:
     """(header, index) of the image ``path``, after checking the magic numbers and the SHA-256 over
     header and index. Raises ImageRefused (a short reason) or OSError."""
+    if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block the open (FileNotFoundError passes)
+        raise ImageRefused("not a regular file (a FIFO, device, socket or folder)")
     with open(path, "rb") as f:
         start = f.read(16)
         if len(start) < 16 or start[:8] != MAGIC:
