@@ -39,7 +39,17 @@ from .dispatch import (
     share_by_estimate,
 )
 from .errors import DeepError, DeepStopped
-from .store import PART_CUT_BOARD, PART_CUT_KEY, PART_CUTS, PART_DEPTH, RUN_OPTIONS, Store, StoreWriteError, check_new_store_path, default_store_path
+from .store import (
+    PART_CUT_BOARD,
+    PART_CUT_KEY,
+    PART_CUTS,
+    PART_DEPTH,
+    RUN_OPTIONS,
+    Store,
+    StoreWriteError,
+    check_new_store_path,
+    default_store_path,
+)
 
 __all__ = ["deep_perft", "DeepResult", "DeepError", "DeepStopped", "check_estimate"]
 
