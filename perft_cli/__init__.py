@@ -23,8 +23,8 @@ try:
     from perft_core import cliargs
     from perft_core.cliargs import Parser, UsageError
     from perft_core.errors import clip
-except ValueError as _exc:  # a bad PERFT_CORE, met while the CPU extension is chosen (perft_core/_core.py)
-    _UNUSABLE: ValueError | None = _exc
+except (ValueError, ImportError) as _exc:  # a bad PERFT_CORE, or a build it names that is not installed,
+    _UNUSABLE: Exception | None = _exc  # met while the CPU extension is chosen (perft_core/_core.py)
 else:
     _UNUSABLE = None
 

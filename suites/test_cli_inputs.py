@@ -348,7 +348,24 @@ def test_a_bad_perft_core_is_one_line_and_status_2(value):
                          text=True, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.strip() == f"perft: error: PERFT_CORE must be one of base, v3, v3magic, got {value!r}"
-    env["PERFT_CORE"] = "base"
+    del env["PERFT_CORE"]  # the build this machine chooses (an install may hold that one only)
     ok = subprocess.run([sys.executable, "-m", "perft_cli", "run", "startpos", "2"], env=env, capture_output=True,
                         text=True, timeout=120)
     assert ok.returncode == 0 and "400" in ok.stdout
+
+
+def test_a_perft_core_build_that_is_not_installed_is_one_line_and_status_2(tmp_path):
+    """PERFT_CORE naming a build this install lacks raised ImportError while perft_cli was imported:
+    a traceback and status 1 (seen in a clean install, which builds one extension). One line now."""
+    import perft_core
+    from perft_core import isa
+
+    built = {name for name in isa.BUILDS if any(Path(perft_core.__file__).parent.glob(f"_core_{name}.*"))}
+    missing = sorted(set(isa.BUILDS) - built)
+    if not missing:
+        pytest.skip("every CPU build is installed here: none to ask for that is missing")
+    env = dict(os.environ, PERFT_CORE=missing[0])
+    out = subprocess.run([sys.executable, "-m", "perft_cli", "run", "startpos", "1"], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("perft: error: perft_core: no CPU extension built")
