@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import chess
 import pytest
@@ -253,8 +254,6 @@ def test_run_reads_the_bundled_csv_tables_as_perft_suite_does(capsys):
     """``perft run oracle/data/perftsuite.csv 2`` (README): every position once, its depth-2 row
     checked; it used to print one error line per row. The positions and counts are the ones
     ``perft suite`` reads from the same file (oracle.tables)."""
-    from pathlib import Path
-
     from oracle import tables
 
     path = Path(tables.__file__).parent / "data" / "perftsuite.csv"
