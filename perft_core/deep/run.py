@@ -486,9 +486,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                 batch[0]["part"], parts, tables, run["stats"], run["part_depth"], image if imaged and tables else None,
                 run["part_cut"])
 
-    busy: dict[str, float] = {}  # worker -> seconds its tasks counted in the count phase
-    in_kernels: dict[str, float] = {}  # worker -> device seconds of those tasks' kernels (GPU backends)
-    leaf: dict[str, list[int]] = {}  # worker -> [moves, positions] of those tasks' leaf merges (GPU tables)
+    # worker -> its count phase (DeepResult.workers): seconds its tasks counted, their kernels'
+    # device seconds (GPU backends), their leaf merges' moves and positions (GPU tables)
+    per_worker: dict[str, dict] = {}
 
     def stored(write):
         """Time a store write (``timings["store"]``)."""
@@ -500,12 +500,13 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
 
     def counted(batch, res, task):
         nonlocal counted_now
-        busy[res["worker"]] = busy.get(res["worker"], 0.0) + res["seconds"]
-        if res.get("kernel_seconds") is not None:
-            in_kernels[res["worker"]] = in_kernels.get(res["worker"], 0.0) + res["kernel_seconds"]
-        if res.get("leaf_merge") is not None:
-            mine = leaf.setdefault(res["worker"], [0, 0])
-            mine[0], mine[1] = mine[0] + res["leaf_merge"][0], mine[1] + res["leaf_merge"][1]
+        w = per_worker.setdefault(res["worker"], {"busy": 0.0, "kernels": None, "leaf_moves": None,
+                                               "leaf_positions": None})
+        w["busy"] += res["seconds"]
+        for key, value in (("kernels", res.get("kernel_seconds")),
+                           *zip(("leaf_moves", "leaf_positions"), res.get("leaf_merge") or (None, None))):
+            if value is not None:
+                w[key] = (w[key] or 0) + value
         counted_now += stored(lambda: st.finish(batch, res["counts"], share_by_estimate(res["seconds"], batch), res["worker"],
                                                 res["device"], task, share_by_estimate(res["probes"], batch),
                                                 share_by_estimate(res["hits"], batch), res.get("tables"), res.get("stats")))
@@ -582,7 +583,8 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     timings["count"] = count_seconds
     # The count phase's time when its busiest worker was not counting: Dask's submission and
     # results, the store's writes, and the tail where other workers finish.
-    timings["dispatch"] = max(0.0, count_seconds - max(busy.values(), default=0.0)) if count_seconds else 0.0
+    timings["dispatch"] = (max(0.0, count_seconds - max((w["busy"] for w in per_worker.values()), default=0.0))
+                           if count_seconds else 0.0)
     if failures:
         raise DeepError(f"{len(failures)} tasks failed on every try (finished units are stored; resume "
                         f"with --resume {st.path}); first: {failures[0]}")
@@ -614,10 +616,8 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
                       tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
                       timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats, images=images,
-                      workers={w: {"busy": round(b, 6), "kernels": (round(in_kernels[w], 6) if w in in_kernels else None),
-                                   "leaf_moves": leaf[w][0] if w in leaf else None,
-                                   "leaf_positions": leaf[w][1] if w in leaf else None}
-                               for w, b in sorted(busy.items())})
+                      workers={a: {k: round(v, 6) if isinstance(v, float) else v for k, v in w.items()}
+                               for a, w in sorted(per_worker.items())})
 
 
 def _remove_images(st: Store, seed: int) -> None:

@@ -180,8 +180,9 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     kernels0 = None if backend == "cpu" else _kernel_seconds(backend)
     if kept:
         drv = get_driver(backend)
-        before = ({r: dict(v) for r, v in drv.depth_stats.items()}, drv.tt_stats["probes"], drv.tt_stats["hits"],
-                  drv.tt_stats["leaf_moves"], drv.tt_stats["leaf_positions"])
+        since = {"by_depth": {r: dict(v) for r, v in drv.depth_stats.items()},
+                 "leaf_merge": {"moves": drv.tt_stats["leaf_moves"], "positions": drv.tt_stats["leaf_positions"]}}
+        before = (drv.tt_stats["probes"], drv.tt_stats["hits"])
     counted = None
     if stats:
         counted = count_stats(fens, depth, backend, tt and tables, seed, run_key, run_fen, run_depth, part, parts,
@@ -194,9 +195,10 @@ def run_task(fens: list[str], depth: int, backend: str, tt: bool, seed: int, run
     worker, device = _where(backend)
     probes = hits = stats = leaf = None
     if kept:  # the totals from the driver's own counters, the split by remaining depth from its depth_stats
-        probes, hits = drv.tt_stats["probes"] - before[1], drv.tt_stats["hits"] - before[2]
-        stats = {"process": _process(), "by_depth": batch_tables(backend, before[0], seconds)}
-        leaf = [drv.tt_stats["leaf_moves"] - before[3], drv.tt_stats["leaf_positions"] - before[4]]
+        probes, hits = drv.tt_stats["probes"] - before[0], drv.tt_stats["hits"] - before[1]
+        by_depth, merged = batch_tables(backend, since, seconds)
+        stats = {"process": _process(), "by_depth": by_depth}
+        leaf = [merged["moves"], merged["positions"]]
     kernel_seconds = None if kernels0 is None else _kernel_seconds(backend) - kernels0
     out = {"counts": counts, "seconds": seconds, "worker": worker, "device": device, "probes": probes, "hits": hits,
            "tables": stats, "kernel_seconds": kernel_seconds, "leaf_merge": leaf}
@@ -215,25 +217,26 @@ take milliseconds: those rows then carry no occupancy, and the last reading stan
 _occupancy = {"cost": 0.0, "since": 0.0}  # this process's last pass (seconds), counting seconds since it
 
 
-def batch_tables(backend: str, before: dict, seconds: float) -> dict[int, dict]:
-    """The table statistics of one batch that took ``seconds``, from ``before`` (a copy of
-    ``TTBfsDriver.depth_stats`` before it): per remaining depth r (int), the batch's ``probes``,
+def batch_tables(backend: str, since: dict, seconds: float) -> tuple[dict[int, dict], dict]:
+    """The table statistics of one batch that took ``seconds``, from ``since`` (``{"by_depth": a copy
+    of TTBfsDriver.depth_stats before it, "leaf_merge": {"moves", "positions"} before it}``, as
+    ``registry.table_statistics`` takes): (per remaining depth r (int), the batch's ``probes``,
     ``hits``, ``host_probes``, ``host_hits`` and ``stores`` (``gpu.tables.DEPTH_COUNTERS``, each the change over
     the batch), and the driver's table of r as it stands after the batch: ``slots`` (None where no
     table of r exists), ``occupied`` and ``evictions`` (None where no table exists or occupancy was
-    not read after this batch, see OCCUPANCY_SHARE). Depths the batch never touched and that
-    have no table are left out."""
+    not read after this batch, see OCCUPANCY_SHARE), depths the batch never touched and that
+    have no table left out; the batch's leaf merge ``{"moves", "positions"}``)."""
     _occupancy["since"] += seconds
     read = _occupancy["since"] * OCCUPANCY_SHARE >= _occupancy["cost"]
     t = time.perf_counter()
-    stats = table_statistics(backend, {"by_depth": before}, occupancy=read)
+    stats = table_statistics(backend, since, occupancy=read)
     if read:
         _occupancy.update(cost=time.perf_counter() - t, since=0.0)
     out = {}
     for r, row in stats["by_depth"].items():
         if "slots" in row or any(row[k] for k in ("probes", "host_probes")):
             out[r] = {k: row.get(k) for k in (*DEPTH_COUNTERS, "slots", "occupied", "evictions")}
-    return out
+    return out, stats["leaf_merge"]
 
 
 def table_reading(backend: str, run_key: str, seed: int) -> dict | None:

@@ -44,10 +44,8 @@ def _make_driver(backend: str, tt_mb: float | None):
     plan = FaultPlan.parse(os.environ["PERFT_FAULT_PLAN"]) if os.environ.get("PERFT_FAULT_PLAN") else None
     tt_bytes = None if tt_mb is None else int(tt_mb * 2**20)
     if backend == "gpu-emulated":
-        emulated_mb = os.environ.get("PERFT_EMULATED_MB", "") or "256"  # empty: unset, as PERFT_GPU_MB
-        if not (emulated_mb.isascii() and emulated_mb.isdigit() and int(emulated_mb) > 0):
-            raise ValueError(f"PERFT_EMULATED_MB must be a positive number of MiB, got {emulated_mb!r}")
-        return TTBfsDriver(EmulatedKernels(), memory_bytes=int(emulated_mb) << 20, fault_plan=plan, tt_bytes=tt_bytes)
+        return TTBfsDriver(EmulatedKernels(), memory_bytes=(_env_mib("PERFT_EMULATED_MB") or 256) << 20,
+                           fault_plan=plan, tt_bytes=tt_bytes)
     if backend == "gpu":
         try:
             import cupy
@@ -55,12 +53,21 @@ def _make_driver(backend: str, tt_mb: float | None):
             cupy.cuda.runtime.getDeviceCount()
         except Exception as exc:  # ImportError, CUDARuntimeError: no usable GPU here
             raise ValueError(f"backend 'gpu' needs CuPy and a CUDA device: {exc}") from None
-        gpu_mb = os.environ.get("PERFT_GPU_MB", "")
-        if gpu_mb and not (gpu_mb.isascii() and gpu_mb.isdigit() and int(gpu_mb) > 0):
-            raise ValueError(f"PERFT_GPU_MB must be a positive number of MiB, got {gpu_mb!r}")
-        return TTBfsDriver(CupyKernels(), memory_bytes=int(gpu_mb) << 20 if gpu_mb else None,
+        gpu_mb = _env_mib("PERFT_GPU_MB")
+        return TTBfsDriver(CupyKernels(), memory_bytes=gpu_mb << 20 if gpu_mb else None,
                            fault_plan=plan, tt_bytes=tt_bytes)
     raise ValueError(f"unknown GPU backend {backend!r}")
+
+
+def _env_mib(name: str) -> int | None:
+    """The environment variable ``name`` as a positive number of MiB (ASCII digits), None when it is
+    unset or empty. Raises ValueError naming the variable for anything else."""
+    text = os.environ.get(name, "")
+    if not text:
+        return None
+    if not (text.isascii() and text.isdigit() and int(text) > 0):
+        raise ValueError(f"{name} must be a positive number of MiB, got {text!r}")
+    return int(text)
 
 
 def table_statistics(backend: str, since: dict | None = None, occupancy: bool = True) -> dict | None:

@@ -528,7 +528,7 @@ u128 tt_rec(const Board& b, const Key128& k, int depth, Search& s) {
             }
         }
     }
-    if (use && total != U128_SAT && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))
+    if (use && (depth < pc_host::STOP_PLIES || !pc_host::stop_requested()))  // a saturated sum returned above
         s.tt.store(depth, k, total, b, Us, s.ci, s.st[depth]);
     return total;
 }
