@@ -406,6 +406,25 @@ def test_a_deadline_starts_only_tasks_estimated_to_end_before_it(monkeypatch):
     assert (len(counted), left) == (20, 0)
 
 
+def test_parts_that_take_turns_on_fewer_workers_share_the_time_left(monkeypatch):
+    """A run of four parts resumed on one worker (a four-GPU store continued on one GPU): the four
+    parts' tasks run one after another, so 95 s hold 9 rows of 10 s in all, as for whole units,
+    and the phase ends before the deadline. Each part budgeting the whole 95 s for itself started
+    28 rows, and the command ran 280 s past a 95-s limit (session 34: 565 s for --max-seconds 520)."""
+    rows = [{"idx": i, "unit": i // 4, "part": i % 4, "fen": f"unit {i // 4} part {i % 4}", "estimate": 1e12}
+            for i in range(80)]
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, deadline=95.0, parts=4)
+    assert end <= 95.0 and left == 80 - len(counted) and len(counted) >= 6
+    assert sorted({r["part"] for r in counted}) == [0, 1, 2, 3]  # every part gets its turn
+    from perft_core.deep.dispatch import batches, workers_per_part
+
+    assert (workers_per_part(1, 4), workers_per_part(8, 4), workers_per_part(6, 4), workers_per_part(3, 1)) == (0.25, 2, 1, 3)
+    # the rows of one part left, of a run of four parts on one worker: a quarter of its 40 s
+    one = [r for r in rows if r["part"] == 0]
+    assert len([r for t in batches(one, 1, 1e-11, merged=True, budget={0: 40.0}, run_parts=4) for r in t]) == 0
+    assert len([r for t in batches(one, 1, 1e-11, merged=True, budget={0: 100.0}, run_parts=4) for r in t]) == 2
+
+
 def test_tasks_cut_by_a_calibrated_pace_are_cut_again_by_the_first_measured_one(monkeypatch):
     """A calibration 1e4 x slower than the run's real pace (a small count without deep tables; startpos
     perft 13 on four H200s got 400 one-unit tasks a part) cuts every unit into a task of its own;
@@ -451,3 +470,30 @@ def test_a_statistics_run_is_calibrated_at_the_statistics_speed():
         assert dispatch.calibrate_speed(Client(), STARTPOS, 12, backend, True, SEED, False) == 1e12
         assert dispatch.calibrate_speed(Client(), STARTPOS, 12, backend, True, SEED, True) == 1e12 / BACKENDS[backend].stats_cost
         assert BACKENDS[backend].stats_cost > 1
+
+
+def test_a_resumed_run_in_parts_continues_on_as_many_gpus_as_it_has_parts(monkeypatch, tmp_path):
+    """``--resume`` of a gpu run in four parts with no cluster option starts min(4, the GPUs
+    visible) workers, not one (session 34 resumed a four-GPU perft 13 on one GPU, unsaid); --gpus
+    given is kept; visible GPUs unknown: one. The cluster is stubbed: no GPU or Dask is needed."""
+    from perft_core.deep import cluster, run as run_mod
+
+    st = run_mod._create_store(tmp_path / "p4.sqlite", Position.from_fen(STARTPOS), 6, 2, "gpu", True, SEED, None,
+                               None, False, 4, 3, "board", {})
+    assert st.run["parts"] == 4
+    st.close()
+    asked = []
+
+    class Stop(Exception):
+        pass
+
+    def client(backend, workers, gpus, scheduler):
+        asked.append((backend, workers, gpus, scheduler))
+        raise Stop
+
+    monkeypatch.setattr(cluster, "dask_client", client)
+    for visible, gpus, want in ((8, None, 4), (2, None, 2), (None, None, 1), (8, 3, 3), (8, 1, 1)):
+        monkeypatch.setattr(cluster, "visible_gpus", lambda v=visible: v)
+        with pytest.raises(Stop):
+            run_mod.deep_perft(resume=tmp_path / "p4.sqlite", gpus=gpus)
+        assert asked.pop() == ("gpu", None, want, None), (visible, gpus)

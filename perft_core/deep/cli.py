@@ -240,7 +240,9 @@ def register(sub) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=cliargs.positive_int, metavar="N",
                        help="a local cluster of N processes (cpu, gpu-emulated)")
-    where.add_argument("--gpus", type=cliargs.positive_int, metavar="N", help="a local CUDA cluster, one worker per GPU (dask-cuda)")
+    where.add_argument("--gpus", type=cliargs.positive_int, metavar="N",
+                       help="a local CUDA cluster, one worker per GPU (dask-cuda; default 1, and for a resumed "
+                            "run in P parts min(P, the GPUs visible))")
     where.add_argument("--scheduler", type=_scheduler, metavar="ADDR", help="an existing Dask scheduler, e.g. tcp://host:8786")
     p.add_argument("--split-ply", type=_split_ply, metavar="K", help="plies expanded on the host (default: chosen)")
     p.add_argument("--part-depth", type=_part_depth, metavar="R",

@@ -30,6 +30,18 @@ def require_dask(gpus: bool) -> None:
             raise DeepError("--gpus needs dask-cuda: pip install 'perft-oracle[dist,gpu]'") from None
 
 
+def visible_gpus() -> int | None:
+    """The GPUs a LocalCUDACluster would start workers on (``CUDA_VISIBLE_DEVICES``, else NVML,
+    through ``dask_cuda.utils.get_n_gpus``), without starting CUDA in this process; None when
+    dask-cuda or NVML cannot say."""
+    try:
+        from dask_cuda.utils import get_n_gpus
+
+        return int(get_n_gpus())
+    except Exception:  # dask-cuda missing (said where the cluster starts), no NVML, a bad variable
+        return None
+
+
 @contextmanager
 def dask_client(backend: str, workers: int | None, gpus: int | None, scheduler: str | None):
     """A dask.distributed Client: of ``scheduler``, or of a LocalCUDACluster of ``gpus`` workers

@@ -128,8 +128,18 @@ client or worker loses the tasks it was counting, so a run of many hours loses m
 sixteenth of a worker's share (startpos perft 13 on one H200 would otherwise run 55-min tasks)."""
 
 
+def workers_per_part(workers: int, parts: int) -> float:
+    """The workers counting one part's tasks: ``workers // parts`` (a pool when parts = 1), or the
+    share ``workers / parts`` when fewer workers than parts take turns at them (a store of four
+    parts resumed on one GPU: each part gets a quarter of its time, so a time limit's budget is
+    not counted four times over)."""
+    parts = max(parts, 1)
+    return workers // parts if workers >= parts else workers / parts
+
+
 def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None,
-            merged: bool = False, budget: dict[int, float] | None = None, share: float = 1.0) -> list[list[dict]]:
+            merged: bool = False, budget: dict[int, float] | None = None, share: float = 1.0,
+            run_parts: int | None = None) -> list[list[dict]]:
     """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
     that part's tables), in row order (largest units first), each part in
     ``max(balance, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds / cap))`` batches of
@@ -145,13 +155,14 @@ def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None =
     ``seconds_per_estimate``): only rows that fit are taken, in order, each row's seconds counted
     BUDGET_MARGIN times, a part's workers sharing its budget (the rest of the rows are left out of
     the tasks). ``share``: the share of the phase's estimated nodes that ``rows`` are (a phase's rest,
-    cut again): balance is scaled by it. Tasks are returned part by part interleaved (batch 0 of every part, then batch 1,
-    ...), so every worker starts at once."""
+    cut again): balance is scaled by it. ``run_parts``: the run's parts, when ``rows`` may hold fewer
+    (the workers' share of each, :func:`workers_per_part`, is of them all). Tasks are returned part by
+    part interleaved (batch 0 of every part, then batch 1, ...), so every worker starts at once."""
     by_part: dict[int, list[dict]] = {}
     for r in rows:
         by_part.setdefault(r["part"], []).append(r)
     parts = max(len(by_part), 1)
-    per_worker = max(1, workers // parts)  # workers counting one part (a pool of them when parts = 1)
+    per_worker = workers_per_part(max(workers, 1), max(parts, run_parts or 1))
     per_part = []
     for part, part_rows in by_part.items():
         cap = MAX_TASK_SECONDS
@@ -239,7 +250,7 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     if not rows:
         return [], 0
     bar = progress.phase(name, rows)
-    per_worker = max(1, len(workers) // max(parts, 1))
+    per_worker = workers_per_part(max(len(workers), 1), parts)
     unsubmitted = {r["idx"]: r for r in rows}
     inflight: dict[str, float] = {}  # key -> the task's estimated seconds
     ends: dict[int, float] = {}  # part -> when its workers are estimated to finish what they were sent
@@ -256,7 +267,7 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
             budget = {p: max(0.0, deadline - max(now, ends.get(p, now))) for p in {r["part"] for r in unsubmitted.values()}}
         rest = list(unsubmitted.values())
         share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
-        return deque(batches(rest, max(len(workers), 1), pace, merged, budget, share))
+        return deque(batches(rest, max(len(workers), 1), pace, merged, budget, share, run_parts=parts))
 
     tasks = plan()
     futures: dict = {}

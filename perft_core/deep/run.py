@@ -248,7 +248,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             transposition tables (default False), kept warm across a worker's units.
         workers: a LocalCluster of that many processes (one thread each; default 1 for cpu and
             gpu-emulated); gpus: a dask-cuda LocalCUDACluster of one worker per GPU (backend gpu;
-            default 1); scheduler: the address of an existing Dask scheduler (any backend).
+            default 1, and for a resumed run of P parts min(P, the GPUs visible)); scheduler: the
+            address of an existing Dask scheduler (any backend).
         split_ply: plies expanded on the host (default: ``units.choose_split_ply`` from the first
             plies' growth and a speed measured on a worker).
         store: the new store's path (default ``store.default_store_path()``: in the user's data
@@ -358,8 +359,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             st.close()
         raise ValueError(f"gpus= runs the gpu backend, not {backend!r}")
     if workers is None and gpus is None and scheduler is None:
-        if backend == "gpu":
-            gpus = 1
+        if backend == "gpu":  # a resumed run of parts continues on as many GPUs as it has parts, if here
+            gpus = 1 if st is None else max(1, min(st.run["parts"], cluster.visible_gpus() or 1))
         else:
             workers = 1
     new_run = st is None
@@ -399,8 +400,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     if stats and depth:
                         split_ply = min(split_ply, depth - 1)  # units of at least one ply (see above)
                 st = create(n_workers, split_ply)
-            if new_run and progress:
-                print(f"perft deep: {st.run['units']} units at split ply {st.run['split_ply']}"
+            if progress:
+                print(f"perft deep: {'' if new_run else 'resumed, '}{st.run['units']} units at split ply "
+                      f"{st.run['split_ply']}"
                       + (f", each in {st.run['parts']} parts split at remaining depth {st.run['part_depth']}"
                          if st.run["parts"] > 1 else "")
                       + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
