@@ -1101,6 +1101,42 @@ def test_a_run_cut_by_key_is_exact_and_keeps_its_cut(cluster, tmp_path, capsys):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_cut="pieces")
 
 
+def test_more_parts_than_workers_take_turns_and_stay_exact(cluster, tmp_path, capsys):
+    """`perft deep --parts 4` on a two-worker cluster: every unit in four parts (each worker takes
+    turns at two, their tables reset at each change of part), exact; the parts of each unit add up
+    to the whole units' counts of the same split; the store keeps its parts (a resume asking for
+    others is refused); bad counts of parts and parts without tables are one clear error each."""
+    from perft_core.deep.store import StoreError
+
+    four, whole = tmp_path / "four.sqlite", tmp_path / "whole.sqlite"
+    assert main(["deep", STARTPOS, "5", "--backend", "gpu-emulated", "--tt", "--split-ply", "1", "--parts", "4",
+                 "--scheduler", cluster.scheduler_address, "--store", str(four), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["nodes"] == expected(5) and out["parts"] == 4
+    res = deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, split_ply=1, parts=1,
+                     scheduler=cluster.scheduler_address, store=whole)
+    assert res.nodes == expected(5) and res.parts == 1
+    by = {p: {(r["unit"], r["part"]): int(r["count"]) for r in rows(p)} for p in (four, whole)}
+    assert {part for _, part in by[four]} == {0, 1, 2, 3} and len(by[four]) == 4 * len(by[whole])
+    for unit, part in by[whole]:
+        assert sum(by[four][(unit, q)] for q in range(4)) == by[whole][(unit, part)]
+    with pytest.raises(StoreError, match="in 4 parts, not 2"):
+        deep_perft(resume=four, scheduler=cluster.scheduler_address, parts=2)
+    assert deep_perft(resume=four, scheduler=cluster.scheduler_address, parts=4).nodes == expected(5)
+    one_line_error(capsys, ["deep", STARTPOS, "5", "--parts", "9"], "parts must be at most 8")
+    one_line_error(capsys, ["deep", STARTPOS, "5", "--parts", "0"], "expected a positive integer")
+    for bad in (0, 9, True, 2.0):
+        with pytest.raises(ValueError, match="parts must be an integer from 1 to 8"):
+            deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, parts=bad)
+    with pytest.raises(ValueError, match="4 parts need tables on a gpu backend .*, not cpu without tables"):
+        deep_perft(STARTPOS, 5, split_ply=1, parts=4, scheduler=cluster.scheduler_address,
+                   store=tmp_path / "cpu.sqlite")
+    with pytest.raises(ValueError, match="2 parts need units of at least 3 plies .*; these are 2-ply units"):
+        deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, split_ply=3, parts=2,
+                   scheduler=cluster.scheduler_address, store=tmp_path / "shallow.sqlite")
+    assert not (tmp_path / "cpu.sqlite").exists() and not (tmp_path / "shallow.sqlite").exists()
+
+
 @pytest.mark.parametrize("backend", ["gpu-emulated", "cpu"])
 def test_a_statistics_run_is_verified_counter_by_counter_and_a_lie_in_one_counter_is_recounted(cluster, tmp_path,
                                                                                                 backend):

@@ -425,6 +425,19 @@ def test_parts_that_take_turns_on_fewer_workers_share_the_time_left(monkeypatch)
     assert len([r for t in batches(one, 1, 1e-11, merged=True, budget={0: 100.0}, run_parts=4) for r in t]) == 2
 
 
+def test_a_worker_taking_turns_at_parts_gets_one_part_s_tasks_after_another(monkeypatch):
+    """One worker, four parts (``--parts 4`` on one GPU): the tasks go out part by part, in order
+    of submission (their priority), so the worker's tables are reset three times, not at every
+    task (interleaved, batch 0 of every part then batch 1, they were reset at each)."""
+    rows = [{"idx": i, "unit": i // 4, "part": i % 4, "fen": f"unit {i // 4} part {i % 4}", "estimate": 1e12}
+            for i in range(400)]
+    submitted, counted, left, _ = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, parts=4)
+    assert left == 0 and len(counted) == 400
+    parts = [int(fens[0].split()[-1]) for fens in submitted]
+    assert parts == sorted(parts) and len(set(parts)) == 4
+    assert all(len({f.split()[-1] for f in fens}) == 1 for fens in submitted)  # one part a task
+
+
 def test_tasks_cut_by_a_calibrated_pace_are_cut_again_by_the_first_measured_one(monkeypatch):
     """A calibration 1e4 x slower than the run's real pace (a small count without deep tables; startpos
     perft 13 on four H200s got 400 one-unit tasks a part) cuts every unit into a task of its own;

@@ -43,6 +43,16 @@ def _part_depth(text: str) -> int:
     return value
 
 
+def _parts(text: str) -> int:
+    """--parts: an integer from 1 to MAX_PARTS."""
+    from .dispatch import MAX_PARTS
+
+    value = cliargs.positive_int(text)
+    if value > MAX_PARTS:
+        raise argparse.ArgumentTypeError(f"parts must be at most {MAX_PARTS}, got {value}")
+    return value
+
+
 def _fraction(text: str) -> float:
     try:
         value = float(text)
@@ -108,7 +118,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
                             force=args.force,
                             on_new_store=_announce if args.store is None else None,
                             max_seconds=args.max_seconds, stats=True if count_stats else None,
-                            part_depth=args.part_depth, part_cut=args.part_cut)
+                            part_depth=args.part_depth, part_cut=args.part_cut, parts=args.parts)
     except CountRefused as exc:
         raise UsageError(f"{exc.reason}; add --force to count anyway") from None
     except StatsUnsupported as exc:
@@ -216,7 +226,8 @@ def _check(args: argparse.Namespace, count_stats: bool = False) -> int:
     given = [flag for flag, value in (
         ("--max-seconds", args.max_seconds), ("--workers", args.workers), ("--gpus", args.gpus),
         ("--scheduler", args.scheduler), ("--tt", args.tt or None), ("--split-ply", args.split_ply),
-        ("--part-depth", args.part_depth), ("--part-cut", args.part_cut), ("--verify-seed", args.verify_seed),
+        ("--part-depth", args.part_depth), ("--part-cut", args.part_cut), ("--parts", args.parts),
+        ("--verify-seed", args.verify_seed),
         ("--verify-sample", args.verify_sample), ("--force", args.force or None), ("--stats", count_stats or None))
         if value is not None]
     if given:
@@ -248,6 +259,10 @@ def register(sub) -> None:
     p.add_argument("--part-depth", type=_part_depth, metavar="R",
                    help="the remaining depth (>= 3) at which each unit is split among the GPUs' parts (default 3, "
                         "the fastest measured; a resumed run keeps its own)")
+    p.add_argument("--parts", type=_parts, metavar="P",
+                   help="count each unit in P parts (1-8; --tt on the gpu backends; default one per worker): fewer "
+                        "GPUs than parts take turns at them, each with the whole of its tables for one part at a "
+                        "time; a resumed run keeps its own")
     p.add_argument("--part-cut", choices=("board", "key"), default=None,
                    help="how the parts divide that level: board (default: by the pieces of the side not to move, "
                         "so a leaf position two move orders reach is counted in one part) or key (by Zobrist key, "

@@ -5,6 +5,7 @@ run asks of its workers.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import time
 import uuid
@@ -26,16 +27,28 @@ extra at two parts of startpos perft 11, 17 % in total at four parts of perft 10
 beyond a host's GPUs the workers share parts: part p goes to workers p, p + MAX_PARTS, ..."""
 
 
-def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int, part_depth: int = PART_DEPTH) -> int:
+def choose_parts(backend: str, tt: bool, unit_depth: int, workers: int, part_depth: int = PART_DEPTH,
+                 asked: int | None = None) -> int:
     """Parts each unit is counted in: one per worker, at most MAX_PARTS, on the GPU backends with
     tables (each GPU counts its part of every unit, ``TTBfsDriver.set_part``: the levels above
     remaining depth ``part_depth`` are the same work on every GPU, the levels from there down are
     split, and no GPU's tables miss what another GPU's hold, which units dealt out whole would: two
     H200s split startpos perft 11 at ply 2 into whole units did 1.71x the work of one), else 1
-    (whole units: the CPU backend, counts without tables, units shallower than the split)."""
-    if backend in ("gpu", "gpu-emulated") and tt and unit_depth >= part_depth:
-        return max(1, min(workers, MAX_PARTS))
-    return 1
+    (whole units: the CPU backend, counts without tables, units shallower than the split).
+    ``asked``: that many parts instead of one per worker (``deep_perft(parts=...)``; fewer workers
+    than parts take turns at them, a part's tasks one after another). Raises ValueError when
+    ``asked`` > 1 where units cannot be split (the cases of 1 above)."""
+    tables = backend in ("gpu", "gpu-emulated") and tt
+    if asked is not None and asked > 1:
+        if not tables:
+            raise ValueError(f"{asked} parts need tables on a gpu backend (tt with backend gpu or gpu-emulated), "
+                             f"not {backend}{' with' if tt else ' without'} tables")
+        if unit_depth < part_depth:
+            raise ValueError(f"{asked} parts need units of at least {part_depth} plies (the split depth of parts); "
+                             f"these are {unit_depth}-ply units")
+    if asked is not None:
+        return asked
+    return max(1, min(workers, MAX_PARTS)) if tables and unit_depth >= part_depth else 1
 
 
 def sample_keys(keys, fraction: float) -> set[str]:
@@ -267,12 +280,16 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
             budget = {p: max(0.0, deadline - max(now, ends.get(p, now))) for p in {r["part"] for r in unsubmitted.values()}}
         rest = list(unsubmitted.values())
         share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
-        return deque(batches(rest, max(len(workers), 1), pace, merged, budget, share, run_parts=parts))
+        planned = batches(rest, max(len(workers), 1), pace, merged, budget, share, run_parts=parts)
+        if len(workers) < parts:  # workers taking turns at parts: a part's tasks one after another
+            planned.sort(key=lambda b: b[0]["part"] // max(len(workers), 1))  # (a new part resets its tables)
+        return deque(planned)
 
     tasks = plan()
     futures: dict = {}
     ac = as_completed()
     run_tag = uuid.uuid4().hex[:8]
+    order = itertools.count()  # the tasks' order of submission: the plan's order, also within a worker's queue
 
     def submit_next() -> None:
         if not tasks:
@@ -282,10 +299,12 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
             unsubmitted.pop(r["idx"])
         st.submitted(r["idx"] for r in batch)
         # A part's tasks prefer its workers (their tables hold that part's entries); whole units go anywhere.
-        where = [w for i, w in enumerate(workers) if i % parts == batch[0]["part"] % parts] if parts > 1 else None
+        p = batch[0]["part"]
+        where = ([w for i, w in enumerate(workers) if i % parts == p % parts] if len(workers) >= parts
+                 else [workers[p % len(workers)]]) if parts > 1 and workers else None
         where = where or None
         fut = client.submit(worker.run_task, *task(batch), key=f"perft-{name}-{batch[0]['idx']}-{run_tag}",
-                            retries=RETRIES, pure=False, priority=-batch[0]["idx"], workers=where,
+                            retries=RETRIES, pure=False, priority=-next(order), workers=where,
                             allow_other_workers=where is not None)
         futures[fut.key] = batch
         inflight[fut.key] = est = est_seconds(batch)

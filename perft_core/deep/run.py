@@ -27,6 +27,7 @@ from . import cluster
 from . import units as units_mod
 from . import worker
 from .dispatch import (
+    MAX_PARTS,
     Progress,
     calibrate_speed,
     choose_parts,
@@ -46,6 +47,7 @@ from .store import (
     PART_DEPTH,
     RUN_OPTIONS,
     Store,
+    StoreError,
     StoreWriteError,
     check_new_store_path,
     default_store_path,
@@ -239,7 +241,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                verify_sample: float | None = None, progress: bool | str = False, force: bool = False,
                max_estimate_seconds: float | None = None, on_new_store=None,
                max_seconds: float | None = None, stats: bool | None = None,
-               part_depth: int | None = None, part_cut: str | None = None) -> DeepResult:
+               part_depth: int | None = None, part_cut: str | None = None, parts: int | None = None) -> DeepResult:
     """perft(fen, depth) as work units on Dask, recorded in a durable store.
 
     Args:
@@ -291,6 +293,13 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             key's top bits: every run stored before schema 9; NOTES.md, session 33, has the two
             measured). A resumed run keeps its own (asking otherwise is a StoreError); a run of
             whole units ignores it.
+        parts: count each unit in this many parts (1..MAX_PARTS; gpu backends with ``tt``) instead
+            of one per worker. Fewer workers than parts take turns at them, each part's tasks one
+            after another with the whole of the GPU's tables for that part's share of the split
+            level and below (NOTES.md, session 34: 17 units of perft 13 on one H200 took 444 s in
+            four parts, 1,019 s whole with session 22's code; the default stays one part a worker
+            until measured at other depths). A resumed run keeps its own (asking otherwise is a
+            StoreError).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
@@ -312,6 +321,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                          f"split ply {split_ply} must be below the depth {depth}")
     if part_depth is not None and (isinstance(part_depth, bool) or not isinstance(part_depth, int) or part_depth < 3):
         raise ValueError(f"part_depth must be an integer >= 3 (remaining plies at the split of parts), got {part_depth!r}")
+    if parts is not None and (isinstance(parts, bool) or not isinstance(parts, int) or not 1 <= parts <= MAX_PARTS):
+        raise ValueError(f"parts must be an integer from 1 to {MAX_PARTS}, got {parts!r}")
     if part_cut is not None and part_cut not in PART_CUTS:
         raise ValueError(f"part_cut must be one of {', '.join(PART_CUTS)}, got {part_cut!r}")
     if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
@@ -328,6 +339,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                                            part_depth if st.run["parts"] > 1 else None,
                                            part_cut if st.run["parts"] > 1 else None)))
             st.check_options(asked)
+            if parts is not None and parts != st.run["parts"]:
+                raise StoreError(f"store {st.path} is a run in {st.run['parts']} parts, not {parts}; resume it "
+                                 f"without that option or use a new store")
         except BaseException:
             st.close()
             raise
@@ -344,6 +358,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             raise StatsUnsupported(f"backend {backend!r} counts no statistics through tables")
         if verify_seed is not None and not tt:
             raise ValueError("verify seed needs tt (it counts again through tables keyed by another seed)")
+        if parts is not None and parts > 1 and not (tt and backend in ("gpu", "gpu-emulated")):
+            choose_parts(backend, tt, depth, 1, part_depth or PART_DEPTH, parts)  # raises, naming why
         if verify_seed is not None and verify_sample is None:
             verify_sample = 1.0
         if not force:
@@ -374,7 +390,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
 
         def create(n_workers: int, split: int):
             return _create_store(store, pos, depth, split, backend, tt, seed, verify_seed, verify_sample, stats,
-                                 choose_parts(backend, tt, depth - split, n_workers, split_at), split_at, cut, timings)
+                                 choose_parts(backend, tt, depth - split, n_workers, split_at, parts), split_at, cut,
+                                 timings)
     timings: dict[str, float] = {}
     try:
         # A local cluster's workers are known before it starts: with the split given, the store is
@@ -395,8 +412,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     timings["calibrate"] = time.perf_counter() - t
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
-                    parts = choose_parts(backend, tt, depth - 1, n_workers, split_at)
-                    split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * parts)
+                    n_parts = choose_parts(backend, tt, depth - 1, n_workers, split_at, parts)
+                    split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * min(n_parts, n_workers))
                     if stats and depth:
                         split_ply = min(split_ply, depth - 1)  # units of at least one ply (see above)
                 st = create(n_workers, split_ply)
