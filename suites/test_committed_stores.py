@@ -196,6 +196,9 @@ def test_stores_of_one_count_agree_unit_by_unit(tmp_path):
     # one of sessions 16-22 (128-byte entries, two parts a unit): every counter of every whole unit.
     assert compared[("perft12-stats-h200x4-s27.sqlite", "perft12-stats-h200x2-s16.sqlite")] >= 15
     assert compared[("perft13-h200x4-s14.sqlite", "perft13-h200x4-s17.sqlite")] >= 5
+    # Session 34's store cut by the other side's pieces (schema 9; 97 rows on four H200s, the rest on
+    # one taking turns at the four parts) against the finished run cut by key: each unit's parts add up
+    assert compared[("perft13-h200x4-board-s34.sqlite", "perft13-h200x4-s17.sqlite")] >= 40
     assert ("perft13-h200x4-s14.sqlite", "perft13-h200x1-s22.sqlite") not in compared  # s22 is not finished
 
 
