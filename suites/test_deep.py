@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -1099,6 +1100,27 @@ def test_a_run_cut_by_key_is_exact_and_keeps_its_cut(cluster, tmp_path, capsys):
     one_line_error(capsys, ["deep", STARTPOS, "5", "--part-cut", "pieces"], "invalid choice")
     with pytest.raises(ValueError, match="part_cut must be one of board, key"):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_cut="pieces")
+
+
+def test_a_command_that_started_nothing_says_why(cluster, tmp_path, capsys):
+    """A time limit too short for any task (here a tenth of a second for perft 6 units): the stop
+    says no task fit, with the smallest row's estimated seconds and the seconds that were left, and
+    the pace's source, in the line and in --json (session 33: a one-GPU perft 13 given 170 s counted
+    nothing and said only "0 of 400 unit rows counted")."""
+    from perft_core.deep.errors import DeepStopped
+
+    with pytest.raises(DeepStopped) as stop:
+        deep_perft(STARTPOS, 7, split_ply=1, scheduler=cluster.scheduler_address, max_seconds=0.1,
+                   store=tmp_path / "short.sqlite")
+    assert stop.value.counted_now == 0
+    assert re.search(r"no task fit: the smallest row left is estimated at [\d,]+ s \(1.25 x its estimated nodes "
+                     r"at the pace of a calibration count\) with 0 s left when counting began", str(stop.value))
+    assert stop.value.as_dict()["why"] == stop.value.why
+    assert main(["deep", "--resume", str(tmp_path / "short.sqlite"), "--scheduler", cluster.scheduler_address,
+                 "--max-seconds", "0.1", "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert out["counted_now"] == 0 and out["why"].startswith("no task fit")
+    assert deep_perft(resume=tmp_path / "short.sqlite", scheduler=cluster.scheduler_address).nodes == expected(7)
 
 
 def test_more_parts_than_workers_take_turns_and_stay_exact(cluster, tmp_path, capsys):

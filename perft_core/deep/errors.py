@@ -15,18 +15,19 @@ class DeepStopped(DeepError):
     a first count), ``counted_now`` (rows counted by this call), ``done`` (the counted rows' share of
     the run's estimated nodes, 0..1), ``seconds`` (this call's wall time), ``timings`` (as
     ``DeepResult.timings``), ``images`` (as ``DeepResult.images``: the table images loaded and
-    saved)."""
+    saved), ``why`` (when this command counted nothing: why no task was started, else None)."""
 
     def __init__(self, store: str, phase: str, rows: int, counted: int, counted_now: int, done: float,
-                 seconds: float, timings: dict, images: dict | None = None):
+                 seconds: float, timings: dict, images: dict | None = None, why: str | None = None):
         self.store, self.phase, self.rows, self.counted, self.counted_now = store, phase, rows, counted, counted_now
         self.done, self.seconds, self.timings = done, seconds, timings
         self.images = images or {}
+        self.why = why
         super().__init__(f"stopped at the time limit in the {phase} phase after {seconds:.0f} s: {counted} of {rows} "
-                         f"unit rows counted ({done:.1%} of the run's estimated nodes), {counted_now} by this command; "
-                         f"resume with --resume {store}")
+                         f"unit rows counted ({done:.1%} of the run's estimated nodes), {counted_now} by this command"
+                         f"{'; ' + why if why else ''}; resume with --resume {store}")
 
     def as_dict(self) -> dict:
         return {"finished": False, "store": self.store, "phase": self.phase, "rows": self.rows,
                 "counted": self.counted, "counted_now": self.counted_now, "done": self.done,
-                "seconds": self.seconds, "timings": self.timings, "images": self.images}
+                "seconds": self.seconds, "timings": self.timings, "images": self.images, "why": self.why}

@@ -27,6 +27,7 @@ from . import cluster
 from . import units as units_mod
 from . import worker
 from .dispatch import (
+    BUDGET_MARGIN,
     MAX_PARTS,
     Progress,
     calibrate_speed,
@@ -495,9 +496,15 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         units = st.units()
         est = sum(max(r["estimate"], 1.0) for r in units) or 1.0
         done = [r for r in units if r["count"] is not None]
+        why = None
+        if not counted_now and phase == "count" and pace and phase_deadline is not None:
+            need = min(max(r["estimate"], 1.0) for r in units if r["count"] is None) * pace * BUDGET_MARGIN
+            why = (f"no task fit: the smallest row left is estimated at {need:,.0f} s ({BUDGET_MARGIN} x its "
+                   f"estimated nodes at the pace of {'this run' if measured else 'a calibration count'}) with "
+                   f"{max(phase_deadline - t_count, 0.0):,.0f} s left when counting began")
         raise DeepStopped(str(st.path), phase, len(units), len(done), counted_now,
                           sum(max(r["estimate"], 1.0) for r in done) / est, time.perf_counter() - t0,
-                          {k: round(v, 6) for k, v in timings.items()}, images)
+                          {k: round(v, 6) for k, v in timings.items()}, images, why)
 
     def args(batch, tt_, seed_, tables=True):
         image = str(tableimage.image_path(st.path, seed_, batch[0]["part"], parts, run["part_depth"]))
