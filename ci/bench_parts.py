@@ -2,7 +2,7 @@
 with transposition tables, measured without a second GPU.
 
     python ci/bench_parts.py --depth 11 [--fen FEN] [--split-ply 2] [--parts 1 2] [--cut board key] [--batches 16]
-                             [--json FILE]
+                             [--units N [--store FILE]] [--json FILE]
 
 In one process on one GPU (the gpu backend's driver):
   1. the plain ``perft_core.perft(startpos, depth, backend="gpu", tt=True)`` (after a warm-up);
@@ -18,6 +18,12 @@ the plain count. Per P: each part's seconds, the slowest part, and the predicted
 parts' extra work goes: the levels above the split that every part expands); the total of every P
 must equal the plain count, and that the table's (the script fails if not).
 With P GPUs the parts run at once, one per GPU, so the slowest part is the run's count time.
+
+``--units N`` counts only the split's N largest units (for counts too long to run whole: startpos
+perft 13's first units on one GPU, parts against whole units with the same batches), with no plain
+count: every P's total must equal the first P's, and with ``--store FILE`` (a finished deep store of
+the same count and key seed, e.g. ``ci/stores/perft13-h200x4-s17.sqlite``) each unit's count must
+equal the sum of that store's parts of the unit.
 """
 from __future__ import annotations
 
@@ -44,8 +50,13 @@ def main() -> int:
     ap.add_argument("--batches", type=int, default=16)
     ap.add_argument("--cut", nargs="+", choices=("board", "key"), default=["board"])
     ap.add_argument("--backend", default="gpu")
+    ap.add_argument("--units", type=int, help="count only the N largest units (no plain count)")
+    ap.add_argument("--store", type=Path, help="with --units: a finished store of the same count whose units' counts "
+                    "each P's must equal")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if args.store is not None and args.units is None:
+        ap.error("--store needs --units")
 
     import perft_core
     from perft_core import _core
@@ -58,25 +69,37 @@ def main() -> int:
     root = Position.from_fen(args.fen)
     perft_core.perft(STARTPOS, 3, backend=args.backend, tt=True)  # warm-up: kernels loaded, arena made
     drv = get_driver(args.backend)
+    units = units_mod.split(root, args.depth, args.split_ply, _core.ZOBRIST_DEFAULT_SEED)
     drv.k.synchronize()
     k0 = dict(getattr(drv.k, "kernel_seconds_by_name", {}))
     t = time.perf_counter()
-    plain = perft_core.perft(args.fen, args.depth, backend=args.backend, tt=True)
+    if args.units is None:
+        plain = perft_core.perft(args.fen, args.depth, backend=args.backend, tt=True)
+    else:  # a part of the count: no plain count, the units' own references
+        units = units[:args.units]
+        plain = None
     drv.k.synchronize()
     plain_s = time.perf_counter() - t
     plain_by_name = {n: v - k0.get(n, 0.0) for n, v in getattr(drv.k, "kernel_seconds_by_name", {}).items()}
-    units = units_mod.split(root, args.depth, args.split_ply, _core.ZOBRIST_DEFAULT_SEED)
     positions = [Position.from_fen(u.fen) for u in units]
     rest = args.depth - args.split_ply
     drv.tt_enabled = True
-    plain_ok = known is None or plain == known
-    want = plain
+    want_units = _store_counts(args.store, units, root.fen(), args.depth) if args.store is not None else None
+    plain_ok = plain is None or known is None or plain == known
+    want = plain if plain is not None else None if want_units is None else \
+        sum(u.multiplicity * want_units[u.key] for u in units)
     out = {"fen": args.fen, "depth": args.depth, "split_ply": args.split_ply, "units": len(units),
-           "batches": args.batches, "plain_seconds": plain_s, "plain_ok": plain_ok, "known": known,
-           "plain_kernel_seconds_by_name": plain_by_name, "runs": []}
-    verdict = "no table has it" if known is None else "ok" if plain_ok else f"WRONG: the table says {known}"
-    print(f"plain perft {args.depth} of {args.fen}: {plain} in {plain_s:.3f} s ({verdict}); "
-          f"{len(units)} units at ply {args.split_ply}", flush=True)
+           "batches": args.batches, "plain_seconds": plain_s if plain is not None else None, "plain_ok": plain_ok,
+           "known": known, "plain_kernel_seconds_by_name": plain_by_name, "runs": [],
+           "reference": "plain count" if plain is not None else f"store {args.store}" if want_units else "first P"}
+    if plain is None:
+        print(f"perft {args.depth} of {args.fen}: the {len(units)} largest units at ply {args.split_ply} "
+              f"(reference: {out['reference']})", flush=True)
+        plain_s = None
+    else:
+        verdict = "no table has it" if known is None else "ok" if plain_ok else f"WRONG: the table says {known}"
+        print(f"plain perft {args.depth} of {args.fen}: {plain} in {plain_s:.3f} s ({verdict}); "
+              f"{len(units)} units at ply {args.split_ply}", flush=True)
     ok = plain_ok
     base = None
     for parts, cut in [(p, c) for p in args.parts for c in (args.cut if p > 1 else ["board"])]:
@@ -106,16 +129,18 @@ def main() -> int:
         drv.keep_tables(None)
         slowest = max(secs)
         base = slowest if parts == 1 else base
+        want = total if want is None else want  # --units alone: the first P is the reference
         run = {"parts": parts, "cut": cut, "part_seconds": secs, "slowest": slowest, "sum": sum(secs), "nodes": total,
                "ok": total == want, "probes": probes, "hits": hits,
-               "vs_plain": slowest / plain_s, "predicted_scaling": (base / slowest) if base else None,
+               "vs_plain": slowest / plain_s if plain_s else None, "predicted_scaling": (base / slowest) if base else None,
                "kernel_seconds": sum(by_name.values()), "kernel_seconds_by_name": by_name,
                "leaf_moves": drv.tt_stats["leaf_moves"] - leaf0[0], "leaf_positions": drv.tt_stats["leaf_positions"] - leaf0[1],
                "part_leaf_positions": part_leaf}
         out["runs"].append(run)
         ok &= total == want
         print(f"parts {parts} ({cut if parts > 1 else 'whole'}): " + ", ".join(f"{s:.3f}" for s in secs) + f" s; slowest {slowest:.3f} s "
-              f"({slowest / plain_s:.3f}x plain), scaling {run['predicted_scaling'] or 0:.2f}, "
+              + (f"({slowest / plain_s:.3f}x plain)" if plain_s else f"(sum {sum(secs):.3f} s)")
+              + f", scaling {run['predicted_scaling'] or 0:.2f}, "
               f"hits {hits / max(probes, 1):.1%}, leaf merge {run['leaf_moves']:,} moves -> {run['leaf_positions']:,} "
               f"positions, {'ok' if total == want else 'WRONG ' + str(total)}", flush=True)
     runs = out["runs"]
@@ -132,6 +157,39 @@ def main() -> int:
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return 0 if ok else 1
+
+
+def _store_counts(path: Path, units, fen: str, depth: int) -> dict:
+    """Each unit's count (its parts' sum) from the deep store at ``path``, by key, for the ``units``
+    asked (SystemExit for a store of another count or key seed, a row failing its checksum, or a
+    unit the store does not hold whole)."""
+    from perft_core.deep.store import Store
+    from perft_core.position import Position
+
+    with Store.open(path, repair=False) as st:
+        run = st.run
+        if (Position.from_fen(run["fen"]).fen(), run["depth"], run["seed"]) != (fen, depth, _seed()):
+            raise SystemExit(f"store {path} is perft {run['depth']} of {run['fen']} keyed by {run['seed']:#x}, not "
+                             f"perft {depth} of {fen} keyed by {_seed():#x}")
+        rows = st.checked_rows()
+    counts: dict[int, int] = {}
+    missing: set[int] = set()
+    for r in rows:
+        key = int(r["key"], 16)
+        if r["count"] is None:
+            missing.add(key)
+        else:
+            counts[key] = counts.get(key, 0) + int(r["recount"] if r["recount"] is not None else r["count"])
+    for u in units:
+        if u.key not in counts or u.key in missing:
+            raise SystemExit(f"store {path} does not hold unit {u.fen} (key {u.key:032x}) whole")
+    return counts
+
+
+def _seed() -> int:
+    from perft_core import _core
+
+    return _core.ZOBRIST_DEFAULT_SEED
 
 
 if __name__ == "__main__":

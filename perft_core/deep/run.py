@@ -298,9 +298,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             of one per worker. Fewer workers than parts take turns at them, each part's tasks one
             after another with the whole of the GPU's tables for that part's share of the split
             level and below (NOTES.md, session 34: 17 units of perft 13 on one H200 took 444 s in
-            four parts, 1,019 s whole with session 22's code; the default stays one part a worker
-            until measured at other depths). A resumed run keeps its own (asking otherwise is a
-            StoreError).
+            four parts, 1,019 s whole with session 22's kernels and smaller tasks; which gained is
+            not measured, so the default stays one part a worker). A resumed run keeps its own
+            (asking otherwise is a StoreError).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
