@@ -1145,6 +1145,17 @@ def test_more_parts_than_workers_take_turns_and_stay_exact(cluster, tmp_path, ca
     with pytest.raises(StoreError, match="in 4 parts, not 2"):
         deep_perft(resume=four, scheduler=cluster.scheduler_address, parts=2)
     assert deep_perft(resume=four, scheduler=cluster.scheduler_address, parts=4).nodes == expected(5)
+    capsys.readouterr()
+    # --stats FILE says how the units are split and which command ran on what (a resume on fewer
+    # GPUs than parts shows in its line)
+    assert main(["deep", "--stats", str(four)]) == 0
+    out = capsys.readouterr().out
+    assert "each unit in 4 parts (split at remaining depth 3 by board)" in out
+    assert re.search(rf"command 1: \S+ to \S+ on \S+, the scheduler {re.escape(cluster.scheduler_address)}: "
+                     rf"\d+ rows counted", out) and "command 2:" in out and "command 3:" not in out
+    assert main(["deep", "--stats", str(four), "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["parts"] == 4 and [x["counted"] for x in shown["sessions"]] == [len(by[four]), 0]
     one_line_error(capsys, ["deep", STARTPOS, "5", "--parts", "9"], "parts must be at most 8")
     one_line_error(capsys, ["deep", STARTPOS, "5", "--parts", "0"], "expected a positive integer")
     for bad in (0, 9, True, 2.0):

@@ -128,7 +128,9 @@ def store_statistics(path: str | os.PathLike) -> dict:
     "unit_seconds": the workers' seconds over them, "tt_probes" / "tt_hits": device TT probes and
     hits of those counts (summed over the unit rows, every schema), "tables" / "verify_tables":
     per remaining depth (``Store.table_statistics``'s ``count`` / ``verify`` phase; {} when none
-    were recorded: the cpu backend, no tables, or counts made before schema 4)}``.
+    were recorded: the cpu backend, no tables, or counts made before schema 4), "parts", "part_cut",
+    "part_depth": how its units are split, "sessions": each command that worked on it, in order,
+    ``{"started", "ended" (None: still running, or killed), "host", "cluster", "counted": rows}``}``.
 
     Raises StoreError for a store that is missing or not a readable deep-perft store.
     """
@@ -138,8 +140,11 @@ def store_statistics(path: str | os.PathLike) -> dict:
             rows, counted, seconds, probes, hits = st.conn.execute(
                 "SELECT COUNT(*), COUNT(count), TOTAL(seconds), TOTAL(probes), TOTAL(hits) FROM units").fetchone()
             tables = st.table_statistics()
+            sessions = [dict(zip(("started", "ended", "host", "cluster", "counted"), r)) for r in st.conn.execute(
+                "SELECT started, ended, host, cluster, counted FROM sessions ORDER BY id")]
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {st.path} is not a readable deep-perft store: {exc}") from None
         return {"store": str(st.path), **{k: run[k] for k in ("fen", "depth", "backend", "tt", "schema")},
                 "rows": rows, "counted": counted, "unit_seconds": seconds, "tt_probes": int(probes),
-                "tt_hits": int(hits), "tables": tables.get("count", {}), "verify_tables": tables.get("verify", {})}
+                "tt_hits": int(hits), "tables": tables.get("count", {}), "verify_tables": tables.get("verify", {}),
+                **{k: run.get(k) for k in ("parts", "part_cut", "part_depth")}, "sessions": sessions}

@@ -203,10 +203,15 @@ def _stats(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(s))
         return 0
+    parts = (f", each unit in {s['parts']} parts (split at remaining depth {s['part_depth']} by {s['part_cut']})"
+             if (s.get("parts") or 1) > 1 else "")
     print(f"store {s['store']}: perft {s['depth']} of {s['fen']} on {s['backend']}"
-          f"{' with tables' if s['tt'] else ''}; {s['counted']} of {s['rows']} unit rows counted in "
+          f"{' with tables' if s['tt'] else ''}{parts}; {s['counted']} of {s['rows']} unit rows counted in "
           f"{s['unit_seconds']:.1f} worker seconds; device TT: {s['tt_hits']:,} hits of {s['tt_probes']:,} probes "
           f"({_rate(s['tt_hits'], s['tt_probes']).strip()})")
+    for n, x in enumerate(s["sessions"], 1):  # each command: when, where, on what, and how far it got
+        print(f"  command {n}: {x['started']} to {x['ended'] or '(no end recorded: running, or killed)'} on "
+              f"{x['host']}, the {x['cluster']}: {x['counted']} rows counted")
     lines = table_lines(s["tables"], "first counts") + table_lines(s["verify_tables"], "verify counts")
     if not lines:
         lines = [f"no table statistics per remaining depth in this store (schema {s['schema']}: they are kept "
@@ -283,8 +288,8 @@ def register(sub) -> None:
                    help="after FEN DEPTH (or --resume FILE): count perft statistics (captures, e.p., castles, "
                         "promotions, checks and mates by kind) of every unit (whole units; --tt on the GPU "
                         "backends only); alone with a FILE: "
-                        "print that store's run, units counted and table statistics per remaining depth, without "
-                        "counting (reads a store a run is writing)")
+                        "print that store's run, units counted, each command's cluster and table statistics per "
+                        "remaining depth, without counting (reads a store a run is writing)")
     p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
                    help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
