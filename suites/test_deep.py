@@ -1113,8 +1113,8 @@ def test_a_command_that_started_nothing_says_why(cluster, tmp_path, capsys):
         deep_perft(STARTPOS, 7, split_ply=1, scheduler=cluster.scheduler_address, max_seconds=0.1,
                    store=tmp_path / "short.sqlite")
     assert stop.value.counted_now == 0
-    assert re.search(r"no task fit: the smallest row left is estimated at [\d,]+ s \(1.25 x its estimated nodes "
-                     r"at the pace of a calibration count\) with 0 s left when counting began", str(stop.value))
+    assert re.search(r"no task fit: the smallest row left is estimated at [\d,]+\.\d s \(1.25 x its estimated nodes "
+                     r"at the pace of a calibration count\) with 0\.0 s left to a worker", str(stop.value))
     assert stop.value.as_dict()["why"] == stop.value.why
     assert main(["deep", "--resume", str(tmp_path / "short.sqlite"), "--scheduler", cluster.scheduler_address,
                  "--max-seconds", "0.1", "--json"]) == 3
@@ -1144,6 +1144,8 @@ def test_more_parts_than_workers_take_turns_and_stay_exact(cluster, tmp_path, ca
         assert sum(by[four][(unit, q)] for q in range(4)) == by[whole][(unit, part)]
     with pytest.raises(StoreError, match="in 4 parts, not 2"):
         deep_perft(resume=four, scheduler=cluster.scheduler_address, parts=2)
+    with pytest.raises(StoreError, match="in 1 part, not 4"):
+        deep_perft(resume=whole, scheduler=cluster.scheduler_address, parts=4)
     assert deep_perft(resume=four, scheduler=cluster.scheduler_address, parts=4).nodes == expected(5)
     capsys.readouterr()
     # --stats FILE says how the units are split and which command ran on what (a resume on fewer
@@ -1152,10 +1154,15 @@ def test_more_parts_than_workers_take_turns_and_stay_exact(cluster, tmp_path, ca
     out = capsys.readouterr().out
     assert "each unit in 4 parts (split at remaining depth 3 by board)" in out
     assert re.search(rf"command 1: \S+ to \S+ on \S+, the scheduler {re.escape(cluster.scheduler_address)}: "
-                     rf"\d+ rows counted", out) and "command 2:" in out and "command 3:" not in out
+                     rf"\d+ unit rows counted \(first counts\)", out) and "command 2:" in out and "command 3:" not in out
     assert main(["deep", "--stats", str(four), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["parts"] == 4 and [x["counted"] for x in shown["sessions"]] == [len(by[four]), 0]
+    # parts asked without a split ply: the chosen split leaves units deep enough to split (it was
+    # "these are 2-ply units" at depth 4)
+    shallow = deep_perft(STARTPOS, 4, backend="gpu-emulated", tt=True, parts=3, scheduler=cluster.scheduler_address,
+                         store=tmp_path / "d4.sqlite")
+    assert shallow.nodes == expected(4) and shallow.parts == 3 and shallow.split_ply <= 1
     one_line_error(capsys, ["deep", STARTPOS, "5", "--parts", "9"], "parts must be at most 8")
     one_line_error(capsys, ["deep", STARTPOS, "5", "--parts", "0"], "expected a positive integer")
     for bad in (0, 9, True, 2.0):

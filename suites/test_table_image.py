@@ -329,8 +329,8 @@ def _deep_run_saves_and_loads(cluster, tmp_path, monkeypatch) -> None:
 
     def stop_after_60(client, st, rows, *a, **kw):  # the count phase stops at a deadline after 60 rows
         if a[4] == "count" and len(rows) > 60:
-            failed, _ = real(client, st, rows[:60], *a, **kw)
-            return failed, len(rows) - 60
+            failed, _, _ = real(client, st, rows[:60], *a, **kw)
+            return failed, len(rows) - 60, None
         return real(client, st, rows, *a, **kw)
 
     monkeypatch.setattr(run_mod, "run_phase", stop_after_60)

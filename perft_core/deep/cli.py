@@ -211,7 +211,7 @@ def _stats(args: argparse.Namespace) -> int:
           f"({_rate(s['tt_hits'], s['tt_probes']).strip()})")
     for n, x in enumerate(s["sessions"], 1):  # each command: when, where, on what, and how far it got
         print(f"  command {n}: {x['started']} to {x['ended'] or '(no end recorded: running, or killed)'} on "
-              f"{x['host']}, the {x['cluster']}: {x['counted']} rows counted")
+              f"{x['host']}, the {x['cluster']}: {x['counted']} unit rows counted (first counts)")
     lines = table_lines(s["tables"], "first counts") + table_lines(s["verify_tables"], "verify counts")
     if not lines:
         lines = [f"no table statistics per remaining depth in this store (schema {s['schema']}: they are kept "

@@ -141,13 +141,11 @@ client or worker loses the tasks it was counting, so a run of many hours loses m
 sixteenth of a worker's share (startpos perft 13 on one H200 would otherwise run 55-min tasks)."""
 
 
-def workers_per_part(workers: int, parts: int) -> float:
-    """The workers counting one part's tasks: ``workers // parts`` (a pool when parts = 1), or the
-    share ``workers / parts`` when fewer workers than parts take turns at them (a store of four
-    parts resumed on one GPU: each part gets a quarter of its time, so a time limit's budget is
-    not counted four times over)."""
-    parts = max(parts, 1)
-    return workers // parts if workers >= parts else workers / parts
+def workers_per_part(workers: int, parts: int) -> int:
+    """The workers counting one part's tasks where there are at least as many workers as parts:
+    ``workers // parts`` (a pool when parts = 1). Fewer workers than parts take turns at them, one
+    worker a part at a time (:func:`run_phase`): 1."""
+    return max(1, workers // max(parts, 1))
 
 
 def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None,
@@ -254,42 +252,69 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     end before it (``batches``' budget, counting the work already in flight for its part); rows
     that fit no more are left pending in the store.
 
+    Fewer workers than parts take turns at them: part p goes to worker p mod W (to any worker when
+    W = 1: a task pinned to the one worker waited for ever once it died and came back under another
+    address), and each worker's parts are planned one after another, its time going to the first
+    part with rows left before the next (a change of part resets the worker's tables), so a part's
+    tasks run together within one command and a time limit is shared, not given to every part.
+
     Returns (failures as lines: tasks that raised on every try, rows left unsubmitted by the
-    deadline)."""
+    deadline, why: when rows were left and no task was started, why none fit, else None)."""
     from collections import deque
 
     from distributed import as_completed
 
     if not rows:
-        return [], 0
+        return [], 0, None
     bar = progress.phase(name, rows)
-    per_worker = workers_per_part(max(len(workers), 1), parts)
+    n_workers = max(len(workers), 1)
+    turns = parts > 1 and n_workers < parts  # each worker takes turns at its parts p = w, w + W, ...
+
+    def slot(part: int) -> int:  # whose time a part's tasks take: its worker's (turns), else its own workers'
+        return part % n_workers if turns else part
+
+    per_slot = 1 if turns else workers_per_part(n_workers, parts)
     unsubmitted = {r["idx"]: r for r in rows}
     inflight: dict[str, float] = {}  # key -> the task's estimated seconds
-    ends: dict[int, float] = {}  # part -> when its workers are estimated to finish what they were sent
+    ends: dict[int, float] = {}  # slot -> when its workers are estimated to finish what they were sent
     tally = [0.0, 0.0]  # this phase's results: seconds, estimates
     phase_estimate = sum(max(r["estimate"], 1.0) for r in rows)
+    time_left = [None]  # the most any slot had at the first plan with a deadline (for ``why``)
 
     def est_seconds(batch) -> float:
         return sum(max(r["estimate"], 1.0) for r in batch) * (pace or 0.0)
 
     def plan() -> deque:
+        rest = list(unsubmitted.values())
+        share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
         budget = None
         if deadline is not None and pace is not None:
             now = time.perf_counter()
-            budget = {p: max(0.0, deadline - max(now, ends.get(p, now))) for p in {r["part"] for r in unsubmitted.values()}}
-        rest = list(unsubmitted.values())
-        share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
-        planned = batches(rest, max(len(workers), 1), pace, merged, budget, share, run_parts=parts)
-        if len(workers) < parts:  # workers taking turns at parts: a part's tasks one after another
-            planned.sort(key=lambda b: b[0]["part"] // max(len(workers), 1))  # (a new part resets its tables)
-        return deque(planned)
+            budget = {s: max(0.0, deadline - max(now, ends.get(s, now))) for s in {slot(r["part"]) for r in rest}}
+            if time_left[0] is None:
+                time_left[0] = max(budget.values(), default=0.0)
+        if not turns:
+            return deque(batches(rest, n_workers, pace, merged, budget, share, run_parts=parts))
+        by_slot: dict[int, dict[int, list[dict]]] = {}
+        for r in rest:
+            by_slot.setdefault(slot(r["part"]), {}).setdefault(r["part"], []).append(r)
+        lists = []
+        for s_, by_part in sorted(by_slot.items()):
+            left, mine = None if budget is None else budget[s_], []
+            for p_ in sorted(by_part):  # the worker's parts one after another, the time to the first
+                got = batches(by_part[p_], 1, pace, merged, None if left is None else {p_: left})
+                mine += got
+                if left is not None:
+                    left -= sum(est_seconds(b) for b in got) * BUDGET_MARGIN
+            lists.append(mine)
+        return deque(b for group in itertools.zip_longest(*lists) for b in group if b is not None)
 
     tasks = plan()
     futures: dict = {}
     ac = as_completed()
     run_tag = uuid.uuid4().hex[:8]
     order = itertools.count()  # the tasks' order of submission: the plan's order, also within a worker's queue
+    submitted = [0]
 
     def submit_next() -> None:
         if not tasks:
@@ -300,16 +325,20 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         st.submitted(r["idx"] for r in batch)
         # A part's tasks prefer its workers (their tables hold that part's entries); whole units go anywhere.
         p = batch[0]["part"]
-        where = ([w for i, w in enumerate(workers) if i % parts == p % parts] if len(workers) >= parts
-                 else [workers[p % len(workers)]]) if parts > 1 and workers else None
-        where = where or None
+        if parts == 1 or not workers or (turns and n_workers == 1):
+            where = None
+        elif turns:
+            where = [workers[slot(p)]]
+        else:
+            where = [w for i, w in enumerate(workers) if i % parts == p % parts] or None
         fut = client.submit(worker.run_task, *task(batch), key=f"perft-{name}-{batch[0]['idx']}-{run_tag}",
                             retries=RETRIES, pure=False, priority=-next(order), workers=where,
                             allow_other_workers=where is not None)
         futures[fut.key] = batch
         inflight[fut.key] = est = est_seconds(batch)
-        now, p = time.perf_counter(), batch[0]["part"]
-        ends[p] = max(now, ends.get(p, now)) + est / per_worker
+        now, s_ = time.perf_counter(), slot(p)
+        ends[s_] = max(now, ends.get(s_, now)) + est / per_slot
+        submitted[0] += 1
         ac.add(fut)
 
     failures = []
@@ -331,8 +360,8 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
                 progress.advance(bar, batch, nodes)
                 tally[0] += result["seconds"]
                 tally[1] += sum(max(r["estimate"], 1.0) for r in batch)
-                p = batch[0]["part"]  # its workers' queue ends as much sooner (later) as it took less (more)
-                ends[p] = ends.get(p, 0.0) - (est - result["seconds"]) / per_worker
+                s_ = slot(batch[0]["part"])  # its workers' queue ends as much sooner (later) as it took less (more)
+                ends[s_] = ends.get(s_, 0.0) - (est - result["seconds"]) / per_slot
                 pace = tally[0] / tally[1]  # this phase's own pace from now on (tables warm up, units shrink)
                 if not measured and unsubmitted:  # the first measured pace: cut the rest again
                     measured = True
@@ -344,7 +373,13 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     finally:  # stopped (Ctrl-C, a full disk): nothing left running or queued on the cluster
         if futures:
             client.cancel(list(ac.futures), force=True)
-    return failures, len(unsubmitted)
+    why = None
+    if unsubmitted and not submitted[0] and pace and time_left[0] is not None:
+        need = min(max(r["estimate"], 1.0) for r in unsubmitted.values()) * pace * BUDGET_MARGIN
+        why = (f"no task fit: the smallest row left is estimated at {need:,.1f} s ({BUDGET_MARGIN} x its estimated "
+               f"nodes at the pace of {'this run' if measured else 'a calibration count'}) with "
+               f"{time_left[0]:,.1f} s left to a worker")
+    return failures, len(unsubmitted), why
 
 
 READ_TABLES_SECONDS = 60.0

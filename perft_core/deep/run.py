@@ -27,7 +27,6 @@ from . import cluster
 from . import units as units_mod
 from . import worker
 from .dispatch import (
-    BUDGET_MARGIN,
     MAX_PARTS,
     Progress,
     calibrate_speed,
@@ -341,7 +340,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                                            part_cut if st.run["parts"] > 1 else None)))
             st.check_options(asked)
             if parts is not None and parts != st.run["parts"]:
-                raise StoreError(f"store {st.path} is a run in {st.run['parts']} parts, not {parts}; resume it "
+                have = st.run["parts"]
+                raise StoreError(f"store {st.path} is a run in {have} part{'s' * (have != 1)}, not {parts}; resume it "
                                  f"without that option or use a new store")
         except BaseException:
             st.close()
@@ -417,6 +417,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * min(n_parts, n_workers))
                     if stats and depth:
                         split_ply = min(split_ply, depth - 1)  # units of at least one ply (see above)
+                    if parts is not None and parts > 1:  # parts asked: units deep enough to split
+                        split_ply = min(split_ply, depth - split_at)
                 st = create(n_workers, split_ply)
             if progress:
                 print(f"perft deep: {'' if new_run else 'resumed, '}{st.run['units']} units at split ply "
@@ -483,7 +485,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             images["loaded"] += load_table_images(client, st, rows, backend, run_key, seed_)
             timings["load_tables"] = timings.get("load_tables", 0.0) + time.perf_counter() - t
 
-    def stopped(phase: str, left: int, seed_: int | None = None) -> None:
+    def stopped(phase: str, left: int, seed_: int | None = None, why: str | None = None) -> None:
         """Raise DeepStopped when the deadline left rows of ``phase`` unsubmitted, after saving the
         tables of that phase (keyed by ``seed_``) to the table images."""
         if not left:
@@ -496,12 +498,6 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         units = st.units()
         est = sum(max(r["estimate"], 1.0) for r in units) or 1.0
         done = [r for r in units if r["count"] is not None]
-        why = None
-        if not counted_now and phase == "count" and pace and phase_deadline is not None:
-            need = min(max(r["estimate"], 1.0) for r in units if r["count"] is None) * pace * BUDGET_MARGIN
-            why = (f"no task fit: the smallest row left is estimated at {need:,.0f} s ({BUDGET_MARGIN} x its "
-                   f"estimated nodes at the pace of {'this run' if measured else 'a calibration count'}) with "
-                   f"{max(phase_deadline - t_count, 0.0):,.0f} s left when counting began")
         raise DeepStopped(str(st.path), phase, len(units), len(done), counted_now,
                           sum(max(r["estimate"], 1.0) for r in done) / est, time.perf_counter() - t0,
                           {k: round(v, 6) for k, v in timings.items()}, images, why)
@@ -569,12 +565,12 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             timings["calibrate"] = timings.get("calibrate", 0.0) + time.perf_counter() - t
         t_count = time.perf_counter()
         count_seconds = 0.0
-        failed, left = run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count",
-                                  parts, pace, merged, measured, phase_deadline)
+        failed, left, why = run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count",
+                                       parts, pace, merged, measured, phase_deadline)
         failures += failed
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if not failures:
-            stopped("count", left, seed)
+            stopped("count", left, seed, why)
             _remove_images(st, seed)  # every unit counted: no later command needs these tables
         t = time.perf_counter()
         if rows and tt:
@@ -587,24 +583,24 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             keys = sample_keys((r["key"] for r in every), run["verify_sample"])
             rows = [r for r in every if r["status"] == "counted" and r["verify_count"] is None and r["key"] in keys]
             load_images(rows, run["verify_seed"])
-            failed, left = run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified,
-                                      workers, bar, "verify", parts, pace, merged, deadline=phase_deadline)
+            failed, left, why = run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified,
+                                           workers, bar, "verify", parts, pace, merged, deadline=phase_deadline)
             failures += failed
             if not failures:
                 timings["verify"] = time.perf_counter() - t  # a run stopped here reports its verify seconds too
-                stopped("verify", left, run["verify_seed"])
+                stopped("verify", left, run["verify_seed"], why)
                 _remove_images(st, run["verify_seed"])
             if rows:
                 read_tables(client, st, "verify", backend, run_key, run["verify_seed"])
         timings["verify"] = time.perf_counter() - t
         t = time.perf_counter()
         rows = [r for r in st.units() if r["status"] == "mismatch"]
-        failed, left = run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted,
-                                  workers, bar, "recount", parts, pace, deadline=deadline)
+        failed, left, why = run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted,
+                                       workers, bar, "recount", parts, pace, deadline=deadline)
         failures += failed
         if not failures:
             timings["recount"] = time.perf_counter() - t
-            stopped("recount", left)
+            stopped("recount", left, why=why)
         timings["recount"] = time.perf_counter() - t
     timings["count"] = count_seconds
     # The count phase's time when its busiest worker was not counting: Dask's submission and
