@@ -236,7 +236,7 @@ def share_by_estimate(total, rows: list[dict]) -> list:
 
 def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: Progress,
                name: str, parts: int = 1, pace: float | None = None, merged: bool = False,
-               measured: bool = True, deadline: float | None = None) -> tuple[list[str], int]:
+               measured: bool = True, deadline: float | None = None) -> tuple[list[str], int, str | None]:
     """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
     worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
     -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
