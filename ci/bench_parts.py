@@ -2,7 +2,7 @@
 with transposition tables, measured without a second GPU.
 
     python ci/bench_parts.py --depth 11 [--fen FEN] [--split-ply 2] [--parts 1 2] [--cut board key] [--batches 16]
-                             [--units N [--store FILE]] [--json FILE]
+                             [--units N [--skip K] [--store FILE]] [--json FILE]
 
 In one process on one GPU (the gpu backend's driver):
   1. the plain ``perft_core.perft(startpos, depth, backend="gpu", tt=True)`` (after a warm-up);
@@ -19,8 +19,9 @@ parts' extra work goes: the levels above the split that every part expands); the
 must equal the plain count, and that the table's (the script fails if not).
 With P GPUs the parts run at once, one per GPU, so the slowest part is the run's count time.
 
-``--units N`` counts only the split's N largest units (for counts too long to run whole: startpos
-perft 13's first units on one GPU, parts against whole units with the same batches), with no plain
+``--units N`` counts only the split's N largest units (after the K largest with ``--skip K``; for
+counts too long to run whole: startpos perft 13's units on one GPU, parts against whole units with
+the same batches), with no plain
 count: every P's total must equal the first P's, and with ``--store FILE`` (a finished deep store of
 the same count and key seed, e.g. ``ci/stores/perft13-h200x4-s17.sqlite``) each unit's count must
 equal the sum of that store's parts of the unit.
@@ -51,12 +52,13 @@ def main() -> int:
     ap.add_argument("--cut", nargs="+", choices=("board", "key"), default=["board"])
     ap.add_argument("--backend", default="gpu")
     ap.add_argument("--units", type=int, help="count only the N largest units (no plain count)")
+    ap.add_argument("--skip", type=int, default=0, help="with --units: after the K largest")
     ap.add_argument("--store", type=Path, help="with --units: a finished store of the same count whose units' counts "
                     "each P's must equal")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    if args.store is not None and args.units is None:
-        ap.error("--store needs --units")
+    if (args.store is not None or args.skip) and args.units is None:
+        ap.error("--store and --skip need --units")
 
     import perft_core
     from perft_core import _core
@@ -76,7 +78,7 @@ def main() -> int:
     if args.units is None:
         plain = perft_core.perft(args.fen, args.depth, backend=args.backend, tt=True)
     else:  # a part of the count: no plain count, the units' own references
-        units = units[:args.units]
+        units = units[args.skip:args.skip + args.units]
         plain = None
     drv.k.synchronize()
     plain_s = time.perf_counter() - t
@@ -93,7 +95,8 @@ def main() -> int:
            "known": known, "plain_kernel_seconds_by_name": plain_by_name, "runs": [],
            "reference": "plain count" if plain is not None else f"store {args.store}" if want_units else "first P"}
     if plain is None:
-        print(f"perft {args.depth} of {args.fen}: the {len(units)} largest units at ply {args.split_ply} "
+        print(f"perft {args.depth} of {args.fen}: the {len(units)} largest units at ply {args.split_ply}"
+              f"{f' after the {args.skip} largest' if args.skip else ''} "
               f"(reference: {out['reference']})", flush=True)
         plain_s = None
     else:

@@ -27,6 +27,9 @@ def test_the_largest_units_are_checked_against_a_finished_store(cluster, tmp_pat
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the 12 largest units at ply 2 (reference: store" in done.stdout
     assert done.stdout.count(", ok") == 2  # whole and four parts, each equal to the store's units
+    skipped = _bench(tmp_path, "--units", "5", "--skip", "300", "--store", str(store))
+    assert skipped.returncode == 0 and skipped.stdout.count(", ok") == 2
+    assert "the 5 largest units at ply 2 after the 300 largest" in skipped.stdout
     # the other direction: one of those units' count one higher in the store, its checksum made
     # again, so that only the comparison can tell: both runs fail
     with Store.open(store) as st:
@@ -38,4 +41,4 @@ def test_the_largest_units_are_checked_against_a_finished_store(cluster, tmp_pat
     assert bad.returncode == 1 and "WRONG" in bad.stdout and ", ok" not in bad.stdout, bad.stdout + bad.stderr
     other = _bench(tmp_path, "--units", "12", "--store", str(store), "--depth", "4")
     assert other.returncode != 0 and "not perft 4 of" in other.stderr
-    assert "--store needs --units" in _bench(tmp_path, "--store", str(store)).stderr
+    assert "--store and --skip need --units" in _bench(tmp_path, "--store", str(store)).stderr
