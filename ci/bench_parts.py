@@ -86,7 +86,8 @@ def main() -> int:
     positions = [Position.from_fen(u.fen) for u in units]
     rest = args.depth - args.split_ply
     drv.tt_enabled = True
-    want_units = _store_counts(args.store, units, root.fen(), args.depth) if args.store is not None else None
+    want_units = (_store_counts(args.store, units, root.fen(), args.depth, _core.ZOBRIST_DEFAULT_SEED)
+                  if args.store is not None else None)
     plain_ok = plain is None or known is None or plain == known
     want = plain if plain is not None else None if want_units is None else \
         sum(u.multiplicity * want_units[u.key] for u in units)
@@ -162,7 +163,7 @@ def main() -> int:
     return 0 if ok else 1
 
 
-def _store_counts(path: Path, units, fen: str, depth: int) -> dict:
+def _store_counts(path: Path, units, fen: str, depth: int, seed: int) -> dict:
     """Each unit's count (its parts' sum) from the deep store at ``path``, by key, for the ``units``
     asked (SystemExit for a store of another count or key seed, a row failing its checksum, or a
     unit the store does not hold whole)."""
@@ -171,9 +172,9 @@ def _store_counts(path: Path, units, fen: str, depth: int) -> dict:
 
     with Store.open(path, repair=False) as st:
         run = st.run
-        if (Position.from_fen(run["fen"]).fen(), run["depth"], run["seed"]) != (fen, depth, _seed()):
+        if (Position.from_fen(run["fen"]).fen(), run["depth"], run["seed"]) != (fen, depth, seed):
             raise SystemExit(f"store {path} is perft {run['depth']} of {run['fen']} keyed by {run['seed']:#x}, not "
-                             f"perft {depth} of {fen} keyed by {_seed():#x}")
+                             f"perft {depth} of {fen} keyed by {seed:#x}")
         rows = st.checked_rows()
     counts: dict[int, int] = {}
     missing: set[int] = set()
@@ -187,12 +188,6 @@ def _store_counts(path: Path, units, fen: str, depth: int) -> dict:
         if u.key not in counts or u.key in missing:
             raise SystemExit(f"store {path} does not hold unit {u.fen} (key {u.key:032x}) whole")
     return counts
-
-
-def _seed() -> int:
-    from perft_core import _core
-
-    return _core.ZOBRIST_DEFAULT_SEED
 
 
 if __name__ == "__main__":
