@@ -461,14 +461,16 @@ this command): not a failure."""
 
 def save_table_images(client, st: Store, backend: str, run_key: str, seed: int, max_bytes: int) -> list[dict]:
     """At a run's time limit (a phase with tables keyed by ``seed`` left rows): the worker that part
-    p's tasks prefer (worker p) writes its tables to part p's table image (``worker.save_tables``),
-    each part's image within ``max_bytes`` / parts. Returns the saves' summaries
+    p's tasks prefer (worker p mod W) writes its tables to part p's table image (``worker.save_tables``),
+    each within ``max_bytes`` / min(parts, W): a worker holds one part's tables at a time, so with
+    fewer workers than parts (turns) at most W images are written. Returns the saves' summaries
     (``tableimage.save``, with ``"part"``); a worker whose tables are not the part's, or that
     fails (its reason then), is reported, never an error of the run."""
     parts = st.run["parts"]
     workers = sorted(client.nthreads())
+    each = max_bytes // max(1, min(parts, len(workers)))
     futures = [(p, client.submit(worker.save_tables, backend, run_key, seed, p, parts, _image(st, seed, p),
-                                 max_bytes // parts, pure=False, workers=[workers[p % len(workers)]],
+                                 each, pure=False, workers=[workers[p % len(workers)]],
                                  allow_other_workers=False)) for p in range(parts)]
     out = []
     for p, fut in futures:
