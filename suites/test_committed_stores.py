@@ -120,14 +120,16 @@ def test_a_statistics_store_with_a_changed_counter_fails(tmp_path):
         _check_store(copy)
 
 
-@pytest.mark.parametrize("name", ["perft13-h200x4-s17.sqlite", "perft12-stats-h200x2-s16.sqlite"])
+@pytest.mark.parametrize("name", ["perft13-h200x4-s17.sqlite", "perft12-stats-h200x2-s16.sqlite",
+                                  "perft13-h200x4-board-s35.sqlite"])
 def test_a_verify_sample_is_at_least_its_fraction_and_keeps_what_was_verified(name, tmp_path):
     """``dispatch.sample_keys`` takes ceil(fraction x units) units, the lowest key bits first (the
     fraction as the decimal written: 28 of 400 at 0.07). The committed stores were verified under
     an older rule (a unit when its low 32 bits < fraction x 2**32: 21 of 400 at 0.07, 14 of 400 at
     0.05) and topped up on resume in session 26 (perft 13 to 29 units, when 0.07 x 400 rounded up
-    to 29 in floats; the statistics to 20): each holds the whole sample, which is at least the
-    fraction asked; the same keys give the same sample in any order."""
+    to 29 in floats; the statistics to 20); session 35's board-cut perft 13 was verified under this
+    rule (24 of 400 at 0.06): each holds the whole sample, which is at least the fraction asked;
+    the same keys give the same sample in any order."""
     from perft_core.deep.dispatch import sample_keys
 
     (path,) = [p for p in STORES if p.name == name]
@@ -139,7 +141,7 @@ def test_a_verify_sample_is_at_least_its_fraction_and_keeps_what_was_verified(na
     got = sample_keys(keys, fraction)
     asked = Fraction(repr(fraction)) * units
     assert len(got) == math.ceil(asked) >= asked
-    assert len(got) == {0.07: 28, 0.05: 20}[fraction]
+    assert len(got) == {0.07: 28, 0.05: 20, 0.06: 24}[fraction]
     verified = {r["key"] for r in rows if r["verify_count"] is not None}
     assert verified >= got
     assert sample_keys(reversed(keys), fraction) == got
@@ -199,6 +201,11 @@ def test_stores_of_one_count_agree_unit_by_unit(tmp_path):
     # Session 34's store cut by the other side's pieces (schema 9; 97 rows on four H200s, the rest on
     # one taking turns at the four parts) against the finished run cut by key: each unit's parts add up
     assert compared[("perft13-h200x4-board-s34.sqlite", "perft13-h200x4-s17.sqlite")] >= 40
+    # Session 35's run cut by board, finished on four H200s in 718.6 s of counting, against session 17's
+    # cut by key (3,408 s): all 400 units, both ways, and the unfinished board-cut store against it too.
+    assert compared[("perft13-h200x4-board-s35.sqlite", "perft13-h200x4-s17.sqlite")] == 400
+    assert compared[("perft13-h200x4-s17.sqlite", "perft13-h200x4-board-s35.sqlite")] == 400
+    assert compared[("perft13-h200x4-board-s34.sqlite", "perft13-h200x4-board-s35.sqlite")] >= 40
     assert ("perft13-h200x4-s14.sqlite", "perft13-h200x1-s22.sqlite") not in compared  # s22 is not finished
 
 
