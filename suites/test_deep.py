@@ -1001,6 +1001,31 @@ def test_a_verify_pass_is_added_to_a_run_made_without_one(cluster, tmp_path, cap
         assert st.run["verify_seed"] == 99 and [r["idx"] for r in st.tampered] == [1]
 
 
+def test_a_refused_resume_does_not_add_its_verify_pass(cluster, tmp_path):
+    """`--resume FILE --verify-seed S` refused for another option (parts, backend, workers on the
+    gpu backend) leaves the store as it was: no verify seed written, so the command the user meant
+    (another seed or sample) is still accepted. On the old code the seed was written, and resealed
+    into every row, before the other options were checked."""
+    from perft_core.deep.store import StoreError
+
+    store = tmp_path / "r.sqlite"
+    deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, split_ply=2, parts=2,
+               scheduler=cluster.scheduler_address, store=store)
+    before = rows(store)
+    at = dict(scheduler=cluster.scheduler_address)
+    refused = [(StoreError, "not 3", dict(parts=3, **at)),
+               (StoreError, "backend='gpu-emulated', not 'cpu'", dict(backend="cpu", **at)),
+               (ValueError, "gpus= runs the gpu backend", dict(gpus=1))]  # refused before any cluster starts
+    for error, match, options in refused:
+        with pytest.raises(error, match=match):
+            deep_perft(resume=store, verify_seed=5, verify_sample=0.01, **options)
+        with Store.open(store, repair=False) as st:
+            assert (st.run["verify_seed"], st.run["verify_sample"]) == (None, None) and not st.tampered
+        assert rows(store) == before
+    done = deep_perft(resume=store, scheduler=cluster.scheduler_address, verify_seed=6, verify_sample=0.5)
+    assert done.nodes == expected(5) and done.verified > 0 and not done.mismatches
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 def test_a_forked_child_does_not_hold_the_store_s_lock(small_store):
     """A local cluster forks its workers while a resumed run holds its store's lock (the store is

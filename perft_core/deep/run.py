@@ -328,14 +328,16 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
     if max_seconds is not None and (isinstance(max_seconds, bool) or not isinstance(max_seconds, (int, float))
                                     or not math.isfinite(max_seconds) or max_seconds <= 0):
         raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
+    add_verify = None  # a verify pass added to a resumed run without one: written once every option is accepted
     if resume is not None:
         st = Store.open(resume)
         try:
-            if verify_seed is not None and st.run["verify_seed"] is None:  # a verify pass added to a run without one
-                st.add_verification(verify_seed, 1.0 if verify_sample is None else verify_sample)
+            if verify_seed is not None and st.run["verify_seed"] is None:
+                add_verify = (verify_seed, 1.0 if verify_sample is None else verify_sample)
             # a run of whole units ignores part_depth (its store records the default), as a new run does
             asked = dict(zip(RUN_OPTIONS, (None if fen is None else Position.from_fen(fen).fen(), depth, split_ply,
-                                           backend, tt, None, verify_seed, verify_sample, stats,
+                                           backend, tt, None, None if add_verify else verify_seed,
+                                           None if add_verify else verify_sample, stats,
                                            part_depth if st.run["parts"] > 1 else None,
                                            part_cut if st.run["parts"] > 1 else None)))
             st.check_options(asked)
@@ -375,6 +377,14 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         if st is not None:
             st.close()
         raise ValueError(f"gpus= runs the gpu backend, not {backend!r}")
+    if add_verify is not None:  # last: a command refused for another option leaves the store as it was
+        try:
+            st.add_verification(*add_verify)
+        except BaseException:
+            st.close()
+            raise
+        run = st.run
+        verify_seed, verify_sample = run["verify_seed"], run["verify_sample"]
     if workers is None and gpus is None and scheduler is None:
         if backend == "gpu":  # a resumed run of parts continues on as many GPUs as it has parts, if here
             gpus = 1 if st is None else max(1, min(st.run["parts"], cluster.visible_gpus() or 1))
