@@ -427,6 +427,36 @@ def test_parts_that_take_turns_on_fewer_workers_share_the_time_left(monkeypatch)
     assert end <= 95.0 and len(counted) >= 7
 
 
+def test_under_a_time_limit_a_worker_stays_on_its_part_rather_than_start_the_next_for_a_small_row(monkeypatch):
+    """One worker, two parts, 95 s: part 0's 20 rows of 10 s fill the time (9 fit), and part 1's
+    rows (one of them 0.1 s) wait for the next command. On the old code the 0.1-s row of part 1 was
+    sent once part 0's next row no longer fit: the worker changed part for it, dropping part 0's
+    tables, and the image saved at the stop was part 1's one-row tables (a helper's hunt,
+    session 35: 139 rows of a part's history thrown away for a 1-row task)."""
+    rows = [{"idx": i, "unit": i, "part": 0, "fen": f"unit {i} part 0", "estimate": 1e12} for i in range(20)]
+    rows += [{"idx": 20 + i, "unit": i, "part": 1, "fen": f"unit {i} part 1", "estimate": 1e12 if i else 1e10}
+             for i in range(20)]
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, deadline=95.0, parts=2)
+    assert {r["part"] for r in counted} == {0} and len(counted) >= 7 and end <= 95.0
+    assert left == 40 - len(counted)
+    # part 0's rows too large for the limit: nothing starts, and the reason is about them, not part 1's row
+    for r in rows[:20]:
+        r["estimate"] = 2e13
+    from perft_core.deep import dispatch
+
+    got = {}
+    real = dispatch.run_phase
+
+    def keep(*a, **k):
+        got["out"] = real(*a, **k)
+        return got["out"]
+
+    monkeypatch.setattr(dispatch, "run_phase", keep)
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, deadline=95.0, parts=2)
+    assert not counted and left == 40
+    assert "the smallest row left of a worker's current part is estimated at 250.0 s" in got["out"][2]
+
+
 def test_a_worker_taking_turns_at_parts_gets_one_part_s_tasks_after_another(monkeypatch):
     """One worker, four parts (``--parts 4`` on one GPU): the tasks go out part by part, in order
     of submission (their priority), so the worker's tables are reset three times, not at every

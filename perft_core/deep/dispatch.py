@@ -254,9 +254,12 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
 
     Fewer workers than parts take turns at them: part p goes to worker p mod W (to any worker when
     W = 1: a task pinned to the one worker waited for ever once it died and came back under another
-    address), and each worker's parts are planned one after another, its time going to the first
-    part with rows left before the next (a change of part resets the worker's tables), so a part's
-    tasks run together within one command and a time limit is shared, not given to every part.
+    address), and each worker's parts are planned one after another (a change of part resets the
+    worker's tables), so a part's tasks run together within one command and a time limit is shared,
+    not given to every part. Under a time limit a worker's time goes to its first part with rows
+    left only: when the rest of that part does not fit, the command ends rather than start the next
+    part for a small row, which would drop the first part's tables and save the next one's image
+    instead (the first part's history is what its later units hit: NOTES.md, session 35).
 
     Returns (failures as lines: tasks that raised on every try, rows left unsubmitted by the
     deadline, why: when rows were left and no task was started, why none fit, else None)."""
@@ -301,11 +304,11 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         lists = []
         for s_, by_part in sorted(by_slot.items()):
             left, mine = None if budget is None else budget[s_], []
-            for p_ in sorted(by_part):  # the worker's parts one after another, the time to the first
+            for p_ in sorted(by_part):  # the worker's parts one after another
                 got = batches(by_part[p_], 1, pace, merged, None if left is None else {p_: left})
                 mine += got
-                if left is not None:
-                    left -= sum(est_seconds(b) for b in got) * BUDGET_MARGIN
+                if left is not None:  # a time limit: the first part with rows left takes it all, even when
+                    break  # they do not fit, rather than a next part's small row and a reset of its tables
             lists.append(mine)
         return deque(b for group in itertools.zip_longest(*lists) for b in group if b is not None)
 
@@ -375,10 +378,17 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
             client.cancel(list(ac.futures), force=True)
     why = None
     if unsubmitted and not submitted[0] and pace and time_left[0] is not None:
-        need = min(max(r["estimate"], 1.0) for r in unsubmitted.values()) * pace * BUDGET_MARGIN
-        why = (f"no task fit: the smallest row left is estimated at {need:,.1f} s ({BUDGET_MARGIN} x its estimated "
-               f"nodes at the pace of {'this run' if measured else 'a calibration count'}) with "
-               f"{time_left[0]:,.1f} s left to a worker")
+        cand = list(unsubmitted.values())
+        if turns:  # what a worker may take: its first part with rows left
+            first: dict[int, int] = {}
+            for r in cand:
+                first[slot(r["part"])] = min(first.get(slot(r["part"]), r["part"]), r["part"])
+            cand = [r for r in cand if r["part"] == first[slot(r["part"])]]
+        need = min(max(r["estimate"], 1.0) for r in cand) * pace * BUDGET_MARGIN
+        of = " of a worker's current part" if turns else ""
+        why = (f"no task fit: the smallest row left{of} is estimated at "
+               f"{need:,.1f} s ({BUDGET_MARGIN} x its estimated nodes at the pace of "
+               f"{'this run' if measured else 'a calibration count'}) with {time_left[0]:,.1f} s left to a worker")
     return failures, len(unsubmitted), why
 
 
