@@ -184,8 +184,8 @@ def test_a_verify_mismatch_is_counted_again_without_tables(cluster, tmp_path):
         st._seal("idx = ?", (idx,))
     res = deep_perft(resume=path, scheduler=cluster.scheduler_address)
     assert res.nodes == expected(5)
-    assert [(m["idx"], m["count"], m["verify_count"], m["recount"]) for m in res.mismatches] == \
-        [(idx, str(int(good) + 1), good, good)]
+    assert [(m["rows"], m["count"], m["verify_count"], m["recount"], m["differs"]) for m in res.mismatches] == \
+        [([idx], str(int(good) + 1), good, good, ["nodes"])]
     assert "1 differed and were counted again without tables" in res.verify
     assert 0 < res.verified < res.units  # a sample
 
@@ -1233,7 +1233,9 @@ def test_a_statistics_run_is_verified_counter_by_counter_and_a_lie_in_one_counte
         st._seal("unit = ?", (unit,))
     again = deep_perft(resume=path, scheduler=cluster.scheduler_address)
     assert again.nodes == expected(5)
-    assert {m["idx"] for m in again.mismatches} == {r["idx"] for r in rs if r["unit"] == unit}
-    assert all(m["recount"] is not None for m in again.mismatches)
+    # one mismatch, the unit (its parts summed, which each seed cuts differently), naming the counter
+    (m,) = again.mismatches
+    assert (m["unit"], set(m["rows"]), m["differs"]) == (unit, {r["idx"] for r in rs if r["unit"] == unit}, ["captures"])
+    assert m["count"] == m["verify_count"] == m["recount"] and m["recount"] is not None
     assert {k: v for k, v in again.stats.cpw().items() if k in published} == published
-    assert "differed and were counted again without tables" in again.verify
+    assert "1 differed and were counted again without tables" in again.verify

@@ -148,8 +148,9 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     print(f"units: {result.units} at split ply {result.split_ply}{parts} ({result.counted_now} unit counts made now); "
           f"verification: {result.verify}")
     for m in result.mismatches:
-        print(f"mismatch: unit {m['unit']} part {m['part']} {m['fen']}: {m['count']} vs {m['verify_count']}, "
-              f"without tables {m['recount']}")
+        summed = f" (its {len(m['rows'])} parts summed)" if len(m["rows"]) > 1 else ""
+        print(f"mismatch: unit {m['unit']} {m['fen']}: {', '.join(m['differs']) or 'nothing'} differed under the "
+              f"verify seed{summed}: nodes {m['count']} vs {m['verify_count']}, without tables {m['recount']}")
     for line in table_lines(result.tables, "first counts") + table_lines(result.verify_tables, "verify counts"):
         print(line)
     if result.stats is not None:

@@ -48,6 +48,7 @@ from .store import (
     RUN_OPTIONS,
     Store,
     StoreError,
+    sum_stats_texts,
     StoreWriteError,
     check_new_store_path,
     default_store_path,
@@ -66,8 +67,8 @@ class DeepResult:
     depth part_depth, cut by part_cut ("board" or "key"); counted_now:
     unit parts (store rows) counted by this call (the rest came from the store); verified: units
     whose every part was counted again with the verify seed (0 without one); verify: how the run
-    was verified, in words; mismatches: unit parts whose two counts differed, as dicts (idx,
-    unit, part, fen, count, verify_count, recount); count_seconds: wall time
+    was verified, in words; mismatches: the units whose two counts differed, as dicts
+    (:func:`_unit_mismatches`: unit, fen, rows, count, verify_count, recount, differs); count_seconds: wall time
     of this call's counting phase (first submission to last result, after a small warm-up count
     on every worker; 0 if nothing was left);
     unit_seconds: the workers' seconds over all units of the run, every session (first counts);
@@ -182,6 +183,36 @@ def _sum_nodes(rows: list[dict]) -> int:
     """A run's total nodes: each counted row's count (a recounted row's recount) times its
     multiplicity (``rows`` from ``Store.checked_rows``)."""
     return sum(int(r["multiplicity"]) * int(r["recount"] if r["recount"] is not None else r["count"]) for r in rows)
+
+
+def _unit_mismatches(rows: list[dict], stats: bool) -> list[dict]:
+    """The units whose count under the verify seed differed (their rows in status mismatch or
+    recounted), one dict a unit, in unit order: unit, fen, rows (its rows' idx), count,
+    verify_count, recount (the unit's parts summed, decimal text; None where a part has none: a
+    unit's parts are cut by each seed's keys, so only the sums compare), differs (what differed:
+    "nodes" and, in a statistics run, each counter of ``perft_core.stats.STATS_FIELDS`` whose sums
+    differ)."""
+    from ..stats import STATS_FIELDS
+
+    by_unit: dict[int, list[dict]] = {}
+    for r in rows:
+        if r["status"] in ("mismatch", "recounted"):
+            by_unit.setdefault(r["unit"], []).append(r)
+
+    def total(rs: list[dict], key: str) -> str | None:
+        return None if any(r[key] is None for r in rs) else str(sum(int(r[key]) for r in rs))
+
+    out = []
+    for unit, rs in sorted(by_unit.items()):
+        m = {"unit": unit, "fen": rs[0]["fen"], "rows": [r["idx"] for r in rs], "count": total(rs, "count"),
+             "verify_count": total(rs, "verify_count"), "recount": total(rs, "recount")}
+        m["differs"] = ["nodes"] if m["count"] != m["verify_count"] else []
+        texts = [r.get("stats") for r in rs], [r.get("verify_stats") for r in rs]
+        if stats and all(t for ts in texts for t in ts):
+            first, second = (sum_stats_texts(ts) for ts in texts)
+            m["differs"] += [name for name, a, b in zip(STATS_FIELDS, first, second) if a != b and name != "nodes"]
+        out.append(m)
+    return out
 
 
 def _sum_stats(st: Store, rows: list[dict]):
@@ -627,8 +658,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     nodes = _sum_nodes(rows)
     units_verified = {r["unit"] for r in rows if r["verify_count"] is not None}
     units_verified -= {r["unit"] for r in rows if r["verify_count"] is None}  # every part counted again
-    mismatches = [{k: r[k] for k in ("idx", "unit", "part", "fen", "count", "verify_count", "recount")}
-                  for r in rows if r["status"] in ("mismatch", "recounted")]
+    mismatches = _unit_mismatches(rows, run["stats"])
     n_units = run["units"]
     if run["verify_seed"] is None:
         verify = "not verified (no verify seed)"
@@ -636,7 +666,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         sample = "all units" if run["verify_sample"] >= 1 else f"a {run['verify_sample']:g} sample of units by key"
         verify = (f"{len(units_verified)} of {n_units} units ({sample}) counted again with tables keyed by seed "
                   f"{run['verify_seed']:#x}: {len(mismatches)} differed"
-                  + (" and were counted again without tables" if mismatches else ""))
+                  + (" and were counted again without tables" if mismatches else ""))  # units, not their parts
     tables = st.table_statistics()
     total_stats = _sum_stats(st, rows) if run["stats"] else None
     return DeepResult(nodes=nodes, seconds=time.perf_counter() - t0, store=str(st.path), fen=run["fen"],
