@@ -1026,6 +1026,25 @@ def test_a_refused_resume_does_not_add_its_verify_pass(cluster, tmp_path):
     assert done.nodes == expected(5) and done.verified > 0 and not done.mismatches
 
 
+@pytest.mark.parametrize("text", [None, "1,2,x", "0,0,0,0,0,0,0,0,0,0,0,0,0,0"])
+def test_check_names_a_resealed_row_whose_statistics_cannot_be_read(cluster, tmp_path, capsys, text):
+    """`perft deep --check` of a statistics store whose row was given counters that are not 13
+    decimals (or none) and resealed, so its checksum passes: the unit is reported as differing,
+    naming what the store holds, and the check fails (exit 1). On the old code a missing text was
+    an AttributeError traceback and '1,2,x' a bare int() error naming no row (a helper's hunt,
+    session 35)."""
+    store = tmp_path / "st.sqlite"
+    deep_perft(STARTPOS, 3, stats=True, split_ply=1, scheduler=cluster.scheduler_address, store=store)
+    with Store.open(store) as st:
+        idx, unit = st.conn.execute("SELECT idx, unit FROM units ORDER BY idx LIMIT 1").fetchone()
+        st.conn.execute("UPDATE units SET stats = ? WHERE idx = ?", (text, idx))
+        st._seal("idx = ?", (idx,))
+    assert main(["deep", "--check", str(store), "--check-sample", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "0 fail their checksum" in out and "1 differ" in out
+    assert f"differs: unit {unit} " in out and "unreadable statistics" in out and repr(text) in out
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
 def test_a_forked_child_does_not_hold_the_store_s_lock(small_store):
     """A local cluster forks its workers while a resumed run holds its store's lock (the store is

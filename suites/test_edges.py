@@ -232,6 +232,9 @@ def test_n2_check_recounts_a_sample_that_means_something(tmp_path):
 
     assert [sample_size(n, None) for n in (0, 5, 20, 400, 1000)] == [0, 5, 20, 20, 50]
     assert [sample_size(400, f) for f in (0.001, 0.5, 1)] == [1, 200, 400]
+    # the fraction as written, as the verify sample takes it: 0.07 x 400 is 28 (the float product,
+    # 28.000000000000004, made it 29; a helper's hunt, session 35)
+    assert [sample_size(400, f) for f in (0.07, 0.06, 0.29)] == [28, 24, 116]
     store = tmp_path / "s.sqlite"
     rows = _half_counted_store(store)
     counted = sum(r["count"] is not None for r in rows)

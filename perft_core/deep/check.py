@@ -22,6 +22,7 @@ import sqlite3
 from dataclasses import dataclass, field
 
 import math
+from fractions import Fraction
 
 from .store import Store, StoreError, StoreTampered, sum_stats_texts
 
@@ -70,8 +71,9 @@ def sample_size(units: int, sample: float | None) -> int:
     if units == 0:
         return 0
     if sample is None:
-        return min(units, max(math.ceil(DEFAULT_SAMPLE * units), DEFAULT_MIN_UNITS))
-    return min(units, max(math.ceil(sample * units), 1))
+        return min(units, max(math.ceil(Fraction(repr(DEFAULT_SAMPLE)) * units), DEFAULT_MIN_UNITS))
+    # the fraction as written (0.07 x 400 = 28, not the float product's 28.000000000000004 -> 29)
+    return min(units, max(math.ceil(Fraction(repr(sample)) * units), 1))
 
 
 def check_store(path: str | os.PathLike, sample: float | None = None, backend: str = "cpu",
@@ -109,7 +111,11 @@ def check_store(path: str | os.PathLike, sample: float | None = None, backend: s
             parts = done[u]
             fen, depth = parts[0]["fen"], parts[0]["depth"]
             if st.run["stats"]:  # all 13 counters: a changed counter keeps the node count
-                stored = sum_stats_texts(p["recount_stats"] if p["recount"] is not None else p["stats"] for p in parts)
+                texts = [p["recount_stats"] if p["recount"] is not None else p["stats"] for p in parts]
+                # a row resealed with no counters, or not 13 decimals: a difference, named, not a traceback
+                readable = all(isinstance(t, str) and len(v := t.split(",")) == 13
+                               and all(x.isascii() and x.isdigit() for x in v) for t in texts)
+                stored = sum_stats_texts(texts) if readable else f"unreadable statistics {texts!r}"
                 counted = perft_stats(fen, depth, backend=backend, threads=threads, force=True).as_tuple()
             else:
                 stored = sum(int(p["recount"] if p["recount"] is not None else p["count"]) for p in parts)
