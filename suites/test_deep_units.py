@@ -487,6 +487,20 @@ def test_tasks_cut_by_a_calibrated_pace_are_cut_again_by_the_first_measured_one(
     assert len(submitted) == 400 and left == 0
 
 
+def test_a_calibration_too_fast_for_the_run_does_not_overrun_the_limit(monkeypatch):
+    """40 rows of 1 s by the calibration that take 6 s each (a statistics run on the emulated device
+    ran 8.7 s for --max-seconds 4: its calibration was about 6x too fast, and every task had been
+    sent by it at once): the first task holds a tenth of the time by the calibrated pace, the rest is
+    planned by its measured pace, and the phase ends before the deadline. On the old code one task
+    of all 40 rows (240 s) went out for the 95 s. A limit too short for that tenth still gets a task."""
+    rows = _rows(40, estimate=1e11)
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 6e-11, pace=1e-11, measured=False, deadline=95.0)
+    assert end <= 95.0 and 10 <= len(counted) < 40 and left == 40 - len(counted)
+    assert len(submitted[0]) <= 8  # 9.5 s by the calibration, 1.25 x 1 s a row
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, measured=False, deadline=5.0)
+    assert counted and end <= 5.0
+
+
 def test_a_deadline_uses_the_phase_s_own_pace_once_results_come_in(monkeypatch):
     """A store whose rows say 20 s a row while this phase's rows take 10 s (warmer tables, smaller
     units): after the first results the deadline's cut uses the measured 10 s, so 9 rows fit in 95 s

@@ -135,6 +135,11 @@ BUDGET_MARGIN = 1.25
 seconds times this margin fit in the time left: the measured pace (seconds per estimated node) of a
 run's tasks varies from task to task (the first five of perft 13 on four H200s: within 6 % of their
 mean; tables warm up, the estimates err)."""
+FIRST_SHARE = 0.1
+"""Under a time limit with a pace not yet measured (a calibration count's: off by 6x either way on
+the emulated device's statistics, 15x slow at perft 13 on four H200s), the first tasks hold at most
+this share of a worker's time by that pace, one task a worker, and the rest is planned by the first
+result's pace: a calibration 6x too fast then spends 60 % of the time, not 6 times all of it."""
 MAX_TASK_SECONDS = 300.0
 """Once the run's speed is known, a task holds at most about this many seconds of work: a killed
 client or worker loses the tasks it was counting, so a run of many hours loses minutes, not a
@@ -296,6 +301,13 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
             budget = {s: max(0.0, deadline - max(now, ends.get(s, now))) for s in {slot(r["part"]) for r in rest}}
             if time_left[0] is None:
                 time_left[0] = max(budget.values(), default=0.0)
+            if not measured:  # a first task a worker, small, to measure the pace before the time is planned
+                first = cut(rest, share, {s: b * FIRST_SHARE for s, b in budget.items()})
+                if first:  # else (a short limit) the whole time, as before the pace is known
+                    return first
+        return cut(rest, share, budget)
+
+    def cut(rest: list[dict], share: float, budget: dict[int, float] | None) -> deque:
         if not turns:
             return deque(batches(rest, n_workers, pace, merged, budget, share, run_parts=parts))
         by_slot: dict[int, dict[int, list[dict]]] = {}
@@ -345,8 +357,9 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         ac.add(fut)
 
     failures = []
+    in_flight = max(4 * len(workers), 16)
     try:
-        for _ in range(max(4 * len(workers), 16)):
+        for _ in range(n_workers if deadline is not None and not measured else in_flight):
             submit_next()
         for fut in ac:
             if cliargs.stop_requested():  # a Ctrl-C whose KeyboardInterrupt Python dropped (cliargs.note_stop)
@@ -369,6 +382,8 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
                 if not measured and unsubmitted:  # the first measured pace: cut the rest again
                     measured = True
                     tasks = plan()
+                    while tasks and len(futures) < in_flight - 1:  # the first wave was one task a worker
+                        submit_next()
             fut.release()
             if deadline is not None and not tasks and unsubmitted:
                 tasks = plan()  # rows passed over for time: smaller ones may fit what is left
