@@ -539,9 +539,17 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         units = st.units()
         est = sum(max(r["estimate"], 1.0) for r in units) or 1.0
         done = [r for r in units if r["count"] is not None]
+        judged = None
+        if phase == "verify":
+            keys = sample_keys((r["key"] for r in units), run["verify_sample"])
+            sample = [r for r in units if r["key"] in keys]
+            judged = (len(sample), sum(r["verify_count"] is not None for r in sample), judged_now[phase])
+        elif phase == "recount":
+            differed = [r for r in units if r["status"] in ("mismatch", "recounted")]
+            judged = (len(differed), sum(r["status"] == "recounted" for r in differed), judged_now[phase])
         raise DeepStopped(str(st.path), phase, len(units), len(done), counted_now,
                           sum(max(r["estimate"], 1.0) for r in done) / est, time.perf_counter() - t0,
-                          {k: round(v, 6) for k, v in timings.items()}, images, why)
+                          {k: round(v, 6) for k, v in timings.items()}, images, why, judged)
 
     def args(batch, tt_, seed_, tables=True):
         image = str(tableimage.image_path(st.path, seed_, batch[0]["part"], parts, run["part_depth"]))
@@ -575,12 +583,16 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                                                 share_by_estimate(res["hits"], batch), res.get("tables"), res.get("stats")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
+    judged_now = {"verify": 0, "recount": 0}  # rows of those phases done by this call (DeepStopped.judged)
+
     def verified(batch, res, task):
+        judged_now["verify"] += len(batch)
         stored(lambda: st.verified(batch, res["counts"], share_by_estimate(res["seconds"], batch), res["worker"], task,
                                    res.get("tables"), res.get("stats")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
     def recounted(batch, res, task):
+        judged_now["recount"] += len(batch)
         stored(lambda: st.recounted(batch, res["counts"], share_by_estimate(res["seconds"], batch), res.get("stats")))
         return sum(int(r["multiplicity"]) * c for r, c in zip(batch, res["counts"]))
 
