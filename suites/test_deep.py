@@ -716,7 +716,10 @@ def test_a_multiplicity_changed_with_its_checksum_made_again_is_found_and_counte
         st._seal("idx = ?", (5,))
         st.conn.commit()
     found = check_store(path, sample=1)
-    assert not found.ok and [r["idx"] for r in found.tampered] == [5] and found.differ == []
+    assert not found.ok and [(r["idx"], r["why"]) for r in found.tampered] == [(5, "plan")] and found.differ == []
+    assert "0 fail their checksum, 1 found changed otherwise" in found.lines()[0]
+    assert "the row has plan fields (unit, key, FEN, depth, multiplicity) that are not the run's split" \
+        in found.lines()[1]
     res = deep_perft(resume=path, scheduler=cluster.scheduler_address)
     assert res.nodes == expected(4) and [r["idx"] for r in res.tampered] == [5]
     assert check_store(path, sample=1).ok
@@ -1047,7 +1050,7 @@ def test_check_names_a_resealed_row_whose_statistics_cannot_be_read(cluster, tmp
         st._seal("idx = ?", (idx,))
     assert main(["deep", "--check", str(store), "--check-sample", "1"]) == 1
     out = capsys.readouterr().out
-    assert "0 fail their checksum" in out and "1 differ" in out
+    assert "0 fail their checksum, 0 found changed otherwise" in out and "1 differ" in out
     assert f"differs: unit {unit} " in out and "unreadable statistics" in out and repr(text) in out
 
 

@@ -189,7 +189,7 @@ def test_n2_a_pending_units_fen_changed_is_caught_and_counted_from_the_right_pos
     _edit(store, "UPDATE units SET fen = ? WHERE idx = ?", other["fen"], victim["idx"])
     check = perft_cmd("deep", "--check", str(store), "--check-sample", "1")
     assert check.returncode == 1, check.stdout + check.stderr
-    assert f"tampered: unit {victim['unit']} " in check.stdout
+    assert f"tampered: unit {victim['unit']} " in check.stdout and "the row fails its checksum" in check.stdout
     done = perft_cmd("deep", "--resume", str(store), "--json", timeout=180)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import math
 from fractions import Fraction
 
-from .store import Store, StoreError, StoreTampered, sum_stats_texts
+from .store import TAMPERED_WHY, Store, StoreError, StoreTampered, sum_stats_texts
 
 DEFAULT_SAMPLE = 0.05
 """The default recount: this fraction of the counted units, and at least DEFAULT_MIN_UNITS of them."""
@@ -35,7 +35,9 @@ DEFAULT_MIN_UNITS = 20
 class CheckResult:
     """What :func:`check_store` found.
 
-    rows: unit rows read; tampered: rows whose checksum fails (dicts: idx, unit, part, fen, count);
+    rows: unit rows read; tampered: rows found changed (dicts: idx, unit, part, fen, count, why:
+    ``store.TAMPERED_WHY``'s key: the checksum fails, or one made again over a change that the
+    unit's verify status or the run's split shows);
     recounted: units counted again, of ``counted`` units with every part counted; differ: units
     whose new count differs from the store's (dicts: unit, fen, depth, stored, counted);
     run_tampered: the run row's checksum fails (the error's text; then nothing else is read).
@@ -57,9 +59,12 @@ class CheckResult:
         """The report, one fact a line."""
         if self.run_tampered is not None:
             return [self.run_tampered]
-        out = [f"store {self.store}: {self.rows} unit rows read, {len(self.tampered)} fail their checksum; "
+        checksum = sum(r.get("why", "checksum") == "checksum" for r in self.tampered)
+        out = [f"store {self.store}: {self.rows} unit rows read, {checksum} fail their checksum, "
+               f"{len(self.tampered) - checksum} found changed otherwise; "
                f"{self.recounted} of {self.counted} counted units counted again, {len(self.differ)} differ"]
-        out += [f"tampered: unit {r['unit']} part {r['part']} {r['fen']}: count {r['count']}" for r in self.tampered]
+        out += [f"tampered: unit {r['unit']} part {r['part']} {r['fen']}: count {r['count']}: the row "
+                f"{TAMPERED_WHY[r.get('why', 'checksum')]}" for r in self.tampered]
         out += [f"differs: unit {d['unit']} {d['fen']} depth {d['depth']}: stored {d['stored']}, counted {d['counted']}"
                 for d in self.differ]
         return out
@@ -98,7 +103,8 @@ def check_store(path: str | os.PathLike, sample: float | None = None, backend: s
     with st:
         rows = st.units()
         result = CheckResult(store=str(st.path), rows=len(rows),
-                             tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered])
+                             tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count", "why")}
+                                       for r in st.tampered])
         bad = {r["unit"] for r in st.tampered}
         by_unit: dict[int, list[dict]] = {}
         for r in rows:

@@ -91,6 +91,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     from ..errors import CountRefused, StatsUnsupported
     from .dispatch import NO_TABLES
     from .run import DeepError, DeepStopped, deep_perft
+    from .store import TAMPERED_WHY
     from .units import KeyCollisionError
 
     count_stats = args.stats is True  # --stats after the run's options: count statistics
@@ -158,8 +159,8 @@ def _cmd_deep(args: argparse.Namespace) -> int:
 
         print("\n".join(stats_table_lines([(str(result.depth), result.stats)])))
     for r in result.tampered:
-        print(f"perft deep: unit {r['unit']} part {r['part']} of the store failed its checksum (count {r['count']}): "
-              f"counted again, not summed", file=sys.stderr)
+        print(f"perft deep: unit {r['unit']} part {r['part']} of the store {TAMPERED_WHY[r['why']]} (count "
+              f"{r['count']}): counted again, not summed", file=sys.stderr)
     print(result.summary())
     return 0
 

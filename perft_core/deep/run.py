@@ -73,8 +73,9 @@ class DeepResult:
     on every worker; 0 if nothing was left);
     unit_seconds: the workers' seconds over all units of the run, every session (first counts);
     tt_probes / tt_hits: device TT probes and hits over those counts (GPU backends with TTs, else 0);
-    tampered: unit rows whose checksum failed when the store was opened (dicts: idx, unit, part,
-    fen, count), counted again by this call instead of summed;
+    tampered: unit rows found changed when the store was opened (dicts: idx, unit, part, fen,
+    count, why: ``store.TAMPERED_WHY``'s key: "checksum", "status" or "plan"), counted again by
+    this call instead of summed;
     tables / verify_tables: the transposition tables' statistics per remaining depth over the run's
     first counts / its verify counts, every session and worker (``Store.table_statistics``: probes,
     hits and hit rate, host cache probes, hits and rate, stores; slots, occupied and evictions of the
@@ -687,7 +688,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                       mismatches=mismatches, count_seconds=count_seconds,
                       unit_seconds=sum(r["seconds"] or 0.0 for r in rows),
                       tt_probes=sum(r["probes"] or 0 for r in rows), tt_hits=sum(r["hits"] or 0 for r in rows),
-                      tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count")} for r in st.tampered],
+                      tampered=[{k: r[k] for k in ("idx", "unit", "part", "fen", "count", "why")} for r in st.tampered],
                       tables=tables.get("count", {}), verify_tables=tables.get("verify", {}),
                       timings={k: round(v, 6) for k, v in timings.items()}, stats=total_stats, images=images,
                       workers={a: {k: round(v, 6) if isinstance(v, float) else v for k, v in w.items()}

@@ -89,6 +89,13 @@ words): ``board`` for runs in parts since schema 9, ``key`` before it and for ru
 (which have no split). Like the split depth, a run's identity and checksums name it only where it
 is not ``key``."""
 STATUSES = ("pending", "counted", "verified", "mismatch", "recounted")
+TAMPERED_WHY = {
+    "checksum": "fails its checksum",
+    "status": "has a verify status its unit's counts do not give (a unit's rows are judged together)",
+    "plan": "has plan fields (unit, key, FEN, depth, multiplicity) that are not the run's split",
+}
+"""Why a row is in ``Store.tampered`` (its ``"why"``), in words: its checksum fails, or a checksum
+made again over a change that the status or the plan shows."""
 
 _DDL = """
 CREATE TABLE run (
@@ -292,7 +299,7 @@ class Store:
         self.conn = conn
         self.run = self._read_run()
         self.session: int | None = None
-        self.tampered: list[dict] = []  # rows whose checksum failed when the store was opened
+        self.tampered: list[dict] = []  # rows found changed when the store was opened, each with "why" (TAMPERED_WHY)
         # a plain run's identity and rows are sealed as schema 5 sealed them; a statistics run's
         # identity says so, and its rows' checksums cover their counters too
         self._sealed = (*_SEALED, *_STATS) if self.run["stats"] else _SEALED
@@ -633,11 +640,11 @@ class Store:
         its counts dropped, the unit's other parts too when it was judged as a whole), its plan fields (unit, part, key, FEN, depth, multiplicity) made again from the run
         row (any of them may be what was changed), so the run counts it again, from the right
         position, instead of summing it."""
-        self.tampered = self._bad_rows()
+        self.tampered = [r | {"why": "checksum"} for r in self._bad_rows()]
         rows, plan = self.units(), self._plan()  # read and split once for both tests and the repair
-        for found in (self._misjudged_rows(rows), self.replanned_rows(plan, rows)):  # checksums made again
-            bad = {r["idx"] for r in self.tampered}
-            self.tampered += [r for r in found if r["idx"] not in bad]
+        for why, found in (("status", self._misjudged_rows(rows)), ("plan", self.replanned_rows(plan, rows))):
+            bad = {r["idx"] for r in self.tampered}  # checksums made again over a change
+            self.tampered += [r | {"why": why} for r in found if r["idx"] not in bad]
         if not self.tampered or not repair:
             return
         units = sorted({r["unit"] for r in self.tampered} | {plan[r["idx"]][0] for r in self.tampered})
