@@ -463,6 +463,10 @@ def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
     progress.advance(None, rows[2:], 1_000_000_000)  # the phase's end: always a line, no ETA
     assert capsys.readouterr().err.endswith("4,000,000,000 nodes in 1 min 40 s, 40 M nodes/s\n")
     assert watch.duration(3 * 3600 + 5 * 60 + 2) == "3 h 05 min"
+    # units in parts: a row a part, so the lines count unit rows (they said "units" of 1,600 rows)
+    progress.phase("verify", [{"estimate": 1e9, "part": p} for p in (0, 1)])
+    progress.advance(None, [{"estimate": 1e9, "part": 0}, {"estimate": 1e9, "part": 1}], 10)
+    assert "perft deep: verify 2/2 unit rows (100.0 % of the estimated nodes)" in capsys.readouterr().err
 
 
 def test_a_key_collision_stops_the_run_before_any_store(cluster, tmp_path, capsys, monkeypatch):

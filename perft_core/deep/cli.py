@@ -144,7 +144,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.as_dict()))
         return 0
-    parts = (f", each in {result.parts} parts (one per worker, split at remaining depth {result.part_depth}"
+    parts = (f", each in {result.parts} parts (split at remaining depth {result.part_depth}"
              f" by {result.part_cut})" if result.parts > 1 else "")
     print(f"units: {result.units} at split ply {result.split_ply}{parts} ({result.counted_now} unit counts made now); "
           f"verification: {result.verify}")

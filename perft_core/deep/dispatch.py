@@ -93,11 +93,12 @@ class Progress:
     def phase(self, name: str, rows: list[dict]):
         self.t0, self.nodes, self.done, self.total = time.perf_counter(), 0, 0, len(rows)
         self.name, self.est_total, self.est_done = name, sum(r["estimate"] for r in rows) or 1, 0.0
+        self.what = "unit rows" if any(r.get("part") for r in rows) else "units"  # a unit in parts: a row a part
         self.printer = watch.ProgressLines(f"perft deep: {name}", of=" of the estimated nodes",
                                            every=PROGRESS_LINE_SECONDS)
         if self.bar is None:
             return None
-        return self.bar.add_task(name, total=self.est_total, units=f"0/{len(rows)} units", rate="")
+        return self.bar.add_task(name, total=self.est_total, units=f"0/{len(rows)} {self.what}", rate="")
 
     def advance(self, task, rows: list[dict], nodes: int) -> None:
         if self.bar is None and not self.lines:
@@ -109,10 +110,10 @@ class Progress:
         elapsed = max(time.perf_counter() - self.t0, 1e-9)
         rate = self.nodes / elapsed
         if self.bar is not None:
-            self.bar.update(task, advance=est, units=f"{self.done}/{self.total} units",
+            self.bar.update(task, advance=est, units=f"{self.done}/{self.total} {self.what}",
                             rate=f"{rate / 1e6:,.0f} M nodes/s")
             return
-        self.printer.report(f"{self.done}/{self.total} units", self.est_done / self.est_total, self.nodes, elapsed,
+        self.printer.report(f"{self.done}/{self.total} {self.what}", self.est_done / self.est_total, self.nodes, elapsed,
                             final=self.done >= self.total)
 
     def __enter__(self):
