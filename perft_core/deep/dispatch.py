@@ -253,8 +253,9 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     count without deep tables; it was at least 15x slower than perft 13's units on four H200s,
     whose tasks it cut to one unit each): the tasks not yet submitted are cut again with the pace
     of the first result; under a ``deadline`` only one task a worker goes first, holding at most
-    FIRST_SHARE of its time by that pace (all of it when nothing fits that share). Once results come in, their pace (this phase's own: tables warm up, later
-    units are smaller) is the one later cuts and the deadline use.
+    FIRST_SHARE of its time by that pace (all of it when nothing fits that share). Once results
+    come in, their pace (this phase's own: tables warm up, later units are smaller) is the one
+    later cuts and the deadline use.
     ``deadline`` (``time.perf_counter()`` seconds): a task is submitted only if it is estimated to
     end before it (``batches``' budget, counting the work already in flight for its part); rows
     that fit no more are left pending in the store.
