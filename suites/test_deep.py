@@ -704,6 +704,16 @@ def test_cli_counts_statistics_with_stats_after_the_run_and_still_reads_a_store_
     assert "Captures" in text and "Checkmates" in text and f"{published['captures']:,}" in text
     assert main(["deep", "--stats", str(path)]) == 0  # a store's table statistics, as before
     assert f"store {path}: perft 4 of" in capsys.readouterr().out
+    # the run row changed by hand (depth 4 -> 9): --stats reads without checking, but says so and exits 1
+    # (it printed "perft 9" with no word and exit 0: a helper's hunt, session 35)
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("UPDATE run SET depth = 9")
+    conn.close()
+    assert main(["deep", "--stats", str(path), "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["run_row_holds"] is False
+    assert "its run row (FEN, depth, options) fails its checksum" in captured.err
 
 
 def test_a_multiplicity_changed_with_its_checksum_made_again_is_found_and_counted_again(cluster, tmp_path):

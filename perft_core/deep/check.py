@@ -142,7 +142,9 @@ def store_statistics(path: str | os.PathLike) -> dict:
     per remaining depth (``Store.table_statistics``'s ``count`` / ``verify`` phase; {} when none
     were recorded: the cpu backend, no tables, or counts made before schema 4), "parts", "part_cut",
     "part_depth": how its units are split, "sessions": each command that worked on it, in order,
-    ``{"started", "ended" (None: still running, or killed), "host", "cluster", "counted": rows}``}``.
+    ``{"started", "ended" (None: still running, or killed), "host", "cluster", "counted": rows}``},
+    "run_row_holds": whether the run row holds its checksum (``Store.run_row_holds``: False when it
+    was changed outside perft deep; None before schema 5)``.
 
     Raises StoreError for a store that is missing or not a readable deep-perft store.
     """
@@ -159,4 +161,5 @@ def store_statistics(path: str | os.PathLike) -> dict:
         return {"store": str(st.path), **{k: run[k] for k in ("fen", "depth", "backend", "tt", "schema")},
                 "rows": rows, "counted": counted, "unit_seconds": seconds, "tt_probes": int(probes),
                 "tt_hits": int(hits), "tables": tables.get("count", {}), "verify_tables": tables.get("verify", {}),
-                **{k: run.get(k) for k in ("parts", "part_cut", "part_depth")}, "sessions": sessions}
+                **{k: run.get(k) for k in ("parts", "part_cut", "part_depth")}, "sessions": sessions,
+                "run_row_holds": st.run_row_holds()}

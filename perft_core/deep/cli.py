@@ -202,9 +202,14 @@ def _stats(args: argparse.Namespace) -> int:
     if args.fen is not None or args.resume is not None or args.store is not None:
         raise UsageError("--stats FILE takes no FEN, DEPTH, --store or --resume")
     s = store_statistics(args.stats)
+    changed = s["run_row_holds"] is False  # its FEN, depth or options changed outside perft deep: said, exit 1
+    if changed:
+        print(f"perft deep: store {s['store']}: its run row (FEN, depth, options) fails its checksum: it was "
+              "changed outside perft deep, so none of its figures can be trusted (perft deep --check FILE)",
+              file=sys.stderr)
     if args.json:
         print(json.dumps(s))
-        return 0
+        return 1 if changed else 0
     parts = (f", each unit in {s['parts']} parts (split at remaining depth {s['part_depth']} by {s['part_cut']})"
              if (s.get("parts") or 1) > 1 else "")
     print(f"store {s['store']}: perft {s['depth']} of {s['fen']} on {s['backend']}"
@@ -219,7 +224,7 @@ def _stats(args: argparse.Namespace) -> int:
         lines = [f"no table statistics per remaining depth in this store (schema {s['schema']}: they are kept "
                  "from schema 4 on, for the GPU backends with tables)"]
     print("\n".join(lines))
-    return 0
+    return 1 if changed else 0
 
 
 def _check(args: argparse.Namespace, count_stats: bool = False) -> int:
@@ -291,7 +296,8 @@ def register(sub) -> None:
                         "promotions, checks and mates by kind) of every unit (whole units; --tt on the GPU "
                         "backends only); alone with a FILE: "
                         "print that store's run, units counted, each command's cluster and table statistics per "
-                        "remaining depth, without counting (reads a store a run is writing)")
+                        "remaining depth, without counting (reads a store a run is writing; exit 1 when "
+                        "its run row was changed outside perft deep)")
     p.add_argument("--check-sample", type=_fraction, default=None, metavar="FRACTION",
                    help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",

@@ -538,6 +538,13 @@ class Store:
                                  "(the run row was changed or damaged)") from None
         return run
 
+    def run_row_holds(self) -> bool | None:
+        """Whether the run row holds its checksum (None for a store before schema 5, whose run row has
+        none until it is migrated): for :meth:`read`, which checks nothing on its own."""
+        if (self.run.get("schema") or 0) < 5:
+            return None
+        return self._run_row.get("checksum") == run_checksum(self._run_row)
+
     def _check_run(self) -> None:
         """Raise StoreTampered when the run row fails its checksum (schema 5 on)."""
         if self._run_row.get("checksum") != run_checksum(self._run_row):
