@@ -331,10 +331,11 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         parts: count each unit in this many parts (1..MAX_PARTS; gpu backends with ``tt``) instead
             of one per worker. Fewer workers than parts take turns at them, each part's tasks one
             after another with the whole of the GPU's tables for that part's share of the split
-            level and below (NOTES.md, session 34: 17 units of perft 13 on one H200 took 444 s in
-            four parts, 1,019 s whole with session 22's kernels and smaller tasks; which gained is
-            not measured, so the default stays one part a worker). A resumed run keeps its own
-            (asking otherwise is a StoreError).
+            level and below; under ``max_seconds`` a worker stays on its part to the end. The
+            default stays one part a worker: on one batch from empty tables, four parts of perft 13
+            units cost 6 % more device time on one H200 and eight 15 % (NOTES.md, session 35);
+            over a whole one-GPU run it is not measured. A resumed run keeps its own (asking
+            otherwise is a StoreError).
 
     Returns:
         DeepResult (its ``nodes`` is the count, a Python int).
