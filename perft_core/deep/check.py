@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import math
 from fractions import Fraction
 
-from .store import TAMPERED_WHY, Store, StoreError, StoreTampered, sum_stats_texts
+from .store import TAMPERED_WHY, Store, StoreError, StoreTampered, stats_values, sum_stats_texts
 
 DEFAULT_SAMPLE = 0.05
 """The default recount: this fraction of the counted units, and at least DEFAULT_MIN_UNITS of them."""
@@ -119,8 +119,7 @@ def check_store(path: str | os.PathLike, sample: float | None = None, backend: s
             if st.run["stats"]:  # all 13 counters: a changed counter keeps the node count
                 texts = [p["recount_stats"] if p["recount"] is not None else p["stats"] for p in parts]
                 # a row resealed with no counters, or not 13 decimals: a difference, named, not a traceback
-                readable = all(isinstance(t, str) and len(v := t.split(",")) == 13
-                               and all(x.isascii() and x.isdigit() for x in v) for t in texts)
+                readable = all(stats_values(t) is not None for t in texts)
                 stored = sum_stats_texts(texts) if readable else f"unreadable statistics {texts!r}"
                 counted = perft_stats(fen, depth, backend=backend, threads=threads, force=True).as_tuple()
             else:

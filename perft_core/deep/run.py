@@ -51,6 +51,7 @@ from .store import (
     StoreWriteError,
     check_new_store_path,
     default_store_path,
+    stats_values,
     sum_stats_texts,
 )
 
@@ -209,11 +210,9 @@ def _unit_mismatches(rows: list[dict], stats: bool) -> list[dict]:
              "verify_count": total(rs, "verify_count"), "recount": total(rs, "recount")}
         m["differs"] = ["nodes"] if m["count"] != m["verify_count"] else []
         texts = [r.get("stats") for r in rs], [r.get("verify_stats") for r in rs]
-        if stats and all(t for ts in texts for t in ts):
-            try:
-                first, second = (sum_stats_texts(ts) for ts in texts)
-            except (ValueError, IndexError):  # counters that are not 13 decimals: _sum_stats names the row
-                first = second = ()
+        # counters that are not 13 decimals are named by _sum_stats, not here
+        if stats and all(stats_values(t) is not None for ts in texts for t in ts):
+            first, second = (sum_stats_texts(ts) for ts in texts)
             m["differs"] += [name for name, a, b in zip(STATS_FIELDS, first, second) if a != b and name != "nodes"]
         out.append(m)
     return out
@@ -229,8 +228,8 @@ def _sum_stats(st: Store, rows: list[dict]):
     for r in rows:
         recounted = r["recount"] is not None
         text, count = (r.get("recount_stats"), r["recount"]) if recounted else (r.get("stats"), r["count"])
-        values = text.split(",") if text else []
-        if len(values) != 13 or not all(v.isascii() and v.isdigit() for v in values) or values[0] != count:
+        values = stats_values(text)
+        if values is None or values[0] != count:
             raise DeepError(f"store {st.path}: unit {r['unit']} part {r['part']} has statistics {text!r} that do not "
                             f"match its {'recount' if recounted else 'count'} {count}")
         total = total + Stats.from_tuple(int(v) for v in values) * int(r["multiplicity"])
@@ -419,8 +418,6 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         except BaseException:
             st.close()
             raise
-        run = st.run
-        verify_seed, verify_sample = run["verify_seed"], run["verify_sample"]
     if workers is None and gpus is None and scheduler is None:
         if backend == "gpu":  # a resumed run of parts continues on as many GPUs as it has parts, if here
             gpus = 1 if st is None else max(1, min(st.run["parts"], cluster.visible_gpus() or 1))

@@ -209,6 +209,13 @@ def _row_checksum_v3(options: str, key: str, part: int, depth: int, multiplicity
     return _sha((options, key, part, depth, multiplicity, count, verify_count, recount))
 
 
+def stats_values(text) -> list[str] | None:
+    """A statistics text's 13 counters as their decimal texts, or None when it is not 13
+    comma-separated ASCII decimals (a row resealed with counters that were changed or lost)."""
+    values = text.split(",") if isinstance(text, str) else []
+    return values if len(values) == 13 and all(v.isascii() and v.isdigit() for v in values) else None
+
+
 def sum_stats_texts(texts) -> tuple[int, ...]:
     """The sum of statistics texts (13 comma-separated decimals each), counter by counter."""
     total = [0] * 13
