@@ -1181,8 +1181,9 @@ def test_a_command_that_started_nothing_says_why(cluster, tmp_path, capsys):
         deep_perft(STARTPOS, 7, split_ply=1, scheduler=cluster.scheduler_address, max_seconds=0.1,
                    store=tmp_path / "short.sqlite")
     assert stop.value.counted_now == 0
-    assert re.search(r"no task fit: the smallest row left is estimated at [\d,]+\.\d s \(1.25 x its estimated nodes "
-                     r"at the pace of a calibration count\) with 0\.0 s left to a worker", str(stop.value))
+    assert re.search(r"no task fit: the smallest row left is estimated at [\d,]+\.\d s \(1.25 x the seconds predicted "
+                     r"by its estimated nodes at the pace of a calibration count\) with 0\.0 s left to a worker",
+                     str(stop.value))
     assert stop.value.as_dict()["why"] == stop.value.why
     assert main(["deep", "--resume", str(tmp_path / "short.sqlite"), "--scheduler", cluster.scheduler_address,
                  "--max-seconds", "0.1", "--json"]) == 3

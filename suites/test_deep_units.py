@@ -339,8 +339,9 @@ class _FakeFuture:
 
 def _fake_phase(monkeypatch, rows, true_pace, placed=None, **kw):
     """run_phase on a fake one-worker cluster whose clock advances by each task's true seconds
-    (its rows' estimates x ``true_pace``) when its result is taken: (tasks submitted, rows counted,
-    rows left, the clock at the end); ``placed``: a list that gets each submission's ``workers``."""
+    (its rows' estimates x ``true_pace``, or the sum of ``true_pace(row)`` where it is a function)
+    when its result is taken: (tasks submitted, rows counted, rows left, the clock at the end);
+    ``placed``: a list that gets each submission's ``workers``."""
     distributed = pytest.importorskip("distributed", reason="Dask is not installed (pip install 'perft-oracle[dist]')")
     from perft_core.deep import dispatch
 
@@ -372,7 +373,7 @@ def _fake_phase(monkeypatch, rows, true_pace, placed=None, **kw):
             while self.queue:
                 fut = self.queue.pop(0)
                 batch = [r for r in rows if r["fen"] in fut._result["fens"]]
-                seconds = sum(r["estimate"] for r in batch) * true_pace
+                seconds = sum(true_pace(r) if callable(true_pace) else r["estimate"] * true_pace for r in batch)
                 clock[0] += seconds
                 fut._result["seconds"] = seconds
                 yield fut
@@ -455,6 +456,29 @@ def test_under_a_time_limit_a_worker_stays_on_its_part_rather_than_start_the_nex
     submitted, counted, left, end = _fake_phase(monkeypatch, rows, 1e-11, pace=1e-11, deadline=95.0, parts=2)
     assert not counted and left == 40
     assert "the smallest row left of a worker's current part is estimated at 250.0 s" in got["out"][2]
+
+
+def test_a_part_that_starts_in_a_command_is_planned_by_its_units_other_parts(monkeypatch):
+    """One worker taking turns at two parts, 60 s left: part 0 resumes on its warm tables (its last
+    20 rows, 1 s each), then part 1 starts on empty tables, whose first 5 rows take 10 s each, as
+    part 0's first 5 did (the store's history), and the rest 1 s. Part 1's first task is planned by
+    the seconds its units' part-0 rows took, so the phase ends before the deadline. Planned by
+    part 0's last pace (1 s a row), part 1's first task held about 30 rows (75 s) and ran past it,
+    as one H200 at perft 13 did by minutes (session 36)."""
+    history = [{"idx": 2 * u, "unit": u, "part": 0, "estimate": 1e12, "count": 1, "seconds": 10.0 if u < 5 else 1.0}
+               for u in range(20)]
+    rows = [{"idx": 2 * u, "unit": u, "part": 0, "fen": f"unit {u} part 0", "estimate": 1e12} for u in range(20, 40)]
+    rows += [{"idx": 2 * u + 1, "unit": u, "part": 1, "fen": f"unit {u} part 1", "estimate": 1e12} for u in range(40)]
+
+    def true(r):
+        return 10.0 if r["part"] == 1 and r["unit"] < 5 else 1.0
+
+    pace = sum(h["seconds"] for h in history) / sum(h["estimate"] for h in history)
+    submitted, counted, left, end = _fake_phase(monkeypatch, rows, true, pace=pace, deadline=60.0, parts=2,
+                                                history=history)
+    assert end <= 60.0 and {r["unit"] for r in counted if r["part"] == 0} == set(range(20, 40))
+    assert 0 in {r["unit"] for r in counted if r["part"] == 1} and end >= 50.0  # and the time is used
+    assert left == 60 - len(counted)
 
 
 def test_a_worker_taking_turns_at_parts_gets_one_part_s_tasks_after_another(monkeypatch):

@@ -156,7 +156,7 @@ def workers_per_part(workers: int, parts: int) -> int:
 
 def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None = None,
             merged: bool = False, budget: dict[int, float] | None = None, share: float = 1.0,
-            run_parts: int | None = None) -> list[list[dict]]:
+            run_parts: int | None = None, row_seconds=None) -> list[list[dict]]:
     """Group a phase's rows into tasks: rows of one part together (one worker counts a part, with
     that part's tables), in row order (largest units first), each part in
     ``max(balance, ceil(rows / MAX_UNITS_PER_TASK), ceil(seconds / cap))`` batches of
@@ -173,21 +173,26 @@ def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None =
     BUDGET_MARGIN times, a part's workers sharing its budget (the rest of the rows are left out of
     the tasks). ``share``: the share of the phase's estimated nodes that ``rows`` are (a phase's rest,
     cut again): balance is scaled by it. ``run_parts``: the run's parts, when ``rows`` may hold fewer
-    (the workers' share of each, :func:`workers_per_part`, is of them all). Tasks are returned part by
-    part interleaved (batch 0 of every part, then batch 1, ...), so every worker starts at once."""
+    (the workers' share of each, :func:`workers_per_part`, is of them all). ``row_seconds``: a row's
+    predicted seconds (:class:`RowSeconds`), in place of its estimate x ``seconds_per_estimate``.
+    Tasks are returned part by part interleaved (batch 0 of every part, then batch 1, ...), so every
+    worker starts at once."""
     by_part: dict[int, list[dict]] = {}
     for r in rows:
         by_part.setdefault(r["part"], []).append(r)
     parts = max(len(by_part), 1)
     per_worker = workers_per_part(max(workers, 1), max(parts, run_parts or 1))
+    if row_seconds is None and seconds_per_estimate is not None:
+        def row_seconds(r):
+            return max(r["estimate"], 1.0) * seconds_per_estimate
     per_part = []
     for part, part_rows in by_part.items():
         cap = MAX_TASK_SECONDS
-        if budget is not None and seconds_per_estimate is not None:
+        if budget is not None and row_seconds is not None:
             left, cap = budget.get(part, 0.0) * per_worker, min(cap, budget.get(part, 0.0))
             fitting = []
             for r in part_rows:
-                s = max(r["estimate"], 1.0) * seconds_per_estimate * BUDGET_MARGIN
+                s = row_seconds(r) * BUDGET_MARGIN
                 if left > 0 and s <= min(left, cap):  # no time left: nothing starts, however small
                     fitting.append(r)
                     left -= s
@@ -195,7 +200,7 @@ def batches(rows: list[dict], workers: int, seconds_per_estimate: float | None =
             if not part_rows:
                 continue
         total = sum(max(r["estimate"], 1.0) for r in part_rows)
-        by_time = math.ceil(total * seconds_per_estimate / cap) if seconds_per_estimate else 1
+        by_time = math.ceil(sum(map(row_seconds, part_rows)) / cap) if row_seconds else 1
         balance = math.ceil(share * -(-TASKS_PER_WORKER * workers // parts)) if workers > parts or not merged else 1
         n = min(len(part_rows), max(balance, -(-len(part_rows) // MAX_UNITS_PER_TASK), by_time))
         out, cur, acc = [], [], 0.0
@@ -226,6 +231,70 @@ def seconds_per_estimate(rows: list[dict], nodes_per_second: float | None) -> fl
     return 1.0 / nodes_per_second if nodes_per_second else None
 
 
+class RowSeconds:
+    """A phase's prediction of a row's seconds, which its time limit and task lengths use, learnt
+    from the rows counted as the phase goes (``add``). A row is predicted by:
+
+    1. the seconds its unit's other parts took (this phase's results and ``history``, the store's
+       counted rows; their mean), times its part's ratio in this phase of what its rows took to
+       what their units' other parts had taken (1 before it has one). The parts divide each unit's
+       boards about evenly, and a part that starts, on empty tables or on an image, where an earlier
+       part started, starts as slowly and warms up as it did. One GPU taking turns at four parts of
+       perft 13 ended part 0 at 3.9e15 estimated nodes a second and began part 1's first units at
+       about 28 s each, as part 0's had begun: planned by part 0's last pace, a task of 158 rows
+       went out for the 380 s left and ran past the limit by minutes (session 36);
+    2. else (no other part of its unit counted), its estimated nodes at its part's pace in this
+       phase (seconds per estimated node of the part's results), once the part has one;
+    3. else at the phase's pace: this phase's results over all parts, else ``pace`` (the store's
+       counted rows' or a calibration's seconds per estimated node), else unknown (None).
+    """
+
+    def __init__(self, pace: float | None, history=()):
+        self.start = pace
+        self.tally = [0.0, 0.0]  # this phase's results: seconds, estimates
+        self.by_part: dict[int, list[float]] = {}  # part -> its results' seconds, estimates
+        self.ratio: dict[int, list[float]] = {}  # part -> its results' seconds, their units' other parts'
+        self.units: dict[int, dict[int, float]] = {}  # unit -> part -> seconds
+        for r in history:
+            if r.get("seconds") and r.get("count") is not None:
+                self.units.setdefault(r["unit"], {})[r["part"]] = r["seconds"]
+
+    @property
+    def pace(self) -> float | None:
+        """Seconds per estimated node over the phase's results so far, else the starting pace."""
+        return self.tally[0] / self.tally[1] if self.tally[1] else self.start
+
+    def _others(self, r: dict) -> float | None:
+        others = [s for p, s in self.units.get(r["unit"], {}).items() if p != r["part"]]
+        return sum(others) / len(others) if others else None
+
+    def add(self, batch: list[dict], seconds: float) -> None:
+        """A task's result: its ``seconds`` shared over its rows by estimate (a task is one part's)."""
+        est = sum(max(r["estimate"], 1.0) for r in batch)
+        for t in (self.tally, self.by_part.setdefault(batch[0]["part"], [0.0, 0.0])):
+            t[0] += seconds
+            t[1] += est
+        for r, s in zip(batch, share_by_estimate(float(seconds), batch)):
+            others = self._others(r)
+            if others is not None:
+                ratio = self.ratio.setdefault(r["part"], [0.0, 0.0])
+                ratio[0] += s
+                ratio[1] += others
+            self.units.setdefault(r["unit"], {})[r["part"]] = s
+
+    def __call__(self, r: dict) -> float | None:
+        others = self._others(r)
+        if others is not None:
+            own, then = self.ratio.get(r["part"], (1.0, 1.0))
+            return others * own / then if then else others
+        est = max(r["estimate"], 1.0)
+        own = self.by_part.get(r["part"])
+        if own:
+            return est * own[0] / own[1]
+        pace = self.pace
+        return None if pace is None else est * pace
+
+
 def share_by_estimate(total, rows: list[dict]) -> list:
     """``total`` (seconds, or an int count) shared over a task's rows in proportion to their
     estimates (ints: exact sum, the remainder on the last row); None stays None."""
@@ -242,7 +311,8 @@ def share_by_estimate(total, rows: list[dict]) -> list:
 
 def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: list[str], progress: Progress,
                name: str, parts: int = 1, pace: float | None = None, merged: bool = False,
-               measured: bool = True, deadline: float | None = None) -> tuple[list[str], int, str | None]:
+               measured: bool = True, deadline: float | None = None,
+               history=()) -> tuple[list[str], int, str | None]:
     """Submit ``worker.run_task(*task(batch))`` for the ``batches`` of ``rows``, at most a few per
     worker in flight, each preferring the workers of its part (``workers``: addresses; part p of P
     -> workers p, p + P, ...; another worker takes it if those are gone); ``on_result(batch, result)``
@@ -254,8 +324,9 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     whose tasks it cut to one unit each): the tasks not yet submitted are cut again with the pace
     of the first result; under a ``deadline`` only one task a worker goes first, holding at most
     FIRST_SHARE of its time by that pace (all of it when nothing fits that share). Once results
-    come in, their pace (this phase's own: tables warm up, later units are smaller) is the one
-    later cuts and the deadline use.
+    come in, what they took is what later cuts and the deadline use (:class:`RowSeconds`: a part's
+    own pace, else its unit's other parts' seconds, these and ``history``'s, the store's counted
+    rows; tables warm up, later units are smaller).
     ``deadline`` (``time.perf_counter()`` seconds): a task is submitted only if it is estimated to
     end before it (``batches``' budget, counting the work already in flight for its part); rows
     that fit no more are left pending in the store.
@@ -288,18 +359,18 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     unsubmitted = {r["idx"]: r for r in rows}
     inflight: dict[str, float] = {}  # key -> the task's estimated seconds
     ends: dict[int, float] = {}  # slot -> when its workers are estimated to finish what they were sent
-    tally = [0.0, 0.0]  # this phase's results: seconds, estimates
+    predict = RowSeconds(pace, history)
     phase_estimate = sum(max(r["estimate"], 1.0) for r in rows)
     time_left = [None]  # the most any slot had at the first plan with a deadline (for ``why``)
 
     def est_seconds(batch) -> float:
-        return sum(max(r["estimate"], 1.0) for r in batch) * (pace or 0.0)
+        return sum(predict(r) or 0.0 for r in batch)
 
     def plan() -> deque:
         rest = list(unsubmitted.values())
         share = sum(max(r["estimate"], 1.0) for r in rest) / phase_estimate
         budget = None
-        if deadline is not None and pace is not None:
+        if deadline is not None and predict.pace is not None:
             now = time.perf_counter()
             budget = {s: max(0.0, deadline - max(now, ends.get(s, now))) for s in {slot(r["part"]) for r in rest}}
             if time_left[0] is None:
@@ -311,8 +382,9 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         return cut(rest, share, budget)
 
     def cut(rest: list[dict], share: float, budget: dict[int, float] | None) -> deque:
+        by = predict if predict.pace is not None else None
         if not turns:
-            return deque(batches(rest, n_workers, pace, merged, budget, share, run_parts=parts))
+            return deque(batches(rest, n_workers, predict.pace, merged, budget, share, run_parts=parts, row_seconds=by))
         by_slot: dict[int, dict[int, list[dict]]] = {}
         for r in rest:
             by_slot.setdefault(slot(r["part"]), {}).setdefault(r["part"], []).append(r)
@@ -320,7 +392,7 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         for s_, by_part in sorted(by_slot.items()):
             left, mine = None if budget is None else budget[s_], []
             for p_ in sorted(by_part):  # the worker's parts one after another
-                got = batches(by_part[p_], 1, pace, merged, None if left is None else {p_: left})
+                got = batches(by_part[p_], 1, predict.pace, merged, None if left is None else {p_: left}, row_seconds=by)
                 mine += got
                 if left is not None:  # a time limit: the first part with rows left takes it all, even when
                     break  # they do not fit, rather than a next part's small row and a reset of its tables
@@ -377,11 +449,9 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
             else:
                 nodes = on_result(batch, result, fut.key)
                 progress.advance(bar, batch, nodes)
-                tally[0] += result["seconds"]
-                tally[1] += sum(max(r["estimate"], 1.0) for r in batch)
+                predict.add(batch, result["seconds"])
                 s_ = slot(batch[0]["part"])  # its workers' queue ends as much sooner (later) as it took less (more)
                 ends[s_] = ends.get(s_, 0.0) - (est - result["seconds"]) / per_slot
-                pace = tally[0] / tally[1]  # this phase's own pace from now on (tables warm up, units shrink)
                 if not measured and unsubmitted:  # the first measured pace: cut the rest again
                     measured = True
                     tasks = plan()
@@ -395,17 +465,18 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         if futures:
             client.cancel(list(ac.futures), force=True)
     why = None
-    if unsubmitted and not submitted[0] and pace and time_left[0] is not None:
+    if unsubmitted and not submitted[0] and predict.pace and time_left[0] is not None:
         cand = list(unsubmitted.values())
         if turns:  # what a worker may take: its first part with rows left
             first: dict[int, int] = {}
             for r in cand:
                 first[slot(r["part"])] = min(first.get(slot(r["part"]), r["part"]), r["part"])
             cand = [r for r in cand if r["part"] == first[slot(r["part"])]]
-        need = min(max(r["estimate"], 1.0) for r in cand) * pace * BUDGET_MARGIN
+        need = min(map(predict, cand)) * BUDGET_MARGIN
         of = " of a worker's current part" if turns else ""
+        by = "its unit's other parts' seconds or " if predict.units else ""
         why = (f"no task fit: the smallest row left{of} is estimated at "
-               f"{need:,.1f} s ({BUDGET_MARGIN} x its estimated nodes at the pace of "
+               f"{need:,.1f} s ({BUDGET_MARGIN} x the seconds predicted by {by}its estimated nodes at the pace of "
                f"{'this run' if measured else 'a calibration count'}) with {time_left[0]:,.1f} s left to a worker")
     return failures, len(unsubmitted), why
 
