@@ -209,6 +209,57 @@ def test_stores_of_one_count_agree_unit_by_unit(tmp_path):
     assert ("perft13-h200x4-s14.sqlite", "perft13-h200x1-s22.sqlite") not in compared  # s22 is not finished
 
 
+def _row_agreement(paths: list[Path], tmp_path) -> dict[tuple[str, str], int]:
+    """Each store against each finished store of the same count and the same split into parts (split
+    ply, parts, where and how a unit is cut): (the store, the finished one) -> the part rows compared;
+    asserts that every part row the store counted equals the finished store's row of that unit and
+    part. A run whose units are not yet whole (one GPU taking turns at four parts counts every
+    unit's part 0 first) is judged row by row this way."""
+    read = {}
+    for path in paths:
+        copy = tmp_path / "rows" / path.name
+        copy.parent.mkdir(exist_ok=True)
+        shutil.copyfile(path, copy)
+        with Store.open(copy, repair=False) as st:
+            assert not st.tampered, f"{path.name}: {len(st.tampered)} rows fail their checksums"
+            run = st.run
+            plan = tuple(run[k] for k in ("fen", "depth", "split_ply", "stats", "parts", "part_depth", "part_cut"))
+            rows = {(r["key"], r["part"]): r["count"] for r in st.checked_rows()}
+        read[path.name] = plan, {k: int(c) for k, c in rows.items() if c is not None}, None not in rows.values()
+    compared = {}
+    for name, (plan, rows, _) in read.items():
+        for other, (plan_o, rows_o, finished) in read.items():
+            if other != name and plan_o == plan and finished and rows:
+                differ = [k for k in rows if rows[k] != rows_o.get(k)]
+                assert not differ, (f"{name}: {len(differ)} of {len(rows)} part rows differ from {other}'s (first: "
+                                    f"key {differ[0][0]} part {differ[0][1]}, {rows[differ[0]]} against "
+                                    f"{rows_o.get(differ[0])})")
+                compared[name, other] = len(rows)
+    return compared
+
+
+def test_stores_of_one_split_agree_part_row_by_part_row(tmp_path):
+    """Session 36's one-H200 perft 13 (four parts taken in turn: part 0 of every unit, then part 1's
+    first 31 rows; 30.9 % of a(13)) against session 35's finished four-H200 run of the same split:
+    all 431 part rows equal, though no unit of it is whole yet; session 34's unfinished run of that
+    split (255 rows) and session 14's cut by key (20 rows, against session 17's) likewise."""
+    compared = _row_agreement(STORES, tmp_path)
+    assert compared[("perft13-h200x1-board-s36.sqlite", "perft13-h200x4-board-s35.sqlite")] == 431
+    assert compared[("perft13-h200x4-board-s34.sqlite", "perft13-h200x4-board-s35.sqlite")] == 255
+    assert compared[("perft13-h200x4-s14.sqlite", "perft13-h200x4-s17.sqlite")] == 20
+    assert not any("s22" in name for name, _ in compared)  # one part a unit: no finished store of its split
+
+
+def test_a_part_row_that_differs_from_the_finished_store_fails(tmp_path):
+    """The row-by-row check is not blind: session 36's store with one counted part row one higher
+    (its checksum made again) fails against session 35's, naming the unit and part."""
+    changed, key = _changed_copy(tmp_path, "perft13-h200x1-board-s36.sqlite", "count", lambda c: str(int(c) + 1),
+                                 "count IS NOT NULL AND part = 1")
+    (finished,) = [p for p in STORES if p.name == "perft13-h200x4-board-s35.sqlite"]
+    with pytest.raises(AssertionError, match=f"perft13-h200x1-board-s36.sqlite: 1 of 431 part rows differ .*key {key} part 1"):
+        _row_agreement([changed, finished], tmp_path)
+
+
 def test_a_unit_that_differs_from_the_finished_store_fails(tmp_path):
     """The unit-by-unit check is not blind: the one-GPU perft 13 store with one counted unit one
     higher (its checksum made again, so only the comparison can tell) fails it, naming the unit."""
