@@ -170,6 +170,43 @@ def test_gpu_emulated_with_tables_and_a_verify_seed_is_exact(cluster, tmp_path):
     assert 0 < res.tt_hits < res.tt_probes == sum(r["probes"] for r in rs)  # warm tables hit across units
 
 
+def test_a_verify_pass_is_planned_by_its_own_pace_not_the_first_counts(cluster, tmp_path, monkeypatch):
+    """A verify pass counts under a second key seed from empty tables (session 35: 3.8x the time the
+    first counts' pace gave its perft 13 sample), so it starts as an unmeasured phase (one first task
+    a worker under a time limit, then its own pace); resumed, it is planned by the seconds of the
+    rows it verified before, not by the first counts'."""
+    from perft_core.deep import run as deep_run
+
+    calls = []
+    real = deep_run.run_phase
+
+    def spy(client, st, rows, task, on_result, workers, progress, name, parts=1, pace=None, merged=False,
+            measured=True, deadline=None, history=()):
+        calls.append((name, len(rows), pace, measured, len(history)))
+        return real(client, st, rows, task, on_result, workers, progress, name, parts, pace, merged, measured,
+                    deadline, history)
+
+    monkeypatch.setattr(deep_run, "run_phase", spy)
+    path = tmp_path / "v.sqlite"
+    deep_perft(STARTPOS, 5, tt=True, verify_seed=7, verify_sample=0.5, split_ply=1,
+               scheduler=cluster.scheduler_address, store=path)
+    (count, verify) = [c for c in calls if c[1]]
+    assert count[0] == "count" and verify[:2] == ("verify", 10) and verify[3:] == (False, 0)
+    with Store.open(path) as st:
+        every = st.units()
+        again = [r["idx"] for r in every if r["status"] == "verified"][:4]  # these four verified again
+        st.conn.execute(f"UPDATE units SET status = 'counted', verify_count = NULL, verify_seconds = NULL "
+                        f"WHERE idx IN ({','.join('?' * len(again))})", again)
+        st._seal(f"idx IN ({','.join('?' * len(again))})", again)
+        done = [r for r in st.units() if r["verify_seconds"]]
+    calls.clear()
+    res = deep_perft(resume=path, scheduler=cluster.scheduler_address)
+    assert res.nodes == expected(5) and res.mismatches == []
+    (verify,) = [c for c in calls if c[1]]
+    pace = sum(r["verify_seconds"] for r in done) / sum(max(r["estimate"], 1.0) for r in done)
+    assert verify[:2] == ("verify", 4) and verify[2] == pytest.approx(pace) and verify[3:] == (True, 6)
+
+
 def test_a_verify_mismatch_is_counted_again_without_tables(cluster, tmp_path):
     """A wrong first count (planted in the store, as a poisoned table would make it) disagrees
     with the second seed's count; the unit is counted again without tables, that count is used,

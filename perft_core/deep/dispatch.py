@@ -295,6 +295,20 @@ class RowSeconds:
         return None if pace is None else est * pace
 
 
+def phase_done(rows: list[dict], phase: str) -> list[dict]:
+    """The rows a phase judged before (``phase``: "count", "verify" or "recount"), each with
+    ``seconds`` and ``count`` as that phase wrote them (its ``verify_seconds``, ``verify_count``,
+    ...): what :func:`seconds_per_estimate` and :class:`RowSeconds` read for the phase's own pace.
+    A verify pass's rows are not timed by the first counts: under a second key seed its tables
+    start empty and hold only the sample's history (session 35's verify of 24 perft 13 units on four
+    H200s took 558.4 worker-seconds, where the first counts' pace gave 157.3), and a recount has
+    no tables at all."""
+    if phase == "count":
+        return [r for r in rows if r.get("seconds") and r["count"] is not None]
+    s, c = (f"{phase}_seconds", phase if phase == "recount" else f"{phase}_count")
+    return [dict(r, seconds=r[s], count=r[c]) for r in rows if r.get(s) and r.get(c) is not None]
+
+
 def share_by_estimate(total, rows: list[dict]) -> list:
     """``total`` (seconds, or an int count) shared over a task's rows in proportion to their
     estimates (ints: exact sum, the remainder on the last row); None stays None."""
@@ -319,9 +333,10 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     for each result as it completes; ``pace``: seconds per estimated node and ``merged``: a task's
     units merge inside one count (both shape the tasks, see :func:`batches`).
 
-    ``measured`` False: ``pace`` came from a calibration count, not from this run's tasks (a small
+    ``measured`` False: ``pace`` is not this phase's own but a guess: a calibration count's (a small
     count without deep tables; it was at least 15x slower than perft 13's units on four H200s,
-    whose tasks it cut to one unit each): the tasks not yet submitted are cut again with the pace
+    whose tasks it cut to one unit each), or for a verify pass or a recount the first counts'
+    (:func:`phase_done`): the tasks not yet submitted are cut again with the pace
     of the first result; under a ``deadline`` only one task a worker goes first, holding at most
     FIRST_SHARE of its time by that pace (all of it when nothing fits that share). Once results
     come in, what they took is what later cuts and the deadline use (:class:`RowSeconds`: a part's
@@ -475,9 +490,10 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
         need = min(map(predict, cand)) * BUDGET_MARGIN
         of = " of a worker's current part" if turns else ""
         by = "its unit's other parts' seconds or " if predict.units else ""
+        guess = "a calibration count" if name == "count" else "the first counts"  # a verify's or recount's first guess
         why = (f"no task fit: the smallest row left{of} is estimated at "
                f"{need:,.1f} s ({BUDGET_MARGIN} x the seconds predicted by {by}its estimated nodes at the pace of "
-               f"{'this run' if measured else 'a calibration count'}) with {time_left[0]:,.1f} s left to a worker")
+               f"{'this run' if measured else guess}) with {time_left[0]:,.1f} s left to a worker")
     return failures, len(unsubmitted), why
 
 

@@ -32,6 +32,7 @@ from .dispatch import (
     calibrate_speed,
     choose_parts,
     load_table_images,
+    phase_done,
     read_tables,
     run_phase,
     sample_keys,
@@ -639,8 +640,10 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             keys = sample_keys((r["key"] for r in every), run["verify_sample"])
             rows = [r for r in every if r["status"] == "counted" and r["verify_count"] is None and r["key"] in keys]
             load_images(rows, run["verify_seed"])
+            done = phase_done(every, "verify")  # its own pace; the first counts' only as a first guess
             failed, left, why = run_phase(client, st, rows, lambda b: args(b, True, run["verify_seed"]), verified,
-                                           workers, bar, "verify", parts, pace, merged, deadline=phase_deadline)
+                                           workers, bar, "verify", parts, seconds_per_estimate(done, None) or pace,
+                                           merged, bool(done), phase_deadline, history=done)
             failures += failed
             if not failures:
                 timings["verify"] = time.perf_counter() - t  # a run stopped here reports its verify seconds too
@@ -650,9 +653,12 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
                 read_tables(client, st, "verify", backend, run_key, run["verify_seed"])
         timings["verify"] = time.perf_counter() - t
         t = time.perf_counter()
-        rows = [r for r in st.units() if r["status"] == "mismatch"]
+        every = st.units()
+        rows = [r for r in every if r["status"] == "mismatch"]
+        done = phase_done(every, "recount")
         failed, left, why = run_phase(client, st, rows, lambda b: args(b, False, seed, tables=False), recounted,
-                                       workers, bar, "recount", parts, pace, deadline=deadline)
+                                       workers, bar, "recount", parts, seconds_per_estimate(done, None) or pace,
+                                       measured=bool(done), deadline=deadline, history=done)
         failures += failed
         if not failures:
             timings["recount"] = time.perf_counter() - t
