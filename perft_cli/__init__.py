@@ -9,7 +9,7 @@ Exit statuses, one rule for every subcommand (:data:`perft_core.cliargs.EXIT_STA
 end of every ``--help``): 0 all agree, 1 at least one count differs (whatever else happened), 2
 nothing could be judged (bad input, a broken engine, nothing judged: one line
 ``perft: error: <message>``, no traceback), 3 stopped by a limit, 130 interrupted (Ctrl-C or
-SIGTERM). Bare ``perft`` prints the usage (status 2).
+SIGTERM), 141 the output's reader went away (``| head``; nothing on stderr). Bare ``perft`` prints the usage (status 2).
 """
 from __future__ import annotations
 
@@ -70,6 +70,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return cliargs.UNJUDGED
         return int(args.func(args))
+    except BrokenPipeError:  # ``perft deep --stats FILE | head``: the reader has what it wanted; no error line
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        return cliargs.PIPE_CLOSED
     except (UsageError, ValueError, OSError) as exc:
         print(f"perft: error: {clip(exc)}", file=sys.stderr)
         return cliargs.UNJUDGED

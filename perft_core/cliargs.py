@@ -13,14 +13,15 @@ from pathlib import Path
 
 # -- exit statuses: one rule for every subcommand ------------------------------------------------
 
-AGREE, DIFFER, UNJUDGED, LIMITED, INTERRUPTED = 0, 1, 2, 3, 130
+AGREE, DIFFER, UNJUDGED, LIMITED, INTERRUPTED, PIPE_CLOSED = 0, 1, 2, 3, 130, 141
 
 EXIT_STATUS_HELP = """exit status (every perft command):
   0    every count agrees (with the table, the reference, the EPD operations)
   1    at least one count differs, whatever else happened
   2    nothing could be judged: bad input, a broken engine, or nothing counted
   3    stopped by a limit (--max-seconds, a time budget) before anything differed
-  130  interrupted (Ctrl-C)"""
+  130  interrupted (Ctrl-C)
+  141  the output's reader went away (a pipe closed early, as by | head)"""
 """The rule as printed at the end of every subcommand's ``--help`` and in README."""
 
 

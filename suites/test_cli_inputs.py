@@ -195,6 +195,18 @@ def test_bare_perft_prints_usage_and_version(capsys):
     assert info.value.code == 0 and capsys.readouterr().out == f"perft-oracle {perft_core.__version__}\n"
 
 
+def test_a_reader_that_goes_away_gets_status_141_and_no_error_line():
+    """``perft ... | head``: the output's reader closed the pipe before the command wrote (its end
+    closed at once, before Python has started). The command stops with 141, as a program killed
+    by SIGPIPE, and writes nothing to stderr; it printed "perft: error: [Errno 32] Broken pipe"
+    with status 2 (session 35's note)."""
+    proc = subprocess.Popen([sys.executable, "-m", "perft_cli", "run", "startpos", "3", "--divide"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == cliargs.PIPE_CLOSED == 141 and err == ""
+
+
 def test_every_subcommand_help_has_a_description_an_example_and_the_exit_statuses():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     assert set(sub.choices) >= {"run", "perftree", "uci", "deep", "diff", "suite", "report"}
