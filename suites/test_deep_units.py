@@ -458,6 +458,33 @@ def test_under_a_time_limit_a_worker_stays_on_its_part_rather_than_start_the_nex
     assert "the smallest row left of a worker's current part is estimated at 250.0 s" in got["out"][2]
 
 
+def test_row_seconds_predicts_by_the_unit_s_other_parts_then_the_part_s_pace_then_the_phase_s():
+    """RowSeconds' three rules, in order: a row whose unit has another part's seconds gets their mean
+    (from the store's history or this phase's results), times its part's ratio in this phase of
+    what its rows took to what their units' other parts took; else its estimate at its part's
+    pace in this phase; else at the phase's (its results over all parts, else the starting pace);
+    nothing known: None."""
+    from perft_core.deep.dispatch import RowSeconds
+
+    def row(unit, part, estimate=1e12, **kw):
+        return {"unit": unit, "part": part, "estimate": estimate, **kw}
+
+    assert RowSeconds(None)(row(0, 0)) is None
+    history = [row(0, 0, count="5", seconds=8.0), row(0, 2, count="5", seconds=12.0), row(1, 0, count=None, seconds=None),
+               row(2, 0, count="5", seconds=4.0)]
+    p = RowSeconds(2e-12, history)
+    assert p(row(0, 1)) == 10.0  # the mean of its unit's parts 0 and 2
+    assert p(row(0, 0)) == 12.0  # its own part's row is not its own history
+    assert p(row(1, 1)) == 2.0  # unit 1 has no counted part: the starting pace
+    p.add([row(2, 1)], 8.0)  # part 1 took twice what unit 2's part 0 did
+    assert p(row(0, 1)) == 20.0  # 10 s by unit 0's other parts, times part 1's ratio of 2
+    assert p(row(0, 3)) == 10.0  # part 3 has no ratio yet: 1
+    assert p(row(1, 1)) == 8.0  # no other part of unit 1: part 1's own pace, 8 s per 1e12
+    assert p(row(1, 3)) == 8.0  # part 3 has no result: the phase's pace (part 1's so far)
+    p.add([row(1, 3, estimate=3e12)], 3.0)
+    assert p.pace == pytest.approx(11.0 / 4e12)
+
+
 def test_a_part_that_starts_in_a_command_is_planned_by_its_units_other_parts(monkeypatch):
     """One worker taking turns at two parts, 60 s left: part 0 resumes on its warm tables (its last
     20 rows, 1 s each), then part 1 starts on empty tables, whose first 5 rows take 10 s each, as
