@@ -339,9 +339,10 @@ def run_phase(client, st: Store, rows: list[dict], task, on_result, workers: lis
     (:func:`phase_done`): the tasks not yet submitted are cut again with the pace
     of the first result; under a ``deadline`` only one task a worker goes first, holding at most
     FIRST_SHARE of its time by that pace (all of it when nothing fits that share). Once results
-    come in, what they took is what later cuts and the deadline use (:class:`RowSeconds`: a part's
-    own pace, else its unit's other parts' seconds, these and ``history``'s, the store's counted
-    rows; tables warm up, later units are smaller).
+    come in, what they took is what later cuts and the deadline use (:class:`RowSeconds`: a row's
+    unit's other parts' seconds, from them and from ``history``, the phase's rows judged before,
+    scaled by its part's ratio to them; else its part's own pace; else the phase's: tables warm
+    up, later units are smaller).
     ``deadline`` (``time.perf_counter()`` seconds): a task is submitted only if it is estimated to
     end before it (``batches``' budget, counting the work already in flight for its part); rows
     that fit no more are left pending in the store.

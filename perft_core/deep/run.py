@@ -612,9 +612,9 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         load_images(rows, seed)
         # A part's row takes about 1/parts of its unit's time (its share of the leaf, which is most
         # of the work), so the calibrated speed of one worker is scaled by the parts.
-        every = st.units()
-        pace = seconds_per_estimate(every, speed and speed * parts)
-        measured = any(r.get("seconds") and r["count"] is not None for r in every)
+        done = phase_done(st.units(), "count")
+        pace = seconds_per_estimate(done, speed and speed * parts)
+        measured = bool(done)
         if rows and pace is None:
             t = time.perf_counter()
             speed = calibrate_speed(client, run["fen"], run["depth"], backend, tt, seed, run["stats"])
@@ -623,7 +623,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         t_count = time.perf_counter()
         count_seconds = 0.0
         failed, left, why = run_phase(client, st, rows, lambda b: args(b, tt, seed), counted, workers, bar, "count",
-                                       parts, pace, merged, measured, phase_deadline, history=every)
+                                       parts, pace, merged, measured, phase_deadline, history=done)
         failures += failed
         count_seconds = time.perf_counter() - t_count if rows else 0.0
         if not failures:
