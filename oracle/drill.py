@@ -42,7 +42,7 @@ from collections.abc import Callable
 from oracle.engines import (Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_notation, fen_of,
                             time_limit)
 from oracle.explain import Explanation, OutOfTime, explain
-from oracle.localize import Level, Localization, UnsteadyEngine, canonical_divide, localize
+from oracle.localize import Level, Localization, UnsteadyEngine, canonical_divide, check_reference_divide, localize
 
 __all__ = ["DEFAULT_JUDGE_MAX_NODES", "drill", "locate"]
 
@@ -94,7 +94,7 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
         board = board_from(result.fen)
         legal = sorted(board.uci(m) for m in board.legal_moves)
         theirs, _ = canonical_divide(board, reference.divide(result.fen, 1))
-        result.confirmed = legal == sorted(theirs)
+        result.confirmed = legal == sorted(theirs) and not theirs.repeated() and set(theirs.values()) <= {1}
         result.judged.append(f"{reference.name} judged the move list at the final position; python-chess lists "
                              f"{len(legal)} legal moves there: " + ("the same" if result.confirmed else
                                                                     f"NOT the same ({len(theirs)}): the reference is suspect"))
@@ -150,6 +150,7 @@ def _drill(engine: Engine, reference: Engine, fen: str, depth: int, *, max_secon
 
     def ref_divide(node_fen: str, plies: int) -> dict[str, int]:
         counts, _ = canonical_divide(board, reference.divide(node_fen, plies))
+        check_reference_divide(reference, counts, node_fen, (), plies)
         ours = position.legal_moves()
         if sorted(counts) != ours:
             raise EngineError(reference.name, f"its moves differ from perft_core's at {node_fen}: "

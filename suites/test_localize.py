@@ -13,6 +13,7 @@ import chess
 import pytest
 
 from oracle.engines import BaseEngine, PerftreeEngine, PythonChessEngine, UciEngine, board_from, fen_of
+from oracle.engines.divide import Divide
 from oracle.localize import Localization, canonical_divide, localize
 
 from oracle_fakes import FAKES, Broken, broken
@@ -217,6 +218,64 @@ def test_canonical_divide():
     assert canonical_divide(board, {"e1h1": 5, "e1g1": 5})[0] == {"e1g1": 10}
     board960 = board_from("1r4kr/8/8/8/8/8/8/1R4KR w HBhb - 0 1")
     assert canonical_divide(board960, {"g1h1": 1, "g1b1": 1})[0] == {"g1h1": 1, "g1b1": 1}  # king takes rook
+
+
+def test_canonical_divide_keeps_the_lines_each_move_came_on():
+    """A move an engine's divide gives on two lines (or in two spellings) is one move generated
+    twice: ``listed`` keeps how many lines gave it, through the spellings' merge."""
+    board = board_from(KIWIPETE)
+    read = Divide()
+    for move, nodes in (("e1h1", 48), ("e1g1", 48), ("a2a3", 40), ("a2a3", 40), ("a2a4", 41)):
+        read.add(move, nodes)
+    counts, _ = canonical_divide(board, read)
+    assert counts == {"e1g1": 96, "a2a3": 80, "a2a4": 41}
+    assert counts.repeated() == {"e1g1": 2, "a2a3": 2} and counts.lines("a2a4") == 1 and counts.lines("h1h2") == 0
+    assert canonical_divide(board, {"e1h1": 5, "e1g1": 5})[0].repeated() == {"e1g1": 2}  # a plain dict too
+
+
+@pytest.mark.parametrize("kind", ["perftree", "uci"])
+def test_a_move_given_twice_in_a_divide_above_the_last_ply_is_the_verdict(kind):
+    """An engine that generates castling twice, localized at depth 3: its root divide gives e1g1 on
+    two lines (48 nodes each), so the verdict is there, the move generated twice. On the old code
+    the two lines were added to 96, the walk went down e1g1, found its divide adding up to the
+    reference's 48, and called the engine "inconsistent" (session 36's oracle hunt)."""
+    fen = "4k3/8/8/8/8/8/8/4K2R w K - 0 1"
+    if kind == "perftree":
+        engine = PerftreeEngine([sys.executable, str(FAKES / "fake_perftree.py"), "castle-twice"])
+    else:
+        engine = UciEngine([sys.executable, str(FAKES / "fake_uci.py"), "castle-twice"])
+    with engine:
+        loc = localize(engine, PythonChessEngine(), fen, 3)
+    assert loc.kind == "count" and loc.path == [] and loc.depth_left == 3 and loc.wrong == {"e1g1": [2, 1]}
+    text = loc.describe()
+    assert "move e1g1 counted 2 times here (3 plies left)" in text and "gives e1g1 on 2 lines" in text
+    assert "inconsistent" not in text
+
+
+def test_a_reference_that_gives_a_move_twice_judges_no_engine():
+    """The same castling-twice program as the reference, a right engine under test: the reference's
+    divide at one ply gives e1g1 on two lines, so nothing is judged (an EngineError naming the
+    reference). On the old code its one-ply list was taken as the legal moves and the right engine
+    was called "inconsistent ... as the reference does"."""
+    from oracle.engines import EngineError
+
+    reference = PerftreeEngine([sys.executable, str(FAKES / "fake_perftree.py"), "castle-twice"], name="dup-ref")
+    with pytest.raises(EngineError, match="dup-ref.*e1g1 .2 nodes on 2 lines.: no engine can be judged against it"):
+        localize(PythonChessEngine(), reference, "4k3/8/8/8/8/8/P7/4K2R w K - 0 1", 3)
+
+
+def test_totals_and_counts_in_other_digits_are_refused():
+    """README: a total is ASCII digits. Arabic-Indic digits in a perftree script's output were read
+    as 400 (a regular expression's digit class and ``str.isdigit`` take any script's digits)."""
+    from oracle.engines.perftree import _parse_perftree
+    from oracle.engines.uci import _NODES_LINE, _UCI_LINE
+
+    assert _parse_perftree("e2e4 400\n\n400\n") == {"e2e4": 400}
+    for text in ("e2e4 \u0664\u0660\u0660\n\n400\n", "e2e4 400\n\n\u0664\u0660\u0660\n"):
+        with pytest.raises(ValueError):
+            _parse_perftree(text)
+    assert _UCI_LINE.fullmatch("e2e4: 400") and not _UCI_LINE.fullmatch("e2e4: \u0664\u0660\u0660")
+    assert _NODES_LINE.fullmatch("Nodes searched: 400") and not _NODES_LINE.fullmatch("Nodes searched: \uff14\uff10")
 
 
 class OmitsZeros(BaseEngine):

@@ -6,9 +6,10 @@ import shlex
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, DEFAULT_TIMEOUT, BaseEngine, EngineError
+from oracle.engines.divide import Divide
 from oracle.engines.process import argv_of, command_name, engine_fen, run_once
 
-_PERFTREE_LINE = re.compile(MOVE_PATTERN + r"\s+(\d+)")
+_PERFTREE_LINE = re.compile(MOVE_PATTERN + r"\s+(\d+)", re.ASCII)  # ASCII digits only: "٤٠٠" is no count
 
 
 class PerftreeEngine(BaseEngine):
@@ -35,8 +36,9 @@ class PerftreeEngine(BaseEngine):
             raise EngineError(self.name, f"unreadable output: {exc}", command=shlex.join(argv), output=output) from None
 
 
-def _parse_perftree(out: str) -> dict[str, int]:
-    """Parse ``move count`` lines, a blank line and the total; raise ValueError if malformed."""
+def _parse_perftree(out: str) -> Divide:
+    """Parse ``move count`` lines, a blank line and the total (ASCII digits); a :class:`Divide`
+    (a move on two lines: ``listed``); raise ValueError if malformed."""
     lines = out.rstrip().splitlines()
     if "" in (line.strip() for line in lines):
         blank = [line.strip() for line in lines].index("")
@@ -45,14 +47,13 @@ def _parse_perftree(out: str) -> dict[str, int]:
         body, tail = [], lines
     else:
         raise ValueError("no blank line before the total")
-    counts: dict[str, int] = {}
+    counts = Divide()
     for line in body:
         m = _PERFTREE_LINE.fullmatch(line.strip())
         if not m:
             raise ValueError(f"expected 'move count', got {line!r}")
-        move = m.group(1).lower()
-        counts[move] = counts.get(move, 0) + int(m.group(2))
-    if len(tail) != 1 or not tail[0].strip().isdigit():
+        counts.add(m.group(1).lower(), int(m.group(2)))
+    if len(tail) != 1 or not (tail[0].strip().isascii() and tail[0].strip().isdigit()):
         raise ValueError(f"expected one total after the blank line, got {tail!r}")
     if int(tail[0]) != sum(counts.values()):
         raise ValueError(f"the move lines add up to {sum(counts.values())} but the total is {tail[0].strip()}")

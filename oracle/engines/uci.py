@@ -12,10 +12,11 @@ import weakref
 from collections.abc import Sequence
 
 from oracle.engines.base import MOVE_PATTERN, OUTPUT_KEPT, DEFAULT_TIMEOUT, BaseEngine, EngineError, tail_lines, needs_chess960
+from oracle.engines.divide import Divide
 from oracle.engines.process import argv_of, command_name, engine_fen, kill, pump, spawn
 
-_UCI_LINE = re.compile(MOVE_PATTERN + r"\s*:\s*(\d+)")
-_NODES_LINE = re.compile(r"Nodes searched\s*:\s*(\d+)")
+_UCI_LINE = re.compile(MOVE_PATTERN + r"\s*:\s*(\d+)", re.ASCII)  # ASCII digits only: "٤٠٠" is no count
+_NODES_LINE = re.compile(r"Nodes searched\s*:\s*(\d+)", re.ASCII)
 _UCI_WORDS = ("id", "uciok", "readyok", "bestmove", "copyprotection", "registration", "info", "option")
 HANDSHAKE_SECONDS = 60.0
 """The most seconds the handshake waits for ``uciok`` (less when ``timeout`` is less). The UCI
@@ -190,7 +191,7 @@ class UciEngine(BaseEngine):
         self._exchange(sent, lambda line: line.strip() == "readyok", what="isready", parse=_uci_only())
         position = f"position fen {fen}" + (f" moves {' '.join(moves)}" if moves else "")
         sent = [position, f"go perft {depth}"]
-        counts: dict[str, int] = {}
+        counts = Divide()
         total: list[int] = []
 
         def parse(line: str) -> None:
@@ -200,8 +201,7 @@ class UciEngine(BaseEngine):
             if m := _NODES_LINE.fullmatch(text):
                 total.append(int(m.group(1)))
             elif m := _UCI_LINE.fullmatch(text):
-                move = m.group(1).lower()
-                counts[move] = counts.get(move, 0) + int(m.group(2))
+                counts.add(m.group(1).lower(), int(m.group(2)))
             else:
                 raise ValueError(f"expected 'move: count' or 'Nodes searched: N', got {line!r}")
 

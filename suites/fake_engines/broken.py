@@ -76,6 +76,12 @@ def knight_twice(board: chess.Board) -> list[chess.Move]:
     return moves
 
 
+def castle_twice(board: chess.Board) -> list[chess.Move]:
+    """Generates every castling move twice (a perftree or UCI divide then gives it on two lines)."""
+    moves = list(board.legal_moves)
+    return moves + [m for m in moves if board.is_castling(m)]
+
+
 def ep_ignores_pins(board: chess.Board) -> list[chess.Move]:
     """Also generates en passant captures that expose the own king (a rank or diagonal pin)."""
     moves = list(board.legal_moves)
@@ -163,6 +169,7 @@ BUGS = {
     "illegal-king-step": illegal_king_step,
     "no-castling-in-place": no_castling_in_place,
     "knight-twice": knight_twice,
+    "castle-twice": castle_twice,
     "ep-ignores-pins": ep_ignores_pins,
     "no-knight-promotion": no_knight_promotion,
     "king-beside-pawn": king_beside_pawn,
