@@ -98,3 +98,76 @@ def test_failures_name_the_command_the_status_and_the_output():
         CliEngine("/nonexistent/perft {fen} {depth}").perft(KIWIPETE, 1)
     with pytest.raises(EngineError, match="timed out"):
         CliEngine(command("hang"), timeout=0.5).perft(KIWIPETE, 1)
+
+
+def test_an_optional_group_that_matched_nothing_is_an_unreadable_total(capsys):
+    # --total-regex 'total=(\d+)?' on a line 'total=': the group is None (was a TypeError traceback)
+    import re
+
+    from oracle import cli
+
+    with pytest.raises(ValueError, match="unreadable total in 'total='"):
+        parse_total("total=\n", 2, re.compile(r"total=(\d+)?"))
+    script = "sh -c 'echo total=' sh {fen} {depth}"
+    with pytest.raises(EngineError, match="unreadable total") as info:
+        CliEngine(script, total_regex=r"total=(\d+)?").perft(KIWIPETE, 2)
+    assert "sh -c" in str(info.value)  # it names the command, like any unreadable total
+    status = cli.main(["diff", "--protocol", "cli", "--engine", script, "--total-regex", r"total=(\d+)?",
+                       "startpos", "2"])
+    err = capsys.readouterr().err
+    assert status == 2 and "unreadable total in 'total='" in err and "Traceback" not in err, err
+
+
+def test_a_line_cut_for_its_length_never_gives_a_total():
+    # the output reader cuts a line over 65,536 characters to 200 and a note: its digits are not all there
+    import io
+    import re
+
+    from oracle.engines.process import bounded
+
+    line = "Nodes searched: " + "1" * 70_000 + "\n"
+    cut = "".join(bounded(io.StringIO(line)))
+    assert cut.endswith("(a line longer than 65,536 characters, cut)")  # the note the reader adds
+    for output in (cut, "Perft(02): 400\n" + cut):
+        with pytest.raises(ValueError, match="unreadable total.*cut"):
+            parse_total(output, 2)
+        with pytest.raises(ValueError, match="unreadable total.*cut"):
+            parse_total(output, 2, re.compile(r"searched: (\d+)"))
+    with pytest.raises(ValueError, match="unreadable total.*cut"):  # such a line handed over uncut
+        parse_total(line, 2)
+
+
+@pytest.mark.parametrize("output", [
+    "Nodes searched: \u0664\u0660\u0660\n",  # Arabic-Indic 400
+    "Nodes searched: \uff14\uff10\uff10\n",  # fullwidth 400
+    "perft 2: 4\u0660\u0660\n",
+    "Perft(\u0662): 400\n",  # the depth too
+    "Nodes searched: 400\u00b2\n",
+])
+def test_digits_that_are_not_ascii_are_an_unreadable_total(output):
+    import re
+
+    with pytest.raises(ValueError, match="unreadable total"):
+        parse_total(output, 2)
+    if not output.startswith("Perft("):
+        with pytest.raises(ValueError, match="unreadable total"):  # a user's regex too
+            parse_total(output, 2, re.compile(r"[:=]\s*(\d+)"))
+
+
+@pytest.mark.parametrize("line, regex", [
+    ("total=-20", r"total=(\S+)"),  # it said "it counts -20 moves"
+    ("total=+400", r"total=(\S+)"),
+    ("total=400 nodes", r"total=(.+)"),
+    ("total=", r"total=(\d*)"),
+    ("total=4,00", r"total=(\S+)"),
+    ("total=0x190", r"total=(\w+)"),
+    ("total=-20", r"(\d+)"),  # a sign before the digits
+    ("total=8902", r"(\d{3})$"),  # a number's last digits only
+    ("total=\u066400", r"([0-9]+)$"),  # after a digit that is not ASCII
+])
+def test_a_regex_group_that_is_not_grouped_ascii_digits_is_an_unreadable_total(line, regex):
+    import re
+
+    with pytest.raises(ValueError, match="unreadable total"):
+        parse_total(line + "\n", 2, re.compile(regex))
+    assert parse_total("total=8,902\n", 2, re.compile(r"total=(\S+)")) == 8902  # grouped digits are read

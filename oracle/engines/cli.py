@@ -13,9 +13,12 @@ for double quotes inside ``"{fen}"``, as it is inside ``'{fen}'`` (:func:`shell_
 - ``perft(N) = N`` or ``perft N: N``,
 
 or, when ``total_regex`` is given, the first group of the last line it matches (``re.search``).
-A total is read whole or not at all: plain digits, or digits grouped by threes (``8,902``); a number
-such as ``8.902``, ``8 902`` or ``1.19e+08`` is refused, and so are two lines that give the depth
-asked for different totals.
+A total is read whole or not at all: plain ASCII digits, or digits grouped by threes (``8,902``); a
+number such as ``8.902``, ``8 902``, ``1.19e+08`` or ``-20``, digits that are not ASCII (``٤٠٠``,
+fullwidth ``４００``), a ``total_regex`` group that captures anything else or nothing, and a line the
+output reader cut for being longer than ``perft_core.lines.MAX_LINE_CHARS`` characters (its digits
+are not all there) are refused as unreadable, and so are two lines that give the depth asked for
+different totals.
 Where the line states its depth (``Perft(NN)``, ``perft N``), NN must be the depth asked for: a
 total for another depth is never taken silently.
 """
@@ -27,6 +30,7 @@ from collections.abc import Sequence
 
 from oracle.engines.base import DEFAULT_TIMEOUT, EngineError, TotalOnlyEngine
 from oracle.engines.process import argv_of, command_name, engine_fen, run_once
+from perft_core.lines import MAX_LINE_CHARS
 
 __all__ = ["CliEngine", "parse_total"]
 
@@ -38,31 +42,60 @@ _TOTAL_LINES = (
     (re.compile(r"\bperft\s+(\d+)\s*:\s*" + _NUMBER, re.IGNORECASE), 1, 2),
 )
 # What may not follow a total: a decimal point or separator and a digit (8.902, 1.19e+08), a space
-# and three digits (8 902), or a letter or digit (8902k).
-_NUMBER_GOES_ON = re.compile(r"[.,_'](?=\d)|[ \u00a0\u202f]\d{3}\b|[A-Za-z0-9]")
+# and three digits (8 902), or a letter or digit of any script (8902k, 8902², 89٠٢).
+_NUMBER_GOES_ON = re.compile(r"[.,_'](?=\d)|[ \u00a0\u202f]\d{3}\b|[^\W_]")
+# What may not come just before one: a digit of any script, alone or then a point or separator (the
+# group would hold a number's last digits only, as ``(\d{3})$`` does on ``8902``), or a sign (``-20``).
+_NUMBER_WENT_BEFORE = re.compile(r"(?:\d[.,_']?|[-+\u2212])\Z")
+# A total read whole: plain ASCII digits, or ASCII digits grouped by threes with one separator.
+_WHOLE_NUMBER = re.compile(r"[0-9]+|[0-9]{1,3}(?:,[0-9]{3})+|[0-9]{1,3}(?:_[0-9]{3})+|[0-9]{1,3}(?:'[0-9]{3})+")
+# The end of a line the output reader cut for its length (oracle.engines.process.bounded): the
+# digits it held are not all there, so it never gives a total.
+_CUT_LINE_END = f"... (a line longer than {MAX_LINE_CHARS:,} characters, cut)"
+
+
+def _cut(line: str) -> bool:
+    """Whether ``line`` is one the output reader cut (or one longer than it lets through)."""
+    return len(line) > MAX_LINE_CHARS or line.rstrip("\r\n").endswith(_CUT_LINE_END)
 
 
 def _number(line: str, match: re.Match, group: int) -> int:
-    """The total in ``match``'s ``group`` of ``line``: plain digits, or digits grouped by threes
-    with one of ``,`` ``_`` ``'`` (``8,902``). Raises ``ValueError`` for a number that is not read
-    whole (``8.902``, ``8 902``, ``1.19e+08``, ``8902k``, ``8,90``): reading its first digits alone
-    would judge a count the program never printed."""
+    """The total in ``match``'s ``group`` of ``line``: plain ASCII digits, or ASCII digits grouped
+    by threes with one of ``,`` ``_`` ``'`` (``8,902``). Raises ``ValueError`` ("unreadable total
+    in ...") for a number that is not read whole (``8.902``, ``8 902``, ``1.19e+08``, ``8902k``,
+    ``8,90``): reading its first digits alone would judge a count the program never printed; for
+    digits that are not ASCII (``٤٠٠``), a group that captured something else (``-20``) or nothing
+    (an optional group), and a line cut for its length."""
     text = match.group(group)
-    rest = line[match.end(group):]
-    seps = set(re.findall(r"[,_']", text))
-    groups = re.split(r"[,_']", text)
-    if (_NUMBER_GOES_ON.match(rest) or len(seps) > 1
-            or (seps and (not 1 <= len(groups[0]) <= 3 or any(len(g) != 3 for g in groups[1:])))):
-        raise ValueError(f"unreadable total in {line.strip()!r}: print it as plain digits "
+    shown = line.strip()
+    if _cut(line):
+        raise ValueError(f"unreadable total in {shown[:300]!r}: the line is longer than {MAX_LINE_CHARS:,} "
+                         "characters and was cut, so its digits are not all there")
+    if text is None:
+        raise ValueError(f"unreadable total in {shown!r}: the total's group matched nothing")
+    if (not _WHOLE_NUMBER.fullmatch(text) or _NUMBER_GOES_ON.match(line, match.end(group))
+            or _NUMBER_WENT_BEFORE.search(line[max(0, match.start(group) - 2):match.start(group)])):
+        raise ValueError(f"unreadable total in {shown!r}: print it as plain ASCII digits "
                          "(or grouped by threes with ',', '_' or \"'\")")
-    return int("".join(groups))
+    return int(re.sub(r"[,_']", "", text))
+
+
+def _depth(line: str, match: re.Match, group: int | None) -> int | None:
+    """The depth a total line states in ``match``'s ``group`` (None: it states none). Raises
+    ``ValueError`` for one not written in ASCII digits (``Perft(٣): 8902``)."""
+    if group is None:
+        return None
+    if not re.fullmatch(r"[0-9]+", match.group(group)):
+        raise ValueError(f"unreadable total in {line.strip()!r}: its depth is not plain ASCII digits")
+    return int(match.group(group))
 
 
 def parse_total(output: str, depth: int, total_regex: re.Pattern | None = None) -> int:
     """The total (nodes) in a program's ``output`` for ``depth`` plies (see the module docstring).
 
     Raises ``ValueError`` when no line holds a total, when the last one states another depth, when
-    a total is not a whole number (:func:`_number`), or when two lines give this depth different
+    a total is not read whole as ASCII digits or comes from a line cut for its length
+    (:func:`_number`: "unreadable total in ..."), or when two lines give this depth different
     totals (``Nodes searched: 8902`` then ``info nodes searched: 5``): which one the program means
     cannot be told, and taking either could judge it wrongly.
     """
@@ -76,8 +109,7 @@ def parse_total(output: str, depth: int, total_regex: re.Pattern | None = None) 
         for pattern, depth_group, total_group in _TOTAL_LINES:
             m = pattern.search(line)
             if m:
-                found.append((_number(line, m, total_group), int(m.group(depth_group)) if depth_group else None,
-                              line))
+                found.append((_number(line, m, total_group), _depth(line, m, depth_group), line))
                 break
     if not found:
         wanted = f"a line matching {total_regex.pattern!r}" if total_regex is not None else \
