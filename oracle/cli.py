@@ -32,7 +32,8 @@ import chess
 
 from oracle.drill import locate
 from perft_core.threads import available_cores
-from oracle.engines import DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, fen_problems, make_engine
+from oracle.engines import (DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, fen_problems, make_engine,
+                            time_limit)
 from oracle.runner import RunResult, run_suite, select_rows
 from perft_core import cliargs
 
@@ -200,7 +201,11 @@ def _status(run: RunResult) -> int:
 
 
 def _check_fen(fen: str) -> None:
-    """Raise BadInput unless python-chess reads ``fen`` as a position that perft can count."""
+    """Raise BadInput unless python-chess and perft_core both read ``fen`` as a position that perft
+    can count (perft_core is stricter: a fullmove number of 0 was an engine's "FenError while
+    counting" half-way through a diff, session 36's hunt)."""
+    from perft_core.position import Position
+
     try:
         board = board_from(fen)
     except ValueError as exc:
@@ -208,6 +213,10 @@ def _check_fen(fen: str) -> None:
     problems = fen_problems(board)
     if problems:
         raise BadInput(f"bad FEN {fen!r}: {', '.join(problems)}")
+    try:
+        Position.from_fen(fen)
+    except ValueError as exc:
+        raise BadInput(f"bad FEN {fen!r}: {exc}") from None
 
 
 def _make(spec: str, protocol: str, args, *, reference: bool = False) -> object:
@@ -411,6 +420,9 @@ def cmd_diff(args) -> int:
     if args.fen.strip() == "startpos":
         args.fen = chess.STARTING_FEN
     try:
+        if args.depth == 0:  # BaseEngine.perft answers 1 at depth 0 without asking the engine
+            raise BadInput("depth 0: perft 0 is 1 by definition (the position itself) and judges no engine; "
+                           "ask depth >= 1")
         _check_fen(args.fen)
         reference_spec = _reference_spec(args.reference, args.engine)
         if not args.force and args.max_seconds is None:
@@ -421,7 +433,9 @@ def cmd_diff(args) -> int:
         return _error(str(exc))
     lines = None if args.json else _WalkLines(args.depth)
     try:
-        with engine, reference:
+        # --max-seconds bounds each query of the reference too (locate bounds the engine's): its
+        # divide of a deep root would otherwise run on past the budget, for hours
+        with engine, reference, time_limit(reference, args.max_seconds):
             loc = locate(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds,
                          on_step=None if lines is None else lines.step)
     except EngineError as exc:

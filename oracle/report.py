@@ -33,7 +33,7 @@ import jinja2
 
 from perft_core.atomic import write_text, write_texts
 
-from oracle.runner import ESTIMATE_SKIP, RowResult, RunResult, SuiteSummary
+from oracle.runner import ESTIMATE_SKIP, RowResult, RunResult, SuiteSummary, at_depth_zero
 from oracle.stats import REFERENCE_NODES
 
 __all__ = ["FORMATS", "GLANCE_TAGS", "Group", "boards_folder", "failure_anchor", "glance", "render_html", "render_index", "render_json", "render_markdown",
@@ -152,7 +152,9 @@ def verdict_line(run: RunResult, see: str | None = None) -> str:
     def rows(count: int, verb: tuple[str, str] = ("", "")) -> str:
         return f"{count:,} {'row' if count == 1 else 'rows'}" + (f" {verb[count != 1]}" if verb[0] else "")
 
-    over = f", {total.over_budget:,} over budget" if total.over_budget else ""
+    zero = sum(map(at_depth_zero, run.rows))  # skipped, but by no limit: perft 0 judges no engine
+    over = (f", {total.over_budget:,} over budget" if total.over_budget else "") + (
+        f", {rows(zero)} at depth 0 not judged" if zero else "")
     status = run.exit_status
     if status == 0:
         return f"PASS: {rows(total.passed, ('agrees', 'agree'))}{over}"
@@ -161,7 +163,8 @@ def verdict_line(run: RunResult, see: str | None = None) -> str:
         return f"FAIL: {rows(total.failed, ('differs', 'differ'))}{errors}" + (f" (see {see})" if see else "")
     if status == 3:
         guessed = [r for r in run.rows if r.status == "skipped" and (r.error or "").startswith(ESTIMATE_SKIP)]
-        why = [f"{rows(total.skipped - len(guessed))} not run (time budget)"] if total.skipped > len(guessed) else []
+        timed = total.skipped - len(guessed) - zero
+        why = [f"{rows(timed)} not run (time budget)"] if timed > 0 else []
         if guessed:
             first = guessed[0]
             why.append(f"{rows(len(guessed))} not run (an estimate far over the node budget; first: {first.suite} "
@@ -273,7 +276,8 @@ GLANCE_TAGS = ("en_passant", "castling", "promotion", "check", "chess960")
 class Group:
     """One line of the at-a-glance view: the rows of a suite (``kind == "suite"``) or of a tag
     (``"tag"``, from :data:`GLANCE_TAGS`) by outcome. ``failed``: wrong counts; ``errors``: the
-    engine failed; ``not_run``: over the node budget or skipped by the time budget;
+    engine failed; ``not_run``: over the node budget, skipped by the time budget, or at depth 0
+    (which judges no engine: ``runner.DEPTH_ZERO``);
     ``first_failure``: the anchor of its first failing row (:func:`failure_anchor`) or None."""
 
     kind: str

@@ -29,7 +29,8 @@ class RowResult:
     """One table row as run: ``perft(fen, depth)`` expected vs got.
 
     ``status``: ``"pass"``, ``"fail"`` (wrong count), ``"error"`` (the engine failed: see
-    ``error``) or ``"skipped"`` (the time budget ran out first). ``seconds``: wall time of the
+    ``error``) or ``"skipped"`` (the time budget ran out first; or a depth-0 row, which judges no
+    engine: :data:`DEPTH_ZERO`). ``seconds``: wall time of the
     count; ``nodes_per_second``: ``got / seconds``. ``localization``: where the engine goes wrong
     (set on the smallest failing depth of each position); ``localized_at``: the :attr:`key` of the
     row that holds it, on every other failing row of the same position (any suite).
@@ -151,12 +152,14 @@ class RunResult:
     def exit_status(self) -> int:
         """The rule of :func:`perft_core.cliargs.exit_status`: 1 some count was wrong (whatever else
         happened), 2 an engine error or no row counted, 3 the time budget skipped rows, else 0.
-        Rows over the node budget are a selection, not a stop: they do not count."""
+        Rows over the node budget are a selection, not a stop: they do not count; nor do depth-0
+        rows (:data:`DEPTH_ZERO`: skipped, never judged, and no limit stopped them)."""
         from perft_core.cliargs import exit_status
 
         statuses = {row.status for row in self.rows} | {s["status"] for s in self.statistics}
         return exit_status(differ="fail" in statuses, broken="error" in statuses,
-                           judged=bool(statuses & {"pass", "fail"}), limited="skipped" in statuses)
+                           judged=bool(statuses & {"pass", "fail"}),
+                           limited=any(row.status == "skipped" and not at_depth_zero(row) for row in self.rows))
 
     def problem(self) -> str | None:
         """Why rows could not be judged (errors), or that none was, in one line; None when neither
@@ -166,8 +169,10 @@ class RunResult:
             return (f"{len(errors)} {'row' if len(errors) == 1 else 'rows'} could not be judged; first: {errors[0].suite} {errors[0].id}: "
                     f"{str(errors[0].error).splitlines()[0] if errors[0].error else 'error'}")
         if not self.judged:
-            return (f"nothing was judged: every row was skipped ({len(self.rows)}) or over the node budget "
-                    f"({sum(self.over_budget.values())})")
+            zero = sum(at_depth_zero(row) for row in self.rows)
+            return (f"nothing was judged: every row was skipped ({len(self.rows)}"
+                    + (f", {zero} at depth 0, which judges no engine" if zero else "")
+                    + f") or over the node budget ({sum(self.over_budget.values())})")
         return None
 
     def failures(self) -> list[RowResult]:
@@ -318,11 +323,12 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
     ``"skipped"``, and so is a row whose estimated time (its expected nodes at the engine's nodes/s
     measured over the rows counted so far in this run) exceeds the budget left: it is not started; a row
     started is stopped when the budget runs out (:func:`oracle.engines.time_limit`) and is ``"skipped"`` too. Rows run cheapest first (so a time budget covers as many as possible) and are
-    reported in table order. Engine failures mark the row ``"error"`` and the run goes on.
+    reported in table order. Engine failures mark the row ``"error"`` and the run goes on. A
+    depth-0 row is ``"skipped"`` without asking the engine (:data:`DEPTH_ZERO`): not a pass, not a stop.
     Each failing position is localized once, at its smallest failing depth, against ``reference``
     (default: :class:`oracle.engines.PythonChessEngine`; total-only engines through
-    :func:`oracle.drill.drill`), each search limited to
-    ``localize_seconds``. ``progress(row_result, rows_done, rows_total)`` is called after each row.
+    :func:`oracle.drill.drill`), each search, and each query of the engine and of the reference in
+    it, limited to ``localize_seconds``. ``progress(row_result, rows_done, rows_total)`` is called after each row.
     Returns a :class:`RunResult`.
     """
     rows = list(rows)
@@ -352,7 +358,9 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
         left = None if max_seconds is None else max_seconds - (time.monotonic() - t0)
         expected_seconds = result.expected * counted_seconds / counted_nodes if counted_nodes > 0 else 0.0
         too_big = _far_over_budget(result, max_nodes)
-        if too_big:
+        if result.depth == 0:  # the engine is not asked (BaseEngine.perft answers 1): not a pass
+            result.status, result.error = "skipped", DEPTH_ZERO
+        elif too_big:
             result.status, result.error = "skipped", too_big
         elif left is not None and left <= 0:
             result.status, result.error = "skipped", "time budget spent"
@@ -379,6 +387,17 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
                      suites=list(suites), max_nodes=max_nodes, max_seconds=max_seconds, rows=results,
                      over_budget=over, over_budget_tags=over_tags, sources=sources, environment=environment(engine), started=started,
                      seconds=time.monotonic() - t0)
+
+
+DEPTH_ZERO = "not judged: perft 0 is 1 by definition (the position itself) and judges no engine"
+"""The error of a depth-0 row: ``"skipped"`` without asking the engine, neither judged (it is no
+pass) nor a stop by a limit (:attr:`RunResult.exit_status`: a run of depth-0 rows alone judged
+nothing, exit 2)."""
+
+
+def at_depth_zero(row: RowResult) -> bool:
+    """Is ``row`` a depth-0 row, skipped as :data:`DEPTH_ZERO` says?"""
+    return row.status == "skipped" and row.depth == 0
 
 
 ESTIMATE_SKIP = "not run: "
@@ -455,7 +474,10 @@ def _localize_failures(engine: Engine, reference: Engine, results: list[RowResul
     for failing in by_position.values():
         first = min(failing, key=lambda r: r.depth)
         try:
-            first.localization = locate(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
+            # each query of the reference is bounded too (locate bounds the engine's): its divide of
+            # a deep row would otherwise run on past localize_seconds
+            with time_limit(reference, max_seconds):
+                first.localization = locate(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
         except (EngineError, ValueError) as exc:
             first.error = f"could not localize: {exc}"
             continue

@@ -99,12 +99,13 @@ def board_from(fen: str, moves: Sequence[str] = (), *, chess960: bool | None = N
 @contextmanager
 def time_limit(engine: object, seconds: float | None) -> Iterator[None]:
     """Inside the block, each query of ``engine`` ends within ``seconds`` (wall), or its own
-    ``timeout`` if that is shorter: engines that run a program (UCI, perftree, cli) and our own
-    (:class:`oracle.engines.CoreEngine`) have a ``timeout`` attribute, set here and restored after;
-    an engine without one (python-chess) is left alone. A query that runs out fails as that engine
-    fails (:class:`EngineError`). ``seconds=None``: no change. Why: a time budget (``--max-seconds``)
-    checked only between queries let one hanging query run for the whole ``--timeout`` (600 s),
-    and a table row with a tiny wrong count past the node budget run unbounded."""
+    ``timeout`` if that is shorter: engines that run a program (UCI, perftree, cli), our own
+    (:class:`oracle.engines.CoreEngine`) and python-chess (checked at its interior nodes) have a
+    ``timeout`` attribute, set here and restored after; an engine without one is left alone. A
+    query that runs out fails as that engine fails (:class:`EngineError`). ``seconds=None``: no
+    change. Why: a time budget (``--max-seconds``) checked only between queries let one hanging
+    query run for the whole ``--timeout`` (600 s), a table row with a tiny wrong count past the
+    node budget run unbounded, and a reference's divide of a deep root ran on for hours."""
     if seconds is None or not hasattr(engine, "timeout"):
         yield
         return

@@ -14,13 +14,19 @@ class CoreEngine(BaseEngine):
     :meth:`recount` checks a count before the drill believes it (needs ``tt``). The GPU backends
     use the process's one driver (``perft_core.gpu.registry.get_driver``) for every query.
     Any error from perft_core while counting (a ``HashVerificationError`` too) is re-raised as
-    :class:`EngineError`. Raises ``ValueError`` for ``verify_seed`` without ``tt``.
+    :class:`EngineError`. Raises ``ValueError`` for ``verify_seed`` without ``tt``, and for a
+    ``verify_seed`` equal to the default key seed (``perft run``'s message: it would check nothing),
+    here rather than at the first re-count deep in a walk.
     """
 
     def __init__(self, backend: str = "cpu", *, threads: int | None = None, tt: bool = False,
                  verify_seed: int | None = None):
         if verify_seed is not None and not tt:
             raise ValueError("--verify-seed needs --reference-tt (it re-counts through tables with another key seed)")
+        if verify_seed is not None:
+            from perft_core.zobrist import check_verify_seed
+
+            check_verify_seed(verify_seed)  # ValueError: verify_seed must differ from the key seed 0x...
         self.backend = backend
         self.threads = threads
         self.tt = tt

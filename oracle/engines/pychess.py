@@ -1,11 +1,13 @@
 """The reference engine: python-chess move generation with bulk counting and an exact cache."""
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 
 import chess
 
 from oracle.engines.base import BaseEngine, EngineError, board_from, check_depth, describe_query
+from oracle.engines.divide import Divide
 
 def position_key(board: chess.Board) -> tuple:
     """An exact key of what decides every perft count below ``board``: its pieces (bitboards per
@@ -29,6 +31,10 @@ class PythonChessEngine(BaseEngine):
 
     Subclasses may override :meth:`moves` to plant a bug (the tests do exactly that).
     Never use it for large counts: it is for localizing and for small tables only.
+    ``timeout``: seconds a query (one ``divide`` or ``perft``) may take, checked at its interior
+    nodes; one that runs out raises :class:`EngineError` ("timed out"); None: no limit
+    (:func:`oracle.engines.time_limit` sets it, as for the engines that run a program: as the
+    reference of a deep root, an unbounded count ran on past ``--max-seconds`` for hours).
     """
 
     name = "python-chess"
@@ -36,6 +42,12 @@ class PythonChessEngine(BaseEngine):
     def __init__(self, *, cache_size: int = 1_000_000):
         self.cache_size = cache_size
         self._cache: dict = {}
+        self.timeout: float | None = None
+        self._query: tuple[float, str] | None = None  # the query being counted: its deadline, itself
+
+    def _start(self, fen: str, depth: int, moves: tuple[str, ...]) -> None:
+        self._query = None if self.timeout is None else (time.monotonic() + self.timeout,
+                                                         describe_query(fen, depth, moves))
 
     def moves(self, board: chess.Board) -> list[chess.Move]:
         """The legal moves of ``board`` (override to make a deliberately broken engine)."""
@@ -44,6 +56,8 @@ class PythonChessEngine(BaseEngine):
     def _count(self, board: chess.Board, depth: int) -> int:
         if depth == 1:
             return len(self.moves(board))
+        if self._query is not None and time.monotonic() > self._query[0]:
+            raise EngineError(self.name, f"timed out after {self.timeout:g} s", command=self._query[1])
         key = None
         if self.cache_size:
             key = (position_key(board), board.chess960, depth)
@@ -70,7 +84,8 @@ class PythonChessEngine(BaseEngine):
 
     def _divide(self, fen, depth, moves):
         board = self._board(fen, depth, moves)
-        result = {}
+        self._start(fen, depth, moves)
+        result = Divide()  # a move its generator gives twice is listed twice (a planted bug's)
         for move in self.moves(board):
             if depth == 1:
                 count = 1
@@ -78,12 +93,14 @@ class PythonChessEngine(BaseEngine):
                 board.push(move)
                 count = self._count(board, depth - 1)
                 board.pop()
-            uci = board.uci(move)
-            result[uci] = result.get(uci, 0) + count
+            result.add(board.uci(move), count)
         return result
 
     def perft(self, fen: str, depth: int, moves: Sequence[str] = ()) -> int:
-        """Leaf nodes at ``depth`` plies (bulk counted, cached); 1 at depth 0."""
+        """Leaf nodes at ``depth`` plies (bulk counted, cached); 1 at depth 0. Raises
+        :class:`EngineError` for a position it cannot set up, or past ``timeout``."""
         if check_depth(depth) == 0:
             return 1
-        return self._count(self._board(fen, depth, tuple(moves)), depth)
+        board = self._board(fen, depth, tuple(moves))
+        self._start(fen, depth, tuple(moves))
+        return self._count(board, depth)
