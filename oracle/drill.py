@@ -86,7 +86,7 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
         gave_up = Localization(engine=engine.name, reference=reference.name, root_fen=fen, depth=depth,
                                kind="agree", fen=fen_of(board_from(fen)), depth_left=depth,
                                method="divide" if getattr(engine, "supports_divide", True) else "children")
-        gave_up.judged.append(f"a query of {engine.name} was stopped at the time budget ({max_seconds:g} s): "
+        gave_up.judged.append(f"a query of {exc.engine} was stopped at the time budget ({max_seconds:g} s): "
                               f"{exc.problem}")
         return gave_up.ended("gave_up", [], gave_up.fen, depth, start)
     if result.kind in ("moves", "count", "inconsistent") and not isinstance(reference, PythonChessEngine):
