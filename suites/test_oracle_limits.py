@@ -4,9 +4,9 @@
   diff ... 0`` is refused as bad input (exit 2) and a depth-0 table row is not a pass (a run of
   depth-0 rows alone judged nothing: exit 2); ``perft run startpos 0`` (our own count) still works;
 - ``--max-seconds`` (``perft diff``) and ``--localize-seconds`` (``perft suite``) bound each query
-  of the *reference* too, as they bound the engine's: our backend's count (its ``timeout``), and
-  python-chess through :func:`oracle.engines.time_limit`; before, the reference's divide of a deep
-  root ran on for hours past the limit;
+  of the *reference* too, as they bound the engine's (:func:`oracle.engines.time_limit`): our
+  backend's count and python-chess's, each through its ``timeout``; before, the reference's
+  divide of a deep root ran on for hours past the limit;
 - a ``--verify-seed`` equal to the default key seed is refused before any work, with the message
   ``perft run`` gives (before, ``perft diff`` and ``perft suite`` took it and failed mid-walk, or
   passed).
@@ -158,7 +158,7 @@ def test_diff_max_seconds_bounds_the_reference_of_a_total_only_engine(tmp_path):
 
 @pytest.mark.parametrize("side", ["reference", "engine"])
 def test_diff_max_seconds_bounds_python_chess(tmp_path, side):
-    """python-chess has no ``timeout``: time_limit bounds it through its per-node hook, as the
+    """python-chess's own ``timeout`` (checked at its interior nodes; it had none) bounds it, as the
     reference (perft 7 below each missing root move) and as the engine under test (its divide 8)."""
     if side == "reference":
         one = script(tmp_path, "one.sh", 'printf "e2e4 5\\n\\n5\\n"\n')
@@ -194,7 +194,7 @@ def test_time_limit_bounds_a_python_chess_query_and_leaves_the_engine_as_it_was(
         with time_limit(engine, 0.3):
             engine.perft(chess.STARTING_FEN, 5)  # about 6 s here
     assert time.monotonic() - start < CAP
-    assert vars(engine).keys() == before.keys()  # no wrapper left behind
+    assert vars(engine).keys() == before.keys() and engine.timeout is None  # restored
     with time_limit(engine, 30):  # a query within the limit answers as before
         assert engine.perft(chess.STARTING_FEN, 3) == 8902
         assert engine.divide(chess.STARTING_FEN, 1, ["e2e4"])["e7e5"] == 1
