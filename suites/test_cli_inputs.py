@@ -200,8 +200,8 @@ def test_a_reader_that_goes_away_gets_status_141_and_no_error_line():
     closed at once, before Python has started). The command stops with 141, as a program killed
     by SIGPIPE, and writes nothing to stderr; it printed "perft: error: [Errno 32] Broken pipe"
     with status 2 (session 35's note)."""
-    proc = subprocess.Popen([sys.executable, "-m", "perft_cli", "run", "startpos", "3", "--divide"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-P", "-m", "perft_cli", "run", "startpos", "3", "--divide"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # -P: the installed package
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == cliargs.PIPE_CLOSED == 141 and err == ""
