@@ -28,9 +28,8 @@ import pytest
 import perft_cli
 from oracle import cli
 from oracle.engines import EngineError, PythonChessEngine, time_limit
-from oracle.runner import RunResult, run_suite, select_rows
+from oracle.runner import DEPTH_ZERO, RunResult, run_suite, select_rows
 
-DEPTH_ZERO = "not judged: perft 0 is 1 by definition (the position itself) and judges no engine"  # oracle.runner's
 
 pytestmark = pytest.mark.core
 

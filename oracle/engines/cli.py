@@ -29,7 +29,7 @@ import shlex
 from collections.abc import Sequence
 
 from oracle.engines.base import DEFAULT_TIMEOUT, EngineError, TotalOnlyEngine
-from oracle.engines.process import argv_of, command_name, engine_fen, run_once
+from oracle.engines.process import argv_of, command_name, cut_note, engine_fen, run_once
 from perft_core.lines import MAX_LINE_CHARS
 
 __all__ = ["CliEngine", "parse_total"]
@@ -51,7 +51,7 @@ _NUMBER_WENT_BEFORE = re.compile(r"(?:\d[.,_']?|[-+\u2212])\Z")
 _WHOLE_NUMBER = re.compile(r"[0-9]+|[0-9]{1,3}(?:,[0-9]{3})+|[0-9]{1,3}(?:_[0-9]{3})+|[0-9]{1,3}(?:'[0-9]{3})+")
 # The end of a line the output reader cut for its length (oracle.engines.process.bounded): the
 # digits it held are not all there, so it never gives a total.
-_CUT_LINE_END = f"... (a line longer than {MAX_LINE_CHARS:,} characters, cut)"
+_CUT_LINE_END = cut_note()
 
 
 def _cut(line: str) -> bool:

@@ -173,6 +173,13 @@ MAX_OUTPUT_LINES = 100_000
 """The last lines of a program's output kept by :func:`run_once` (a divide is at most 219 lines)."""
 
 
+def cut_note() -> str:
+    """What ends a line :func:`bounded` cut: its first 200 characters, then this."""
+    from perft_core.lines import MAX_LINE_CHARS
+
+    return f"... (a line longer than {MAX_LINE_CHARS:,} characters, cut)"
+
+
 def bounded(stream):
     """The lines of an engine's output, each cut to ``perft_core.lines.MAX_LINE_CHARS`` characters
     (the rest of a longer line read and dropped, with a note), so a program that prints without
@@ -188,7 +195,7 @@ def bounded(stream):
                 more = stream.readline(MAX_LINE_CHARS + 1)
                 if not more or more.endswith("\n"):
                     break
-            line = f"{line[:200]}... (a line longer than {MAX_LINE_CHARS:,} characters, cut)"
+            line = line[:200] + cut_note()
         yield line
 
 
