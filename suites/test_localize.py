@@ -256,6 +256,25 @@ def test_a_move_given_twice_in_a_divide_above_the_last_ply_is_the_verdict(kind):
     assert "inconsistent" not in text
 
 
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_a_move_generated_twice_is_named_at_the_smallest_showing_depth_and_deeper(depth):
+    """castle-twice from a position whose only castle is e1g1: at 1 ply its count says 2 (the last
+    ply), at 2 and 3 plies its root divide gives it on two lines; the same verdict each time, at
+    the root, claiming the move only."""
+    loc = localize(Broken("castle-twice"), PythonChessEngine(), "4k3/8/8/8/8/8/8/4K2R w K - 0 1", depth)
+    assert loc.kind == "count" and loc.path == [] and loc.wrong == {"e1g1": [2, 1]} and loc.depth_left == depth
+    assert ("at the last ply" if depth == 1 else f"here ({depth} plies left)") in loc.describe()
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_a_reference_that_gives_a_move_twice_judges_no_engine_at_any_depth(depth):
+    """The castle-twice program as the reference: nothing is judged at 1, 2 or 3 plies."""
+    from oracle.engines import EngineError
+
+    with pytest.raises(EngineError, match="no engine can be judged against it"):
+        localize(PythonChessEngine(), Broken("castle-twice"), "4k3/8/8/8/8/8/P7/4K2R w K - 0 1", depth)
+
+
 def test_a_reference_that_gives_a_move_twice_judges_no_engine():
     """The same castling-twice program as the reference, a right engine under test: the reference's
     divide at one ply gives e1g1 on two lines, so nothing is judged (an EngineError naming the
