@@ -22,11 +22,17 @@
 //   - escape is the call out of line and direct_only, its loop over a piece's checking targets,
 //     is inlined into the sink (not the other way round): 1-1.5 % less time at startpos 7 and
 //     Kiwipete 6 (session 30);
-//   - before escape, a single direct check (plain move or promotion) is proved no mate when a
+//   - a single direct check (plain move or promotion) is also proved no mate when a
 //     piece of theirs that cannot be pinned takes the checker or steps between (answerable): at
 //     Kiwipete 6, 73 M of 91 M direct checks, and the promotions' checks no longer all go to the
 //     full test (25.5 M full mate tests -> 3.7 M); startpos 7 3.54 -> 3.45 s, Kiwipete 6 7.21 ->
-//     7.09 s (session 30).
+//     7.09 s (session 30);
+//   - the squares their king may flee to are found once a leaf parent, at its first check
+//     (LeafCold::zone: one attack set of our pieces near their king), not square by square in each
+//     escape; and a direct check is tried for a flight square before a capture or block when their
+//     king has one (most checks in open positions are answered by a king step: 99 % at CPW 3 and
+//     CPW 6): CPW 3 13 % fewer instructions and 21 % fewer branch mispredictions (session 37,
+//     NOTES.md, where the other positions' figures are).
 #pragma once
 #include "pc_stats.h"
 
@@ -90,7 +96,9 @@ struct LeafCold {
     int ksq;            // their king
     u64 chk[ROOK + 1];  // check squares by piece code, PAWN..ROOK (a queen's: BISHOP's and ROOK's)
     u64 keep[64];       // keep[sq] for sq in blockers: where that blocker still blocks
-    u64 tested, safe;   // squares next to their king tested by escape(), and those none of ours attacks
+    bool zoned;         // free, seen_d and seen_o are set (zone(), at the first check that needs them)
+    u64 free;           // squares next to their king, not theirs, that no piece of ours attacks
+    u64 seen_d, seen_o; // squares our diagonal / orthogonal sliders near their king attack
 
     LeafCold(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
         occ = occupied(b);
@@ -114,22 +122,21 @@ struct LeafCold {
                 keep[lsb(in)] = seg | bit(sl);
             }
         }
-        tested = safe = 0;
+        zoned = false;
     }
 
     // Is their king sure to have a legal move after our plain move from -> to (a check)? It may step
     // to a square next to it, not theirs, that no piece of ours attacks with their king lifted:
     //   - not the moved piece, from `to` (with the child's occupancy);
-    //   - not a slider of ours through `from` (every square seen from `from` in the child is left
-    //     out when such a slider sees `from`: a superset of what the move uncovers);
-    //   - no other piece of ours: their attacks in the child are a subset of this position's
-    //     (attacked_by on this board, which also counts the moved piece on `from`), as the child's
-    //     occupancy differs only by `from` (the rule above) and `to` (one more blocker).
-    // Each square's answer to the last rule is kept for the leaf parent's other checking moves
-    // (`tested`, `safe`), and the test stops at the first safe square. False: not proved; the move
-    // is then made and tested in full.
+    //   - not a slider of ours through `from`: when one of ours sees `from` (seen_d, seen_o), every
+    //     square seen from `from` in the child is left out (a superset of what the move uncovers);
+    //   - no other piece of ours: their attacks in the child are a subset of this position's (free,
+    //     made by zone() on this board, which also counts the moved piece's attacks from `from`), as
+    //     the child's occupancy differs only by `from` (the rule above) and `to` (one more blocker).
+    // False: not proved; the check is then answered by answerable() or made and tested in full.
     // Code: the moved piece's code when the caller knows it (PAWN..QUEEN; direct_only), else 0
     // (plain(): read from the board); known, its attacks need no piece_code and no switch.
+    // Needs zone() first.
     template <int Code = 0>
     PC_LEAF_COLD bool escape(int from, int to) {
         const u64 cocc = ((occ ^ bit(from)) | bit(to)) ^ bit(ksq);
@@ -140,22 +147,26 @@ struct LeafCold {
                           : code == BISHOP ? bishop_att(to, cocc)
                           : code == ROOK   ? rook_att(to, cocc)
                                            : bishop_att(to, cocc) | rook_att(to, cocc);
-        u64 cand = king_att(ksq) & ~them & ~moved;
+        u64 cand = free & ~moved;
         if (!cand) return false;
-        const u64 mine = occ & ~them;
-        const u64 d = bishop_att(from, cocc), o = rook_att(from, cocc);
-        if (d & diag_of(b) & mine) cand &= ~d;
-        if (o & orth_of(b) & mine) cand &= ~o;
-        if (cand & safe) return true;
-        for (u64 t = cand & ~tested; t;) {
-            const int sq = pop_lsb(t);
-            tested |= bit(sq);
-            if (!attacked_by(b, sq, Us, occ ^ bit(ksq))) {
-                safe |= bit(sq);
-                return true;
-            }
-        }
-        return false;
+        if ((seen_d >> from) & 1) cand &= ~bishop_att(from, cocc);
+        if ((seen_o >> from) & 1) cand &= ~rook_att(from, cocc);
+        return cand != 0;
+    }
+
+    // Sets free, seen_d and seen_o. Only our pieces whose empty-board attacks reach a square next to
+    // their king take part (the generator's zones, kernels/pc_movegen.h): a move from a square that
+    // no such slider sees (outside seen_d and seen_o) uncovers no attack on a square next to it.
+    PC_LEAF_COLD void zone() {
+        zoned = true;
+        const u64 occk = occ ^ bit(ksq), mine = occ & ~them;
+        const u64 pawns = pawns_of(b) & mine;
+        u64 att = shift_up_a<Us>(pawns) | shift_up_h<Us>(pawns) | king_att(lsb(kings_of(b) & mine));
+        for (u64 p = knights_of(b) & mine & zone_knight(ksq); p;) att |= knight_att(pop_lsb(p));
+        seen_d = seen_o = 0;
+        for (u64 p = diag_of(b) & mine & zone_diag(ksq); p;) seen_d |= bishop_att(pop_lsb(p), occk);
+        for (u64 p = orth_of(b) & mine & zone_orth(ksq); p;) seen_o |= rook_att(pop_lsb(p), occk);
+        free = king_att(ksq) & ~them & ~(att | seen_d | seen_o);
     }
 
     // Can a piece of theirs other than the king take the checker on `to`, or step between it and
@@ -167,9 +178,10 @@ struct LeafCold {
         const u64 takers = them & ~kings_of(b) & ~bit(to) & ~lines;
         if (!takers) return false;
         const u64 cocc = (occ ^ bit(from)) | bit(to);
-        if (((knight_att(to) & knights_of(b)) | (pawn_att(Us, to) & pawns_of(b)) | (bishop_att(to, cocc) & diag_of(b)) |
-             (rook_att(to, cocc) & orth_of(b))) & takers)
-            return true;
+        if (((knight_att(to) & knights_of(b)) | (pawn_att(Us, to) & pawns_of(b))) & takers) return true;
+        const u64 d = diag_of(b) & takers, o = orth_of(b) & takers;  // a slider lookup only where one may see `to`
+        if ((bishop_empty(to) & d) && (bishop_att(to, cocc) & d)) return true;
+        if ((rook_empty(to) & o) && (rook_att(to, cocc) & o)) return true;
         const u64 gap = between_bb(ksq, to);  // empty: a contact check, or a knight's or pawn's
         return gap && blockable(gap, takers, cocc);
     }
@@ -203,6 +215,7 @@ struct LeafCold {
             const u64 m = bit(sq);
             const int kind = (direct & m) ? ((disc & m) ? CHECK_DIRECT_DISCOVERED : CHECK_DIRECT)
                                           : CHECK_SINGLE_DISCOVERED;
+            if (!zoned) zone();
             if (escape(from, sq)) ++s.checks[kind];
             else checking(from, sq, flag, kind);
         }
@@ -216,11 +229,13 @@ struct LeafCold {
     }
 
     // A move (from, to, flag) of a piece that is `Code` on `to`, giving the only check (a direct
-    // one, nothing discovered): a mate only if their side can neither take the checker
-    // (answerable) nor step away (escape), the rest made and tested in full.
+    // one, nothing discovered): a mate only if their side can neither step away (escape, tried
+    // first when their king has a square to flee to at all) nor take the checker or step between
+    // (answerable), the rest made and tested in full.
     template <int Code>
     PC_LEAF_INLINE void direct_check(int from, int to, int flag) {
-        if (answerable(from, to) || escape<Code>(from, to)) ++s.checks[CHECK_DIRECT];
+        if (!zoned) zone();
+        if ((free && escape<Code>(from, to)) || answerable(from, to)) ++s.checks[CHECK_DIRECT];
         else checking(from, to, flag, CHECK_DIRECT);
     }
 
