@@ -274,7 +274,8 @@ def _command_line(command: str, args, keys: list[str]) -> str:
 def _progress(enabled: bool, total_nodes: int, label: str):
     """Yield a progress callback for :func:`run_suite`: a rich bar on a terminal (stderr); else
     :class:`perft_core.watch.ProgressLines` (a line a minute, a summary line when it took over
-    ``LINES_SECONDS``); None when not ``enabled``."""
+    ``LINES_SECONDS``); None when not ``enabled``. The share shown is of the ``total_nodes``
+    counted: a skipped row (a time limit, depth 0) adds its row to the rows done, not its nodes."""
     if not enabled:
         yield None
         return
@@ -288,7 +289,7 @@ def _progress(enabled: bool, total_nodes: int, label: str):
 
         def line(result, done: int, total: int) -> None:
             state["nodes"] = state.get("nodes", 0) + (result.got or 0)
-            state["share"] = state.get("share", 0) + result.expected / max(total_nodes, 1)
+            state["share"] = state.get("share", 0) + _counted(result) / max(total_nodes, 1)
             state["what"] = f"{done}/{total} rows"
             lines.report(state["what"], state["share"], state["nodes"], time.monotonic() - t0)
         yield line
@@ -305,9 +306,14 @@ def _progress(enabled: bool, total_nodes: int, label: str):
         task = bar.add_task("counting", total=max(total_nodes, 1), rows="")
 
         def update(result, done: int, total: int) -> None:
-            bar.update(task, advance=result.expected, rows=f"{done}/{total} rows",
+            bar.update(task, advance=_counted(result), rows=f"{done}/{total} rows",
                        description=f"{result.suite} {result.id} d{result.depth}")
         yield update
+
+
+def _counted(result) -> int:
+    """The nodes a row adds to the progress shown: its expected count, 0 when it was skipped."""
+    return 0 if result.status == "skipped" else result.expected
 
 
 def _eta_column():

@@ -34,7 +34,7 @@ def test_perft_report_piped_says_something_within_5_s(monkeypatch, capsys):
     fake clock: silent at 4 s, a line once 5 s have passed (it used to wait a minute)."""
     clock = [1000.0]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
-    row = types.SimpleNamespace(got=100, expected=100, suite="cpw", id="1", depth=2)
+    row = types.SimpleNamespace(got=100, expected=100, suite="cpw", id="1", depth=2, status="pass")
     with cli._progress(True, 10_000, "perft report") as progress:
         clock[0] += 4.0
         progress(row, 1, 100)
@@ -43,6 +43,23 @@ def test_perft_report_piped_says_something_within_5_s(monkeypatch, capsys):
         progress(row, 2, 100)
         err = capsys.readouterr().err
     assert re.fullmatch(r"perft report: 2/100 rows \(2\.0 % of the nodes\), 200 nodes in 6 s, 36 nodes/s, ETA 4 min 30 s\n", err), err
+
+
+def test_a_skipped_row_adds_no_share(monkeypatch, capsys):
+    """A suite stopped by its time limit showed 100 % of the nodes with most rows skipped: a row
+    the runner skipped counts as a row done, not as nodes counted (session 37)."""
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    counted = types.SimpleNamespace(got=100, expected=100, suite="cpw", id="1", depth=2, status="pass")
+    skipped = types.SimpleNamespace(got=None, expected=9_900, suite="cpw", id="2", depth=5, status="skipped")
+    with cli._progress(True, 10_000, "perft suite") as progress:
+        clock[0] += 6.0
+        progress(counted, 1, 2)
+        capsys.readouterr()
+        clock[0] += 61.0
+        progress(skipped, 2, 2)
+    err = capsys.readouterr().err.splitlines()
+    assert err and all(re.match(r"perft suite: 2/2 rows \(1\.0 % of the nodes\), 100 nodes in", e) for e in err), err
 
 
 @pytest.mark.parametrize("share, shown", [(1e-7, False), (0.005, False), (0.01, True), (0.5, True)])
