@@ -23,8 +23,8 @@ Algorithm (:func:`drill`), with a reference that has a divide (our cpu or gpu ba
    the move count is right and none fits.
 
 At the bottom the independent judge (python-chess, code that shares nothing with our backends)
-counts the final position when that is cheap (at most ``judge_max_nodes`` nodes) and lists its
-legal moves; ``Localization.judged`` says which engine judged what and ``confirmed`` whether the
+counts the final position when that is cheap (at most ``judge_max_nodes`` nodes, and within what
+is left of ``max_seconds``) and lists its legal moves; ``Localization.judged`` says which engine judged what and ``confirmed`` whether the
 judge agrees with the reference there.
 
 Cost: the engine is called once for the root, at most once per child per level and once more at
@@ -261,7 +261,7 @@ def _explain_node(result: Localization, engine: Engine, judge: Engine, board, po
     level.engine_calls += found.engine_calls
     result.legal = sorted(level.reference)
     _record(result, found, board)
-    _judge(result, judge, board, d, level.reference_total, judge_max_nodes)
+    _judge(result, judge, board, d, level.reference_total, judge_max_nodes, deadline)
     return finish(found.kind)
 
 
@@ -382,19 +382,34 @@ def _pychess_perft(board, depth: int) -> int:
     return nodes
 
 
-def _judge(result: Localization, judge: Engine, board, depth: int, ref_total: int, max_nodes: int) -> None:
+def _judge(result: Localization, judge: Engine, board, depth: int, ref_total: int, max_nodes: int,
+           deadline: float | None = None) -> None:
     """Let the independent ``judge`` check the final position: its legal moves against the
-    reference's, and its count when the reference's is at most ``max_nodes`` nodes."""
+    reference's, and its count when the reference's is at most ``max_nodes`` nodes and there is
+    time left before ``deadline`` (``time.monotonic()`` seconds; None: no limit). A count the time
+    budget stops is "not re-counted", as one over ``max_nodes`` is: it judges nothing."""
     fen = board.fen(en_passant="fen", shredder=board.chess960)
     legal = sorted(board.uci(m) for m in board.legal_moves)
     ref_moves = sorted(result.levels[-1].reference)
     moves_ok = legal == ref_moves
     text = (f"{judge.name} listed the {len(legal)} legal moves at the final position: "
             + ("the same as the reference's" if moves_ok else f"NOT the reference's {len(ref_moves)}"))
-    if ref_total <= max_nodes:
-        counted = judge.perft(fen, depth)
-        counts_ok = counted == ref_total
-        text += f"; it counted {counted} nodes at depth {depth} there (reference {ref_total})"
+    left = None if deadline is None else deadline - time.monotonic()
+    if ref_total <= max_nodes and left is not None and left <= 0:
+        counts_ok = True
+        text += f"; the count ({ref_total} nodes) was not re-counted: the time budget was spent"
+    elif ref_total <= max_nodes:
+        try:
+            with time_limit(judge, left):
+                counted = judge.perft(fen, depth)
+        except EngineError as exc:
+            if left is None:
+                raise
+            counts_ok = True
+            text += f"; its count ({ref_total} nodes) was stopped at the time budget, not re-counted ({exc.problem})"
+        else:
+            counts_ok = counted == ref_total
+            text += f"; it counted {counted} nodes at depth {depth} there (reference {ref_total})"
     else:
         counts_ok = True
         text += f"; the count ({ref_total} nodes) is over its budget of {max_nodes}, not re-counted"

@@ -238,3 +238,46 @@ def test_a_fen_perft_core_refuses_is_bad_input_before_any_engine_runs(capsys):
     err = capsys.readouterr().err
     assert status == 2 and err.startswith("perft: error: bad FEN") and "fullmove" in err
     assert "engine" not in err and len(err.strip().splitlines()) == 1
+
+
+# -- the judge's count at the end of a walk is inside the walk's time budget -------------------------
+
+def _judged(judge, depth: int, ref_total: int, deadline: float | None):
+    """oracle.drill._judge on startpos, whose reference listed the 20 true moves; the Localization's
+    fields that _judge reads and writes."""
+    from types import SimpleNamespace
+
+    from oracle.drill import _judge
+
+    board = chess.Board()
+    result = SimpleNamespace(levels=[SimpleNamespace(reference={board.uci(m): 1 for m in board.legal_moves})],
+                             judged=[], confirmed=None)
+    _judge(result, judge, board, depth, ref_total, 5_000_000, deadline)
+    return result
+
+
+def test_the_judges_count_stops_at_the_walks_time_budget():
+    """drill's last python-chess count (up to 5 M nodes, seconds of Python) ran outside
+    ``--localize-seconds``: it is now bounded by what is left of it, and a count stopped there is
+    "not re-counted" (it judges nothing), as one over the node budget is."""
+    t0 = time.monotonic()
+    result = _judged(PythonChessEngine(), 5, 4_865_609, t0 + 0.3)
+    assert time.monotonic() - t0 < CAP / 4
+    assert "was stopped at the time budget, not re-counted" in result.judged[-1], result.judged
+    assert result.confirmed is True  # the move lists agree; no count was compared
+
+
+def test_the_judge_is_not_asked_once_the_budget_is_spent():
+    class Unasked(PythonChessEngine):
+        def perft(self, fen, depth):
+            raise AssertionError("asked after the budget")
+
+    result = _judged(Unasked(), 5, 4_865_609, time.monotonic() - 1.0)
+    assert "not re-counted: the time budget was spent" in result.judged[-1], result.judged
+
+
+def test_the_judge_counts_when_there_is_time():
+    for deadline in (None, time.monotonic() + CAP):
+        result = _judged(PythonChessEngine(), 2, 400, deadline)
+        assert "it counted 400 nodes at depth 2 there (reference 400)" in result.judged[-1] and result.confirmed
+    assert not _judged(PythonChessEngine(), 2, 401, None).confirmed
