@@ -24,8 +24,8 @@ Algorithm (:func:`drill`), with a reference that has a divide (our cpu or gpu ba
 
 At the bottom the independent judge (python-chess, code that shares nothing with our backends)
 counts the final position when that is cheap (at most ``judge_max_nodes`` nodes, and within what
-is left of ``max_seconds``) and lists its legal moves; ``Localization.judged`` says which engine judged what and ``confirmed`` whether the
-judge agrees with the reference there.
+is left of ``max_seconds``) and lists its legal moves; ``Localization.judged`` says which engine
+judged what and ``confirmed`` whether the judge agrees with the reference there.
 
 Cost: the engine is called once for the root, at most once per child per level and once more at
 the last node (``engine_calls``); its work per level is at most the node's own count, so the walk
@@ -403,7 +403,7 @@ def _judge(result: Localization, judge: Engine, board, depth: int, ref_total: in
             with time_limit(judge, left):
                 counted = judge.perft(fen, depth)
         except EngineError as exc:
-            if left is None:
+            if left is None or time.monotonic() < deadline:  # a failure of the judge, not the budget
                 raise
             counts_ok = True
             text += f"; its count ({ref_total} nodes) was stopped at the time budget, not re-counted ({exc.problem})"

@@ -281,3 +281,14 @@ def test_the_judge_counts_when_there_is_time():
         result = _judged(PythonChessEngine(), 2, 400, deadline)
         assert "it counted 400 nodes at depth 2 there (reference 400)" in result.judged[-1] and result.confirmed
     assert not _judged(PythonChessEngine(), 2, 401, None).confirmed
+
+
+def test_a_judge_that_fails_within_the_budget_is_not_called_stopped():
+    """Only a count the budget stopped is "not re-counted"; a judge that fails with time left is an
+    error, never a claim about the time budget."""
+    class Broken(PythonChessEngine):
+        def perft(self, fen, depth):
+            raise EngineError(self.name, "crashed")
+
+    with pytest.raises(EngineError, match="crashed"):
+        _judged(Broken(), 2, 400, time.monotonic() + CAP)
