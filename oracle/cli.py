@@ -32,8 +32,7 @@ import chess
 
 from oracle.drill import locate
 from perft_core.threads import available_cores
-from oracle.engines import (DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, fen_problems, make_engine,
-                            time_limit)
+from oracle.engines import DEFAULT_TIMEOUT, PROTOCOLS, EngineError, board_from, fen_problems, make_engine
 from oracle.runner import RunResult, run_suite, select_rows
 from perft_core import cliargs
 
@@ -439,9 +438,7 @@ def cmd_diff(args) -> int:
         return _error(str(exc))
     lines = None if args.json else _WalkLines(args.depth)
     try:
-        # --max-seconds bounds each query of the reference too (locate bounds the engine's): its
-        # divide of a deep root would otherwise run on past the budget, for hours
-        with engine, reference, time_limit(reference, args.max_seconds):
+        with engine, reference:
             loc = locate(engine, reference, args.fen, args.depth, max_seconds=args.max_seconds,
                          on_step=None if lines is None else lines.step)
     except EngineError as exc:

@@ -42,7 +42,8 @@ from collections.abc import Callable
 from oracle.engines import (Engine, EngineError, PythonChessEngine, board_from, check_depth, fen_notation, fen_of,
                             time_limit)
 from oracle.explain import Explanation, OutOfTime, explain
-from oracle.localize import Level, Localization, UnsteadyEngine, canonical_divide, check_reference_divide, localize
+from oracle.localize import (Level, Localization, UnsteadyEngine, canonical_divide, check_reference_divide, localize,
+                             odd_moves)
 
 __all__ = ["DEFAULT_JUDGE_MAX_NODES", "drill", "locate"]
 
@@ -65,7 +66,15 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
     already differed from the reference's, returns the walk so far (``kind == "gave_up"``,
     ``evidence["stopped"]`` saying why, :attr:`Localization.differs`). A failing reference, or an
     engine whose answers change (:class:`oracle.localize.UnsteadyEngine`), still raises.
+    ``max_seconds`` bounds each query of the reference too: its divide of a deep root would
+    otherwise run on past the budget, for hours (session 36).
     """
+    with time_limit(reference, max_seconds):
+        return _locate(engine, reference, fen, depth, max_seconds, on_step)
+
+
+def _locate(engine: Engine, reference: Engine, fen: str, depth: int, max_seconds: float | None,
+            on_step: Callable[[Level], None] | None) -> Localization:
     start = time.monotonic()
     try:
         with time_limit(engine, max_seconds):  # no one query of the engine outlasts the walk's budget
@@ -94,7 +103,7 @@ def locate(engine: Engine, reference: Engine, fen: str, depth: int, *,
         board = board_from(result.fen)
         legal = sorted(board.uci(m) for m in board.legal_moves)
         theirs, _ = canonical_divide(board, reference.divide(result.fen, 1))
-        result.confirmed = legal == sorted(theirs) and not theirs.repeated() and set(theirs.values()) <= {1}
+        result.confirmed = legal == sorted(theirs) and not odd_moves(theirs)
         result.judged.append(f"{reference.name} judged the move list at the final position; python-chess lists "
                              f"{len(legal)} legal moves there: " + ("the same" if result.confirmed else
                                                                     f"NOT the same ({len(theirs)}): the reference is suspect"))

@@ -46,7 +46,7 @@ from oracle.engines import Engine, EngineError, board_from, check_depth, fen_not
 from oracle.engines.base import describe_query
 from oracle.engines.divide import Divide
 
-__all__ = ["Level", "Localization", "canonical_divide", "check_reference_divide", "localize"]
+__all__ = ["Level", "Localization", "canonical_divide", "check_reference_divide", "localize", "odd_moves"]
 
 #: Every verdict, for every protocol (text, ``--json`` and the HTML report).
 KINDS = ("agree", "moves", "candidates", "count", "state", "inconsistent", "tree_walk", "gave_up")
@@ -305,14 +305,21 @@ def canonical_divide(board: chess.Board, divide: dict[str, int]) -> tuple[Divide
     return counts, spelled
 
 
+def odd_moves(counts: Divide, plies: int = 1) -> list[str]:
+    """The moves of a divide at ``plies`` (``counts``, canonical) that a right generator cannot
+    give: a move on more than one line, or at one ply a move counted other than once; each as
+    ``"move (N nodes on L lines)"``, sorted. Empty for a right divide."""
+    return sorted(f"{m} ({n} nodes on {counts.lines(m)} lines)" for m, n in counts.items()
+                  if counts.lines(m) != 1 or (plies == 1 and n != 1))
+
+
 def check_reference_divide(reference: Engine, counts: Divide, fen: str, moves: Sequence[str], plies: int = 1) -> None:
     """A reference's divide at ``plies`` (``counts``, canonical) must give each move on one line,
     and at one ply count it once: anything else means it generates that move twice, and a walk
     that took its list as the legal moves blamed the engine for the reference's fault (session 36's
     hunt: a right engine was called inconsistent "as the reference does"). Raises
     :class:`EngineError` naming the reference and the moves."""
-    odd = sorted(f"{m} ({n} nodes on {counts.lines(m)} lines)" for m, n in counts.items()
-                 if counts.lines(m) != 1 or (plies == 1 and n != 1))
+    odd = odd_moves(counts, plies)
     if odd:
         raise EngineError(reference.name, f"as the reference, its divide at {plies} ply must give each legal move "
                           f"once{', counted once' if plies == 1 else ''}; it gives {', '.join(odd[:8])}: "

@@ -474,10 +474,7 @@ def _localize_failures(engine: Engine, reference: Engine, results: list[RowResul
     for failing in by_position.values():
         first = min(failing, key=lambda r: r.depth)
         try:
-            # each query of the reference is bounded too (locate bounds the engine's): its divide of
-            # a deep row would otherwise run on past localize_seconds
-            with time_limit(reference, max_seconds):
-                first.localization = locate(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
+            first.localization = locate(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
         except (EngineError, ValueError) as exc:
             first.error = f"could not localize: {exc}"
             continue
