@@ -33,6 +33,9 @@
 //     king has one (most checks in open positions are answered by a king step: 99 % at CPW 3 and
 //     CPW 6): CPW 3 13 % fewer instructions and 21 % fewer branch mispredictions (session 37,
 //     NOTES.md, where the other positions' figures are).
+//   - and that attack set is made once a leaf grandparent for the children whose last move keeps
+//     it a superset of theirs (LeafParentStatsSink): 0.2-5.2 % fewer instructions on the seven
+//     positions of NOTES.md session 38.
 #pragma once
 #include "pc_stats.h"
 
@@ -83,6 +86,29 @@ PC_LEAF_COLD bool mated_fast(const Board& c, const CastleInfo& ci) {
     return true;
 }
 
+// Our attacks near their king, with it lifted (LeafCold::zone() reads them). Only our pieces whose
+// empty-board attacks reach a square next to it take part (the generator's zones,
+// kernels/pc_movegen.h).
+struct KingZone {
+    u64 near;            // squares next to their king that none of our pieces attacks
+    u64 seen_d, seen_o;  // what our diagonal / orthogonal sliders near it attack
+};
+
+// The KingZone of b for their king on ksq, Us's pieces `mine`.
+template <int Us>
+PC_HD KingZone king_zone(const Board& b, int ksq, u64 mine) {
+    const u64 occk = occupied(b) ^ bit(ksq);
+    const u64 pawns = pawns_of(b) & mine;
+    u64 att = shift_up_a<Us>(pawns) | shift_up_h<Us>(pawns) | king_att(lsb(kings_of(b) & mine));
+    for (u64 p = knights_of(b) & mine & zone_knight(ksq); p;) att |= knight_att(pop_lsb(p));
+    KingZone z;
+    z.seen_d = z.seen_o = 0;
+    for (u64 p = diag_of(b) & mine & zone_diag(ksq); p;) z.seen_d |= bishop_att(pop_lsb(p), occk);
+    for (u64 p = orth_of(b) & mine & zone_orth(ksq); p;) z.seen_o |= rook_att(pop_lsb(p), occk);
+    z.near = king_att(ksq) & ~(att | z.seen_d | z.seen_o);
+    return z;
+}
+
 // What the rare paths need, and the counters they update (the caller's).
 template <int Us>
 struct LeafCold {
@@ -100,7 +126,10 @@ struct LeafCold {
     u64 free;           // squares next to their king, not theirs, that no piece of ours attacks
     u64 seen_d, seen_o; // squares our diagonal / orthogonal sliders near their king attack
 
-    LeafCold(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
+    const KingZone* gz; // the leaf grandparent's, where it serves this board (LeafParentStatsSink), else null
+
+    LeafCold(const Board& board, const CastleInfo& info, StatCounts& out, const KingZone* z)
+        : b(board), ci(info), s(out), gz(z) {
         occ = occupied(b);
         them = Us == WHITE ? b.black : occ & ~b.black;
         const u64 us = occ ^ them;
@@ -131,8 +160,9 @@ struct LeafCold {
     //   - not a slider of ours through `from`: when one of ours sees `from` (seen_d, seen_o), every
     //     square seen from `from` in the child is left out (a superset of what the move uncovers);
     //   - no other piece of ours: their attacks in the child are a subset of this position's (free,
-    //     made by zone() on this board, which also counts the moved piece's attacks from `from`), as
-    //     the child's occupancy differs only by `from` (the rule above) and `to` (one more blocker).
+    //     made by zone() on this board or taken from the leaf grandparent's, which holds a superset
+    //     of them; both count the moved piece's attacks from `from`), as the child's occupancy
+    //     differs only by `from` (the rule above) and `to` (one more blocker).
     // False: not proved; the check is then answered by answerable() or made and tested in full.
     // Code: the moved piece's code when the caller knows it (PAWN..QUEEN; direct_only), else 0
     // (plain(): read from the board); known, its attacks need no piece_code and no switch.
@@ -154,19 +184,16 @@ struct LeafCold {
         return cand != 0;
     }
 
-    // Sets free, seen_d and seen_o. Only our pieces whose empty-board attacks reach a square next to
-    // their king take part (the generator's zones, kernels/pc_movegen.h): a move from a square that
-    // no such slider sees (outside seen_d and seen_o) uncovers no attack on a square next to it.
+    // Sets free, seen_d and seen_o: from gz where the leaf grandparent's serve (our attacks there
+    // are a superset of ours here, LeafParentStatsSink), else made on this board. A move from a
+    // square that none of our sliders near their king sees (outside seen_d and seen_o) uncovers no
+    // attack on a square next to it.
     PC_LEAF_COLD void zone() {
         zoned = true;
-        const u64 occk = occ ^ bit(ksq), mine = occ & ~them;
-        const u64 pawns = pawns_of(b) & mine;
-        u64 att = shift_up_a<Us>(pawns) | shift_up_h<Us>(pawns) | king_att(lsb(kings_of(b) & mine));
-        for (u64 p = knights_of(b) & mine & zone_knight(ksq); p;) att |= knight_att(pop_lsb(p));
-        seen_d = seen_o = 0;
-        for (u64 p = diag_of(b) & mine & zone_diag(ksq); p;) seen_d |= bishop_att(pop_lsb(p), occk);
-        for (u64 p = orth_of(b) & mine & zone_orth(ksq); p;) seen_o |= rook_att(pop_lsb(p), occk);
-        free = king_att(ksq) & ~them & ~(att | seen_d | seen_o);
+        const KingZone z = gz ? *gz : king_zone<Us>(b, ksq, occ & ~them);
+        free = z.near & ~them;
+        seen_d = z.seen_d;
+        seen_o = z.seen_o;
     }
 
     // Can a piece of theirs other than the king take the checker on `to`, or step between it and
@@ -388,8 +415,8 @@ struct LeafSink {
 // The leaf moves of b (Us to move) classified into `out`; Castling = false when Us has no castling
 // right (as the plain count's LeafParentSink, src/host.h).
 template <int Us, bool Castling = true>
-PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
-    LeafCold<Us> cold(b, ci, out);
+PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out, const KingZone* z = nullptr) {
+    LeafCold<Us> cold(b, ci, out, z);
     const u64 mine = occupied(b) & ~cold.them;
     const int king = lsb(kings_of(b) & mine);
     const u64 queens = diag_of(b) & orth_of(b) & mine;
@@ -409,12 +436,37 @@ PC_HD void classify(const Board& b, const CastleInfo& ci, StatCounts& out) {
 
 // Perft 2 statistics of b (Us to move): each of Us's moves made as it is generated and the child's
 // moves classified, with no move list.
+//
+// The leaf side's attacks near our king (its "their king"), KingZone, are made once here on b, for
+// every child that needs them (the first check of a leaf parent does; at CPW 3 nearly every leaf
+// parent has one): our move from -> to leaves them a superset of the child's, and LeafCold's tests
+// need no more than that (a square proved free is free), unless it moves our king or leaves a
+// square that one of their sliders near it sees (`stale`: the slider then sees further), or it is
+// castling (the king moves) or en passant (it also empties the captured pawn's square), which go
+// through one() and leave the child to make its own. The piece our move lands on, or takes, only
+// blocks or removes attacks. (3.3 % fewer instructions at CPW 3, 5.2 % at CPW 6, 0.2 % at startpos;
+// NOTES.md session 38.)
 template <int Us, bool ThemCastle>
 struct LeafParentStatsSink {
     const Board& b;
     const CastleInfo& ci;
     StatCounts& s;
+    int ksq;      // our king
+    KingZone z;   // the leaf side's attacks near it, on b
+    u64 stale;    // a move from one of these squares leaves z short of the child's attacks
+    LeafParentStatsSink(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
+        const u64 occ = occupied(b);
+        const u64 mine = Us == WHITE ? occ & ~b.black : b.black;
+        ksq = lsb(kings_of(b) & mine);
+        z = king_zone<Us ^ 1>(b, ksq, occ ^ mine);
+        stale = z.seen_d | z.seen_o | bit(ksq);
+    }
     PC_LEAF_COLD void visit(int from, int to, int flag) {
+        Board c = b;
+        make_move<Us>(c, from, to, flag, ci);
+        classify<Us ^ 1, ThemCastle>(c, ci, s, (stale >> from) & 1 ? nullptr : &z);
+    }
+    PC_LEAF_COLD void visit_one(int from, int to, int flag) {
         Board c = b;
         make_move<Us>(c, from, to, flag, ci);
         classify<Us ^ 1, ThemCastle>(c, ci, s);
@@ -435,17 +487,17 @@ struct LeafParentStatsSink {
             for (int f = MF_PROMO_N; f <= MF_PROMO_Q; ++f) visit(t - delta, t, f);
         }
     }
-    PC_HD void one(int from, int to, int flag) { visit(from, to, flag); }
+    PC_HD void one(int from, int to, int flag) { visit_one(from, to, flag); }
     PC_HD void pins(u64) {}
 };
 
 template <int Us>
 void host_perft2_stats(const Board& b, const CastleInfo& ci, StatCounts& s) {
     if (b.state & (castle_bit(Us ^ 1, 0) | castle_bit(Us ^ 1, 1))) {
-        LeafParentStatsSink<Us, true> sink{b, ci, s};
+        LeafParentStatsSink<Us, true> sink(b, ci, s);
         generate_legal<Us>(b, ci, sink);
     } else {
-        LeafParentStatsSink<Us, false> sink{b, ci, s};
+        LeafParentStatsSink<Us, false> sink(b, ci, s);
         generate_legal<Us>(b, ci, sink);
     }
 }
