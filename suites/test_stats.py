@@ -160,14 +160,20 @@ PINNED_ANSWER_MATES = {
 }
 
 
+def _agrees_with_its_witness(name: str, fen: str, depths: tuple[int, ...], witness: str, at: int) -> None:
+    """The statistics of `fen` equal python-chess's at each depth, and the position still holds the
+    case it was chosen for: a `witness` counter above 0 at depth `at`."""
+    board = chess.Board(fen)
+    for depth in depths:
+        ref = reference_stats(board, depth)
+        assert stats_of(fen, depth, threads=1) == ref, (name, depth)
+        if depth == at:
+            assert getattr(ref, witness) > 0, f"{name}: no {witness} at depth {depth}"
+
+
 @pytest.mark.parametrize("name", sorted(PINNED_ANSWER_MATES))
 def test_a_pinned_defender_answers_no_check(name):
-    board = chess.Board(PINNED_ANSWER_MATES[name])
-    for depth in (1, 2, 3):
-        ref = reference_stats(board, depth)
-        assert stats_of(board.fen(), depth, threads=1) == ref, (name, depth)
-        if depth == 1:
-            assert ref.direct_mates > 0, f"{name}: no direct mate at depth 1"
+    _agrees_with_its_witness(name, PINNED_ANSWER_MATES[name], (1, 2, 3), "direct_mates", 1)
 
 
 # Mates at depth 2 that the first ply's move makes possible by opening a line near the king that is
@@ -190,10 +196,7 @@ OPENED_LINE_MATES = {
 
 @pytest.mark.parametrize("name", sorted(OPENED_LINE_MATES))
 def test_a_line_the_first_ply_opens(name):
-    board = chess.Board(OPENED_LINE_MATES[name])
-    ref = reference_stats(board, 2)
-    assert ref.checkmates > 0, f"{name}: no mate at depth 2"
-    assert stats_of(board.fen(), 2, threads=1) == ref, name
+    _agrees_with_its_witness(name, OPENED_LINE_MATES[name], (2,), "checkmates", 2)
 
 
 def test_threads_give_the_same_statistics():
