@@ -451,13 +451,12 @@ struct LeafParentStatsSink {
     const Board& b;
     const CastleInfo& ci;
     StatCounts& s;
-    int ksq;      // our king
-    KingZone z;   // the leaf side's attacks near it, on b
+    KingZone z;   // the leaf side's attacks near our king, on b
     u64 stale;    // a move from one of these squares leaves z short of the child's attacks
     LeafParentStatsSink(const Board& board, const CastleInfo& info, StatCounts& out) : b(board), ci(info), s(out) {
         const u64 occ = occupied(b);
         const u64 mine = Us == WHITE ? occ & ~b.black : b.black;
-        ksq = lsb(kings_of(b) & mine);
+        const int ksq = lsb(kings_of(b) & mine);
         z = king_zone<Us ^ 1>(b, ksq, occ ^ mine);
         stale = z.seen_d | z.seen_o | bit(ksq);
     }
