@@ -213,9 +213,13 @@ def test_uci_crash_mid_output_is_reaped():
 
 
 def test_uci_hang_times_out_and_is_reaped():
-    engine = fake_uci("hang", timeout=1.0)
+    # Started under a long limit, then 1 s for each exchange (read at each one): a fresh interpreter's
+    # start on a loaded machine must not use up the second the hung query is given (session 40's audit).
+    engine = fake_uci("hang", timeout=30.0)
     engine.divide(KIWIPETE, 0)
     engine.divide(KIWIPETE, 0)
+    engine._start()
+    engine.timeout = 1.0
     start = time.monotonic()
     with pytest.raises(EngineError, match=r"timed out after 1 s during go perft 1"):
         engine.divide(KIWIPETE, 1)
@@ -250,8 +254,9 @@ def test_uci_handshake_has_its_own_shorter_limit(monkeypatch):
 
 
 def test_uci_process_is_reaped_after_timeout():
-    engine = fake_uci("hang", timeout=0.5)
-    engine._start()
+    engine = fake_uci("hang", timeout=30.0)
+    engine._start()  # under a long limit, as above; then 0.5 s for the hung query
+    engine.timeout = 0.5
     pid = engine.pid
     with pytest.raises(EngineError):
         engine.divide(KIWIPETE, 1)
@@ -311,7 +316,8 @@ def test_perftree_fake_agrees_with_reference():
 @pytest.mark.parametrize("mode,problem", [("garbage", "unreadable output"), ("crash", r"crashed \(exit status 3\)"),
                                           ("hang", "timed out after 1 s")])
 def test_perftree_failures(mode, problem):
-    engine = fake_perftree(mode, timeout=1.0)
+    # 1 s only where the program hangs: the others' errors must not race a loaded machine's start
+    engine = fake_perftree(mode, timeout=1.0 if mode == "hang" else 10.0)
     with pytest.raises(EngineError, match=problem) as info:
         engine.divide(KIWIPETE, 2, ["a2a3"])
     assert info.value.command.endswith(f"2 '{KIWIPETE}' a2a3")
