@@ -141,10 +141,11 @@ def test_max_seconds_is_kept_when_one_root_move_takes_far_longer():
     """Startpos perft 8: one root move is ~4e9 nodes, 5-8 s in one call here. A limit of 0.5 s is
     kept to about CALL_SECONDS by splitting root moves into their descendants' calls (before the
     split: one whole root move ran first). Exactness of partial divides: the tests around this one."""
-    t = time.monotonic()
     with pytest.raises(CountInterrupted) as info:
         perft_core.divide(START, 8, max_seconds=0.5)
-    assert time.monotonic() - t < 0.5 + 4 * perft_core.backends.CALL_SECONDS + 1.5  # the estimate, a call or two
+    # the count's own seconds (the watch's, from the limit's start; not the estimate before it, whose
+    # probes a loaded machine stretched to over a second: session 40's audit): the limit and a call or two
+    assert info.value.seconds < 0.5 + 4 * perft_core.backends.CALL_SECONDS
     assert info.value.moves_total == 20
 
 

@@ -322,11 +322,13 @@ def _parse_or_fen_error(text: str) -> Position | None:
 
 
 @given(st.text())
+@settings(deadline=None)
 def test_arbitrary_text_raises_only_fen_error(text):
     _parse_or_fen_error(text)
 
 
 @given(st.text(alphabet=FEN_ALPHABET, max_size=90))
+@settings(deadline=None)
 def test_fen_alphabet_soup_raises_only_fen_error(text):
     _parse_or_fen_error(text)
 
@@ -344,7 +346,7 @@ def mutated_fens(draw) -> str:
 
 
 @given(mutated_fens())
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_mutated_fens_parse_or_raise_fen_error(fen):
     _parse_or_fen_error(fen)
 
@@ -414,7 +416,7 @@ def random_fens(draw) -> tuple[str, int]:
 
 
 @given(random_fens(), st.booleans())
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_accepts_exactly_what_python_chess_finds_countable(fen_and_letters, chess960):
     fen, n_letters = fen_and_letters
     board = chess.Board(fen, chess960=chess960)
@@ -431,6 +433,7 @@ def test_accepts_exactly_what_python_chess_finds_countable(fen_and_letters, ches
 
 
 @given(random_boards(), st.integers(0, 63), st.booleans())
+@settings(deadline=None)
 def test_attack_check_matches_python_chess(board, square, by_white):
     reference = chess.Board(_board_text(board) + " w - - 0 1")
     assert _attacked(board, square, by_white) == reference.is_attacked_by(by_white, square)
