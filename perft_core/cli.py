@@ -164,18 +164,17 @@ def _run_many(args: argparse.Namespace) -> int:
     perft operations (``D1 20; D2 400``) are checked. Exit status by :func:`cliargs.worst`."""
     from .lines import bounded_lines
 
-    if args.divide:
-        raise UsageError("--divide counts one position; give a FEN or startpos, not a file")
-    if args.stats:
-        raise UsageError("--stats counts one position; give a FEN or startpos, not a file")
-    if args.position == "-":
-        source, stream = "-", sys.stdin
-    else:
+    path = None
+    if args.position != "-":  # a POSITION that is neither a FEN nor a file is named as such first
         try:
             path = cliargs.input_file(args.position)
         except argparse.ArgumentTypeError as exc:
             raise UsageError(f"argument POSITION: {exc} (a FEN needs its fields: quote it)") from None
-        source, stream = str(path), open(path, encoding="utf-8")
+    if args.divide:
+        raise UsageError("--divide counts one position; give a FEN or startpos, not a file")
+    if args.stats:
+        raise UsageError("--stats counts one position; give a FEN or startpos, not a file")
+    source, stream = ("-", sys.stdin) if path is None else (str(path), open(path, encoding="utf-8"))
     t0, statuses = time.monotonic(), []
 
     def bad_line(message: str) -> None:  # said on stderr; the other lines are still counted

@@ -151,6 +151,20 @@ def test_positions_input_errors(capsys, tmp_path, monkeypatch):
     assert status == 2 and "perft: error: stdin:1: no DEPTH given and no EPD perft operation" in err
     status, out, err = run(capsys, "run", "-", "1", "--divide", stdin=f"{KIWIPETE}\n", monkeypatch=monkeypatch)
     assert status == 2 and "--divide counts one position" in err
+    path = tmp_path / "one.epd"
+    path.write_text(f"{KIWIPETE}\n")
+    status, out, err = run(capsys, "run", str(path), "1", "--stats")
+    assert status == 2 and "--stats counts one position" in err
+
+
+@pytest.mark.parametrize("flag", ["--stats", "--divide"])
+@pytest.mark.parametrize("position, said", [("", "got an empty path"), ("rnbqkbnr/pppppppp", "does not exist")])
+def test_a_position_that_is_no_fen_and_no_file_is_named_before_the_one_position_rule(capsys, flag, position, said):
+    """``perft run "" 1 --stats`` said "--stats counts one position; ... not a file" when no file
+    was given (session 41's edge hunt): the POSITION is now named first, as without the flag."""
+    status, out, err = run(capsys, "run", position, "1", flag)
+    assert status == 2 and out == ""
+    assert err.startswith("perft: error: argument POSITION: ") and said in err and "counts one position" not in err
 
 
 def test_read_epd_uses_the_engines_fen_words_and_python_chess_operations():
