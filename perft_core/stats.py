@@ -22,9 +22,14 @@ The counters (ints; each a number of leaf moves):
   - ``single_discovered_checks``: one checker, another piece;
   - ``direct_discovered_checks``: two checkers, one of them the moved piece;
   - ``double_discovered_checks``: two checkers, neither the moved piece (en passant opening two
-    lines, or castling);
+    lines);
 
-  each counting only the checks that do **not** mate.
+  each counting only the checks that do **not** mate. A castling check is always direct (the
+  rook's): the squares castling empties are on our back rank, where only the rank itself runs
+  through them with squares on both sides, and every square from the outermost of king, rook and
+  their destinations to the other is empty but for those two, so a line along the rank through an
+  emptied square meets our king on its destination.
+
 - Mates by the same kinds: ``direct_mates``, ``single_discovered_mates``,
   ``direct_discovered_mates``, ``double_discovered_mates``: checking moves after which the side
   in check has no legal move. The eight check and mate counters are disjoint.
