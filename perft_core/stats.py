@@ -26,9 +26,9 @@ The counters (ints; each a number of leaf moves):
 
   each counting only the checks that do **not** mate. A castling check is always direct (the
   rook's): the squares castling empties are on our back rank, where only the rank itself runs
-  through them with squares on both sides, and every square from the outermost of king, rook and
-  their destinations to the other is empty but for those two, so a line along the rank through an
-  emptied square meets our king on its destination.
+  through them with squares on both sides; every square from the leftmost to the rightmost of the
+  king's and rook's squares and destinations is empty but for those two pieces, so a line along the
+  rank through an emptied square meets our king on its destination.
 
 - Mates by the same kinds: ``direct_mates``, ``single_discovered_mates``,
   ``direct_discovered_mates``, ``double_discovered_mates``: checking moves after which the side
