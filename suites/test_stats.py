@@ -177,6 +177,25 @@ def test_a_pinned_defender_answers_no_check(name):
     _agrees_with_its_witness(name, PINNED_ANSWER_MATES[name], (1, 2, 3), "direct_mates", 1)
 
 
+# Promotions whose new piece checks along the line through the square the pawn left (the CPU leaf
+# counts promotions by popcounts and takes a target out of line only when one of its pieces may
+# check: stats_leaf.h, LeafSink::promos; a target off every check square today is one of these).
+# Only the promotions can check at depth 1 in each, so the witness is theirs.
+PROMOTION_LINE_CHECKS = {
+    # d7xc8=Q or =B: the new piece sees f5 through d7 and e6
+    "a capture, white": "2b5/3P4/8/5k2/8/8/8/K7 w - - 0 1",
+    # e2xf1=Q or =B: the new piece sees c4 through e2 and d3
+    "a capture, black": "k7/8/8/8/2K5/8/4p3/5B2 b - - 0 1",
+    # e2-e1=Q or =R: the new piece sees e5 up the e-file through e2
+    "a push, black": "k7/8/8/4K3/8/8/4p3/8 b - - 0 1",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROMOTION_LINE_CHECKS))
+def test_a_promotion_checks_through_the_square_it_left(name):
+    _agrees_with_its_witness(name, PROMOTION_LINE_CHECKS[name], (1, 2, 3), "direct_checks", 1)
+
+
 # Mates at depth 2 that the first ply's move makes possible by opening a line near the king that is
 # then mated. The CPU leaf takes our attacks near their king from the leaf grandparent (stats_leaf.h,
 # LeafParentStatsSink) unless that move may have opened such a line; each position needs one of its
