@@ -37,7 +37,8 @@
 //     it a superset of theirs (LeafParentStatsSink): 0.2-5.2 % fewer instructions on the seven
 //     positions of NOTES.md session 38;
 //   - promotions are counted by popcounts in LeafSink, and only a target that may give check goes
-//     out of line (CPW 5 4.1 % fewer instructions, the others 0-1.3 %; NOTES.md session 42).
+//     out of line (CPW 5 4.1 % fewer instructions; the other six between 1.3 % fewer and 0.2 %
+//     more; NOTES.md session 42).
 #pragma once
 #include "pc_stats.h"
 
