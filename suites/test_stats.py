@@ -177,10 +177,10 @@ def test_a_pinned_defender_answers_no_check(name):
     _agrees_with_its_witness(name, PINNED_ANSWER_MATES[name], (1, 2, 3), "direct_mates", 1)
 
 
-# Promotions whose new piece checks along the line through the square the pawn left (the CPU leaf
+# Promotions whose new piece checks along the line through the square the pawn left. The CPU leaf
 # counts promotions by popcounts and takes a target out of line only when one of its pieces may
-# check: stats_leaf.h, LeafSink::promos; a target off every check square today is one of these).
-# Only the promotions can check at depth 1 in each, so the witness is theirs.
+# check (stats_leaf.h, LeafSink::promos); these are the checks from a target that is on no check
+# square before the move. Only the promotions can check at depth 1 in each, so the witness is theirs.
 PROMOTION_LINE_CHECKS = {
     # d7xc8=Q or =B: the new piece sees f5 through d7 and e6
     "a capture, white": "2b5/3P4/8/5k2/8/8/8/K7 w - - 0 1",
