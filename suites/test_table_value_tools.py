@@ -349,6 +349,7 @@ def test_one_gpu_pair_script_dry_run(tmp_path, device_tree):
     assert got.returncode == 2 and "B_ENV is empty" in got.stderr and not list(out_dir.iterdir())
 
 
+@pytest.mark.slow  # 98 s of counting, a fifth of CI's margin under 25 minutes; its dry run stays in CI
 def test_one_gpu_pair_script_links_carry_table_images(tmp_path, device_tree):
     """one_gpu_pair.sh LINKS=2 (DRY=1): each arm makes the run in its first link and resumes it in
     the second; arm A saves its tables at link 1's limit and loads them in link 2, arm B (B_ENV
