@@ -478,9 +478,25 @@ def _localize_failures(engine: Engine, reference: Engine, results: list[RowResul
         except (EngineError, ValueError) as exc:
             first.error = f"could not localize: {exc}"
             continue
+        again = _root_count(first.localization)
+        if again is not None and again != first.got:  # one question, two answers: no walk can judge it
+            first.error = (f"could not localize: engine '{engine.name}': asked twice, it answered differently: "
+                           f"perft {first.depth} {first.got}, then {again} (asked again by the walk): a count that "
+                           "changes cannot be judged")
+            first.localization = None
+            continue
         for result in failing:
             if result is not first:
                 result.localized_at = first.key
+
+
+def _root_count(loc: Localization) -> int | None:
+    """The engine's count of the root at the walk's full depth, as the walk asked it: its divide's
+    total at the root, or (a total-only engine) its count of the root node; None when the walk
+    did not ask it (a walk at depth 0)."""
+    if not loc.levels or loc.levels[0].path or loc.levels[0].depth != loc.depth or loc.depth == 0:
+        return None
+    return loc.levels[0].engine_total
 
 
 # ---------------------------------------------------------------------------------------------

@@ -26,8 +26,9 @@ from oracle.drill import locate
 from oracle.engines import CliEngine, PythonChessEngine, board_from, fen_of, make_engine
 from oracle.engines.cli import parse_total
 from oracle.runner import RunResult, run_suite, select_rows
+from oracle.tables import TableRow
 
-from oracle_fakes import FAKES
+from oracle_fakes import FAKES, Broken
 
 pytestmark = pytest.mark.core
 TOTAL_ONLY = FAKES / "total_only.py"
@@ -234,8 +235,29 @@ def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, cap
 
     with pytest.raises(EngineError, match="asked twice"):  # a divide engine, walked by its divides
         locate(Flaky(3), PythonChessEngine(), chess.STARTING_FEN, 3)
-    with pytest.raises(EngineError, match="asked twice"):  # a move-list verdict at 3 plies, asked again at 1
-        locate(Flaky(1, drop=True), PythonChessEngine(), chess.STARTING_FEN, 3)
+    with pytest.raises(EngineError, match="asked twice"):  # a move-list verdict at 1 ply, asked again
+        locate(Flaky(1, drop=True), PythonChessEngine(), chess.STARTING_FEN, 1)
+    # deeper, a move left out of a divide may be a line of 0 nodes left out (engines print it so):
+    # the walk follows it and says what it saw, at the parent and below, not that it was proven wrong
+    loc = locate(Flaky(1, drop=True), PythonChessEngine(), chess.STARTING_FEN, 3)
+    assert loc.kind == "inconsistent" and loc.path == ["a2a3"], loc.describe()
+    assert "gives no line for a2a3, which its divide at 1 ply lists" in loc.describe()
+    # a suite row counted wrong once and right when the walk asks again: one question, two answers
+    row = TableRow(suite="t", id="start", fen=chess.STARTING_FEN, depth=2, nodes=400, source="t", tags=frozenset(),
+                   chess960=False)
+
+    class OnceWrong(PythonChessEngine):  # its first count one too high, every later answer right
+        def perft(self, fen, depth, moves=()):
+            self.counted = getattr(self, "counted", 0) + 1
+            return super().perft(fen, depth, moves) + (self.counted == 1)
+
+    result = run_suite(OnceWrong(), [row]).rows[0]
+    assert result.status == "fail" and result.got == 401 and result.localization is None
+    assert "asked twice, it answered differently: perft 2 401, then 400" in result.error, result.error
+    ep = "7k/8/8/8/1Pp5/8/K7/8 b - b3 0 2"  # a steady engine, wrong: still localized, no error
+    result = run_suite(Broken("no-ep"), [TableRow(suite="t", id="ep", fen=ep, depth=2, source="t", tags=frozenset(),
+                                                  nodes=PythonChessEngine().perft(ep, 2), chess960=False)]).rows[0]
+    assert result.status == "fail" and result.error is None and result.localization.kind == "moves", result
     runs = tmp_path / "runs"  # a total-only engine, walked by its children's counts
     status = cli.main(["diff", "--protocol", "cli", "--engine", total_only("--flaky", str(runs)),
                        "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", "3"])

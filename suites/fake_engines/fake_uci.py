@@ -10,6 +10,11 @@ MODE is a bug from ``broken.BUGS`` (``good``, ``no-ep``, ...), ``miscount`` (per
 (prints standard castling as e1h1, like an engine that only knows Chess960 notation).
 ``--latin1`` after MODE: its ``id author`` line is Latin-1, not UTF-8. ``--crash-after N`` /
 ``--hang-after N``: the first N ``go perft`` are answered, the next one exits 3 / never ends.
+Divide quirks, each steady (the same question gets the same answer): ``--omit-zero`` leaves out a
+move with 0 nodes below it, as many engines do; ``--mute-square SQ`` generates no move for the
+side to move while a knight of the other side stands on SQ (whole subtrees of 0 nodes);
+``--zero-line UCI`` adds a line ``UCI: 0`` to every divide deeper than 1 ply (a move that is not
+generated); ``--rename A B`` prints move A as B.
 """
 import sys
 import time
@@ -22,6 +27,14 @@ mode = sys.argv[1] if len(sys.argv) > 1 else "good"
 after = {flag: int(sys.argv[sys.argv.index(flag) + 1]) for flag in ("--crash-after", "--hang-after") if flag in sys.argv}
 queries = 0
 gen = broken.BUGS.get(mode, broken.legal)
+option = {flag: sys.argv[sys.argv.index(flag) + 1] for flag in ("--mute-square", "--zero-line") if flag in sys.argv}
+rename = dict([sys.argv[sys.argv.index("--rename") + 1:sys.argv.index("--rename") + 3]]) if "--rename" in sys.argv else {}
+if "--mute-square" in option:
+    muted, moves_of = chess.parse_square(option["--mute-square"]), gen
+
+    def gen(board):
+        piece = board.piece_at(muted)
+        return [] if piece and piece.piece_type == chess.KNIGHT and piece.color != board.turn else moves_of(board)
 board = chess.Board()
 chess960 = False
 
@@ -68,6 +81,11 @@ for line in sys.stdin:
         if mode == "crash-960" and chess960:
             sys.exit(3)
         rows = broken.divide(board, depth, gen, miscount=mode == "miscount")
+        if "--omit-zero" in sys.argv:
+            rows = [(uci, nodes) for uci, nodes in rows if nodes]
+        if depth > 1 and "--zero-line" in option:
+            rows.append((option["--zero-line"], 0))
+        rows = [(rename.get(uci, uci), nodes) for uci, nodes in rows]
         for i, (uci, nodes) in enumerate(rows):
             if mode == "crash" and i == 2:
                 sys.exit(3)
