@@ -193,7 +193,7 @@ def _run_many(args: argparse.Namespace) -> int:
 def _check_line(args, entry, t0: float) -> int:
     """Count one line of positions input at DEPTH (or at each of its EPD depths); print one line
     per count (a JSON object with --json); return its exit status."""
-    from .errors import FenError, IllegalMoveError
+    from .errors import CountOverflow, FenError, IllegalMoveError
     from .limits import LimitError
     from .zobrist import HashVerificationError
 
@@ -224,8 +224,8 @@ def _check_line(args, entry, t0: float) -> int:
             statuses.append(cliargs.LIMITED)
             _print_line(args, record | {"status": f"stopped by --max-seconds after {exc.seconds:.1f} s"})
             continue
-        except (UsageError, LimitError, HashVerificationError) as exc:  # refused (over a day or past the
-            # depth limit), or the key seeds disagree
+        except (UsageError, LimitError, HashVerificationError, CountOverflow) as exc:  # refused (over a day or
+            # past the depth limit), past what the backend counts in, or the key seeds disagree
             print(f"perft: error: {name}:{entry.line_of(depth)}: depth {depth}: {exc}", file=sys.stderr)
             statuses.append(cliargs.DIFFER if isinstance(exc, HashVerificationError) else cliargs.UNJUDGED)
             continue

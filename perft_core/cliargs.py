@@ -10,6 +10,8 @@ import math
 import os
 from pathlib import Path
 
+from . import limits
+
 
 # -- exit statuses: one rule for every subcommand ------------------------------------------------
 
@@ -156,8 +158,8 @@ def positive_int(text: str) -> int:
     return value
 
 
-def positive_number(unit: str):
-    """A type for a finite number > 0 of ``unit`` (seconds, MiB, ...)."""
+def positive_number(unit: str, high: float | None = None):
+    """A type for a finite number > 0 of ``unit`` (seconds, MiB, ...), at most ``high`` when given."""
 
     def parse(text: str) -> float:
         try:
@@ -168,6 +170,8 @@ def positive_number(unit: str):
             raise argparse.ArgumentTypeError(f"expected a positive number of {unit}, got {text!r}") from None
         if not (value > 0 and math.isfinite(value)):
             raise argparse.ArgumentTypeError(f"expected a positive number of {unit}, got {text!r}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"expected a positive number of {unit}, at most {high:,}, got {text!r}")
         return value
 
     parse.__name__ = f"positive_{unit.lower()}"
@@ -175,7 +179,7 @@ def positive_number(unit: str):
 
 
 seconds = positive_number("seconds")
-mib = positive_number("MiB")
+mib = positive_number("MiB", limits.MAX_TT_MB)
 
 
 # -- file and directory arguments ---------------------------------------------------------------

@@ -28,6 +28,10 @@ MAX_DEPTH = 64
 MAX_THREADS = 1024
 MAX_SPLIT_PLY = 6
 MAX_SPLIT_CHILDREN = 50_000_000
+MAX_TT_MB = 1 << 40
+"""The largest tables' budget taken, MiB (1 EiB: its bytes fit in 2**60): a bound on the number
+itself (``--tt-mb 1e303`` overflowed into a traceback: session 43's hunt); what a machine can give
+is checked when tables are made (:func:`check_table_bytes`, the GPU's memory)."""
 
 
 class LimitError(ValueError):

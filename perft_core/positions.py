@@ -139,7 +139,7 @@ def _check_depth_operands(ops_text: str) -> None:
     (the extra number of a FEN written with 5 or 7 fields, which it takes as an opcode), a node
     count written other than as plain digits (it reads ``4_00`` and ``+400`` as 400), and a depth
     given two different counts (it keeps the last: a table that contradicts itself)."""
-    seen: dict[str, str] = {}
+    seen: dict[int, tuple[str, str]] = {}  # depth: (opcode, operand) as first given
     for op in _operations(ops_text):
         opcode, operand = (op.split(None, 1) + [""])[:2]  # operands follow after any whitespace
         if not _OPCODE.fullmatch(opcode):  # python-chess takes "0" as an opcode: a FEN of 5 or 7 fields
@@ -150,9 +150,12 @@ def _check_depth_operands(ops_text: str) -> None:
         operand = operand.strip()
         if not (operand.isascii() and operand.isdigit()):
             raise ValueError(f"EPD operation {opcode}: expected a node count (digits only), got {operand!r}")
-        if opcode in seen and int(seen[opcode]) != int(operand):
-            raise ValueError(f"EPD operation {opcode} given twice, {seen[opcode]} and {operand}: which count is meant?")
-        seen[opcode] = operand
+        depth = int(opcode[1:])  # D1 and D01 are one depth (python-chess reads both)
+        if depth in seen and int(seen[depth][1]) != int(operand):
+            first, count = seen[depth]
+            spelled = f" (as {first} and {opcode})" if first != opcode else ""
+            raise ValueError(f"EPD operation {opcode} given twice, {count} and {operand}{spelled}: which count is meant?")
+        seen[depth] = (opcode, operand)
 
 
 def csv_names(fieldnames) -> list[str]:

@@ -31,7 +31,8 @@ An unknown command or token is ignored, as UCI requires, and said on stderr
 (``perft uci: ignored ...``). A command that cannot be done never ends the session: it is one line
 ``perft uci: error: ...`` on stderr and ``info string error: ...`` on stdout: a bad position or move
 (which leaves no position: ``go perft`` then says so, and counts nothing, until the next
-``position``), ``setoption`` out of its range (Threads 1..1024, Hash 1..1048576 MiB, ASCII digits)
+``position``), ``setoption`` out of its range (Threads 1..1024, Hash 1..1048576 MiB, ASCII digits;
+``--threads`` and ``--tt-mb`` start them and are refused outside those ranges, exit 2)
 or ``go perft`` out of 0..64. A line longer than ``perft_core.lines.MAX_LINE_CHARS`` characters, or
 input that is not UTF-8 text, is not UCI: one line ``perft: error: stdin:LINE: ...`` and exit
 status 2. Else exit status 0 at ``quit`` or the end of input.
@@ -322,6 +323,14 @@ def command(args: argparse.Namespace) -> int:
     """Answer UCI commands from standard input until ``quit`` or its end; returns 0 (2 for input
     that is not UCI text: a line over the bound, not UTF-8)."""
     cliargs.check_tt_mb_needs_tt(args)
+    # the options' starting values, within the ranges `uci` advertises: a driver (python-chess's
+    # chess.engine) refuses an engine whose default lies outside its own min..max (session 43's hunt)
+    if args.threads is not None and args.threads > limits.MAX_THREADS:
+        raise cliargs.UsageError(f"--threads must be an integer in 1..{limits.MAX_THREADS}, got {args.threads} "
+                                 "(UCI's Threads option)")
+    if args.tt_mb is not None and not (args.tt_mb == int(args.tt_mb) and 1 <= args.tt_mb <= MAX_HASH_MB):
+        raise cliargs.UsageError(f"--tt-mb must be a whole number of MiB in 1..{MAX_HASH_MB} for perft uci, got "
+                                 f"{int(args.tt_mb) if args.tt_mb == int(args.tt_mb) else args.tt_mb} (UCI's Hash option)")
     session = UciSession(args.backend, args.threads, args.tt, args.tt_mb)
     reader = _Reader(session, sys.stdin)
     old = signal.signal(signal.SIGINT, reader.on_sigint) if threading.current_thread() is threading.main_thread() \

@@ -84,12 +84,13 @@ def _depth(depth: object) -> int:
 
 
 def check_tt_mb(mb: object) -> float:
-    """``mb`` (a tables' budget, MiB) if it is a finite positive number; the one check of ``tt_mb``
-    for every backend (the API, the GPU driver registry, the CPU tables).
+    """``mb`` (a tables' budget, MiB) if it is a finite positive number up to
+    :data:`perft_core.limits.MAX_TT_MB`; the one check of ``tt_mb`` for every backend (the API, the
+    GPU driver registry, the CPU tables).
 
     Raises ValueError naming the value otherwise."""
-    if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not math.isfinite(mb) or mb <= 0:
-        raise ValueError(f"tt_mb must be a positive number of MiB, got {mb!r}")
+    if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not math.isfinite(mb) or not 0 < mb <= limits.MAX_TT_MB:
+        raise ValueError(f"tt_mb must be a positive number of MiB, at most {limits.MAX_TT_MB:,}, got {mb!r}")
     return mb
 
 

@@ -123,6 +123,25 @@ def test_python_chess_engine_handshake_and_options():
         engine.quit()
 
 
+def test_uci_starting_options_lie_within_their_advertised_ranges():
+    """``perft uci --tt --tt-mb 0.5`` advertised ``Hash ... default 0 min 1``, ``--tt-mb 2000000`` and
+    ``--threads 2000`` defaults past their max, and python-chess's chess.engine refused to start it;
+    ``--threads 2000`` started and failed at every go perft (session 43's hunt). Such starting values
+    are one error line now; ones in range are advertised as given and python-chess takes them."""
+    for flags, words in ((["--tt", "--tt-mb", "0.5"], "--tt-mb must be a whole number of MiB in 1..1048576"),
+                         (["--tt", "--tt-mb", "2000000"], "got 2000000 (UCI's Hash option)"),
+                         (["--threads", "2000"], "--threads must be an integer in 1..1024, got 2000")):
+        p = subprocess.run(PERFT + ["uci", *flags], input="uci\n", capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and p.stdout == "" and p.stderr.startswith("perft: error: ") and words in p.stderr, p
+    engine = chess.engine.SimpleEngine.popen_uci(PERFT + ["uci", "--tt", "--tt-mb", "1048576", "--threads", "3"],
+                                                 timeout=60)
+    try:
+        assert engine.options["Hash"].default == 1048576 == engine.options["Hash"].max
+        assert engine.options["Threads"].default == 3
+    finally:
+        engine.quit()
+
+
 def session(*lines: str, **options) -> tuple[str, str]:
     out, err = io.StringIO(), io.StringIO()
     uci = UciSession(out=out, err=err, **options)

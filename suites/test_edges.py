@@ -509,6 +509,34 @@ def test_residual_a_binary_positions_file_names_the_file(tmp_path):
         one_error_line(perft_cmd("run", "/dev/urandom", "1"), "/dev/urandom:1: not UTF-8 text")
 
 
+def test_a_byte_that_is_not_utf8_is_named_on_its_own_line_after_every_line_before_it(tmp_path):
+    """A strict decoder reads a block ahead: a 0xff on line 301 was blamed on line 293, and lines
+    293-300 were never counted (session 43's hunt). Every line before it counts; it is named; the
+    same on standard input and for ``perft uci`` (whatever the locale's error handler)."""
+    path = tmp_path / "bad.epd"
+    good = "8/8/8/8/8/8/8/K1k5 w - - 0 1\n"
+    path.write_bytes(good.encode() * 300 + b"8/8/\xff/8/8/8/8/K1k5 w - - 0 1\n" + good.encode())
+    for p in (perft_cmd("run", str(path), "1", "--json"), perft_cmd("run", "-", "1", "--json", input=None,
+                                                                     stdin=path.open("rb"))):
+        assert [json.loads(line)["line"] for line in p.stdout.splitlines()] == list(range(1, 301))
+        one_error_line(p, ":301: not UTF-8 text (byte 0xff at character 5)")
+    for encoding in ("utf-8:strict", "utf-8:surrogateescape"):
+        p = subprocess.run([sys.executable, "-P", "-m", "perft_cli", "uci"], input=b"isready\n\xff\nisready\n",
+                           capture_output=True, timeout=120, cwd=ROOT, env=dict(os.environ, PYTHONIOENCODING=encoding))
+        assert p.returncode == 2 and p.stdout.decode().split() == ["readyok"], p
+        assert p.stderr.decode().strip() == "perft: error: stdin:2: not UTF-8 text (byte 0xff at character 1)", p
+
+
+def test_a_count_past_128_bits_in_a_positions_file_is_that_line_s_error(tmp_path):
+    """A bare-kings line at depth 64 through tables passes 2^128 - 1: it ended the whole file with one
+    line naming no line (session 43's hunt); it is now that line's error and the next line counts."""
+    path = tmp_path / "two.epd"
+    path.write_text("K7/8/8/8/8/8/8/7k w - - 0 1\n7k/6Q1/6K1/8/8/8/8/8 b - - 0 1\n")  # then a mate: 0 nodes
+    p = perft_cmd("run", str(path), "62", "--tt", "--json", "--force")
+    assert p.returncode == 2 and [json.loads(line)["line"] for line in p.stdout.splitlines()] == [2], p
+    one_error_line(p, f"{path}:1: depth 62: the count passes 2^128 - 1")
+
+
 # ----- residuals of issue 26 ----------------------------------------------------------------------------
 
 def test_residual_sigterm_to_a_deep_runs_group_is_one_line(tmp_path):
@@ -882,8 +910,8 @@ def test_a_fen_whose_fields_other_whitespace_separates_is_a_fen_not_a_file(sep):
 
 
 @pytest.mark.parametrize("kw,words", [
-    (dict(backend="gpu-emulated", tt=True, tt_mb=float("inf")), "tt_mb must be a positive number of MiB, got inf"),
-    (dict(backend="gpu", tt=True, tt_mb=float("nan")), "tt_mb must be a positive number of MiB, got nan"),
+    (dict(backend="gpu-emulated", tt=True, tt_mb=float("inf")), "tt_mb must be a positive number of MiB, at most 1,099,511,627,776, got inf"),
+    (dict(backend="gpu", tt=True, tt_mb=float("nan")), "tt_mb must be a positive number of MiB, at most 1,099,511,627,776, got nan"),
     (dict(backend=[]), "unknown backend []"),
     (dict(backend=None), "unknown backend None")])
 def test_a_bad_backend_or_table_budget_is_a_value_error_on_every_backend(kw, words):
@@ -898,9 +926,24 @@ def test_a_bad_backend_or_table_budget_is_a_value_error_on_every_backend(kw, wor
 
 def test_tables_too_large_to_allocate_name_their_size_on_the_emulated_device():
     """``--tt-mb 1e30`` on gpu-emulated: NumPy refuses the array with a ValueError ("Maximum allowed
-    dimension exceeded"), which the CLI printed alone; it is the tables' one line now."""
-    one_error_line(perft_cmd("run", "startpos", "4", "--tt", "--tt-mb", "1e30", "--backend", "gpu-emulated"),
-                   "tables of 1e+30 MiB do not fit in memory", "ask for less")
+    dimension exceeded"), which the CLI printed alone; it is the tables' one line now (1e9 MiB:
+    1e30 is over the budget's own bound since session 43)."""
+    one_error_line(perft_cmd("run", "startpos", "4", "--tt", "--tt-mb", "1e9", "--backend", "gpu-emulated"),
+                   "tables of 1e+09 MiB do not fit in memory", "ask for less")
+
+
+@pytest.mark.parametrize("command", [["run", "startpos", "3"], ["perftree", "3", START], ["uci"]])
+@pytest.mark.parametrize("value", ["1e303", "1.2e12"])
+def test_a_table_budget_past_its_bound_is_one_line_on_every_command(command, value):
+    """``--tt-mb 1e303`` is finite, passed the check and overflowed into a traceback (``int(mb *
+    2**20)``: OverflowError, exit 1) in ``run``, a bare "cannot convert float infinity" in the others
+    (session 43's hunt). It is refused where it is read; 1.2e12 MiB, just past the bound, too."""
+    one_error_line(perft_cmd(*command, "--tt", "--tt-mb", value, input=""),
+                   "argument --tt-mb: expected a positive number of MiB, at most 1,099,511,627,776", repr(value))
+    import perft_core
+
+    with pytest.raises(ValueError, match="tt_mb must be a positive number of MiB, at most 1,099,511,627,776"):
+        perft_core.perft(START, 2, tt=True, tt_mb=float(value))
 
 
 @pytest.mark.parametrize("argv", [["run", "8/P6k/8/8/8/8/8/K7 w - - 0 1", "1", "--moves", "a7a8"],

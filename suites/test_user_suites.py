@@ -69,6 +69,8 @@ def test_a_wrong_count_in_the_file_fails(epd, capsys):
     ("a.csv", f'fen,depth,nodes\n"{CPW3}",1\n', "a.csv:2: too few fields"),
     # a table that contradicts itself names both counts (python-chess's EPD reader keeps the last)
     ("a.epd", f"{CPW3} ;D1 14 ;D1 15\n", "a.epd:1: EPD operation D1 given twice, 14 and 15"),
+    # D01 is depth 1 too (python-chess reads both): it was let through, and the last count taken
+    ("a.epd", f"{CPW3} ;D1 15 ;D01 14\n", "a.epd:1: EPD operation D01 given twice, 15 and 14 (as D1 and D01)"),
     ("a.epd", f"{CPW3} ;D1 1_4\n", "a.epd:1: EPD operation D1: expected a node count (digits only), got '1_4'"),
     ("a.epd", f"{CPW3} ;D1 +14\n", "a.epd:1: EPD operation D1: expected a node count (digits only), got '+14'"),
     ("a.csv", f'fen,depth,nodes\n"{CPW3}",1,14\n"{CPW3[:-3]} 7 9",1,15\n',
