@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 import chess
 
 from oracle.engines import Engine, EngineError, fen_of
+from oracle.localize import UnsteadyEngine
 
 __all__ = ["Explanation", "Hypothesis", "OutOfTime", "explain"]
 
@@ -189,6 +190,23 @@ class _Prober:
                 self.on_call()
         return self.cache[key]
 
+    def recheck(self) -> tuple[tuple[str, int], int, int] | None:
+        """Ask every count the prober holds (seeded or asked, not a failed one) once more; the first
+        that comes back different as ``((fen, depth), first, again)``, else None. Raises
+        :class:`OutOfTime` past the deadline, EngineError when the engine fails."""
+        for key, first in list(self.cache.items()):
+            if first is None:
+                continue
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise OutOfTime
+            self.calls += 1
+            again = self.engine.perft(*key)
+            if self.on_call is not None:
+                self.on_call()
+            if again != first:
+                return key, first, again
+        return None
+
 
 def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth: int, node_count: int,
             child_counts: dict[str, int], *, deadline: float | None = None,
@@ -202,7 +220,9 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
     after which :class:`OutOfTime` is raised; ``budget_nodes``: while several hypotheses fit, the
     node is probed one ply deeper (up to ``depth + 3``) if its count there is estimated at most this
     many nodes; ``on_call()``: called after each engine call (progress). Returns an :class:`Explanation`.
-    Raises :class:`oracle.engines.EngineError` when the engine fails on the node or a legal child.
+    Raises :class:`oracle.engines.EngineError` when the engine fails on the node or a legal child,
+    and :class:`oracle.localize.UnsteadyEngine` when, before a verdict that proves no hypothesis
+    (``candidates``, ``tree_walk``), a count asked again comes back different (each is asked twice).
     """
     start = time.monotonic()
     prober = _Prober(engine, deadline, on_call)
@@ -279,6 +299,12 @@ def explain(engine: Engine, board: chess.Board, children: dict[str, str], depth:
         kind = "candidates"
     else:
         kind = "tree_walk"
+    if kind in ("candidates", "tree_walk"):  # no hypothesis proven: an engine whose answers change fits these
+        changed = prober.recheck()            # too (session 43's hunt: a random one was called a tree-walk bug)
+        if changed is not None:
+            (fen, k), first, again = changed
+            raise UnsteadyEngine(engine.name, f"asked twice for perft({fen!r}, {k}), it answered {first} and then "
+                                 f"{again}: a count that changes cannot be judged")
     return Explanation(kind=kind, node=node, children=sums, surplus=surplus, fits=fits, unknown=unknown,
                        tested=tested, engine_calls=prober.calls, seconds=time.monotonic() - start)
 
