@@ -512,6 +512,7 @@ def _lines_left_out(engine: Engine, board: chess.Board, fen: str, depth: int, mo
     dropped = [m for m in extra if m not in again and divide[m] == 0]
     for move in dropped:
         del divide[move]
+        divide.listed.pop(move, None)
     if dropped:
         proven.append(f"its divide at depth {depth} at {fen_of(board)} lists {', '.join(dropped)}, not legal, with 0 "
                       "nodes, and its divide at 1 ply does not: lines that add nothing to any count, left out")
