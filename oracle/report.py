@@ -132,8 +132,7 @@ def fmt_s(seconds: float | None) -> str:
 
 def _status_line(run: RunResult) -> str:
     total = run.summary()[-1]
-    verdict = "PASS" if run.ok else "FAIL"
-    text = (f"**{verdict}**: {total.passed:,} rows passed, {total.failed:,} failed, {total.errors:,} errors"
+    text = (f"**{run.verdict}**: {total.passed:,} rows passed, {total.failed:,} failed, {total.errors:,} errors"
             f", {total.skipped:,} skipped")
     if total.over_budget:
         text += f"; {total.over_budget:,} rows over the node budget of {fmt_int(run.max_nodes)} nodes not run"
@@ -321,11 +320,19 @@ def glance(run: RunResult) -> list[Group]:
 
 
 def failure_anchor(row: RowResult) -> str:
-    """The anchor of a failing row in the Markdown and HTML reports: ``fail-<suite>-<id>-<depth>``
-    with every character outside ``[A-Za-z0-9_-]`` turned into ``-``."""
+    """The anchor of a failing row in the Markdown and HTML reports (and its board's file name):
+    ``fail-<suite>-<id>-<depth>`` with every character outside ``[A-Za-z0-9_-]`` turned into ``-``,
+    and, where that changed a character or the suite's name holds a ``-`` (two rows could then meet:
+    ``t.5.epd`` and ``t-5.epd`` shared one anchor and one board, session 43's hunt), the first 8 hex
+    digits of the SHA-1 of the row's key."""
+    import hashlib
     import re
 
-    return "fail-" + re.sub(r"[^A-Za-z0-9_-]+", "-", f"{row.suite}-{row.id}-{row.depth}").strip("-")
+    text = f"{row.suite}-{row.id}-{row.depth}"
+    anchor = re.sub(r"[^A-Za-z0-9_-]+", "-", text).strip("-")
+    if anchor != text or "-" in row.suite:
+        anchor += "-" + hashlib.sha1(row.key.encode()).hexdigest()[:8]
+    return "fail-" + anchor
 
 
 def _failure_text(row: RowResult) -> str:
@@ -532,7 +539,7 @@ def render_html(run: RunResult) -> str:
                                           for f in failures if f["board"] is not None and f["row"].suite == suite]}
               for suite in run.suites]
     return _environment().get_template("report.html.j2").render(
-        run=run, ok=run.ok, status_line=_status_line(run).replace("**", ""), facts=_facts(run),
+        run=run, verdict=run.verdict, status_line=_status_line(run).replace("**", ""), facts=_facts(run),
         summary=run.summary(), summary_header=_SUMMARY_HEADER, summary_cells=_summary_cells,
         groups=glance(run), chart=speed_chart_svg(run), suites=suites, failures=failures,
         thumbs=[t for t in thumbs if t["boards"]])
@@ -611,7 +618,7 @@ def render_index(reports: list[tuple[Path, RunResult]]) -> str:
         where = machine.get("gpu") or machine.get("cpu") or "-"
         if machine.get("gpu_present") and not machine.get("gpu"):  # another program on a GPU machine
             where = f"{where}; GPU present: {machine['gpu_present']}"
-        rows.append([link, run.engine, "PASS" if run.ok else "FAIL", where, run.started[:10] or "-",
+        rows.append([link, run.engine, run.verdict, where, run.started[:10] or "-",
                      f"`{run.environment.get('commit', 'unknown')}`"]
                     + [_index_cell(per.get(name)) for name in suites])
     lines += _md_table(["report", "engine", "verdict", "machine", "date", "commit"] + suites, rows)

@@ -2,7 +2,8 @@
 
 :func:`run_suite` counts every (fen, depth) row with the engine under test, records expected, got,
 seconds and nodes/s, and localizes each failing position against a reference (python-chess by
-default: it only ever counts the smallest failing depth of each position, cheapest subtree first).
+default: it counts the smallest failing depth of each position, cheapest subtree first, and a
+deeper one only where the engine agreed with it there).
 :class:`RunResult` is the one model that the report renders to JSON, Markdown and HTML.
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ class RowResult:
     ``error``) or ``"skipped"`` (the time budget ran out first; or a depth-0 row, which judges no
     engine: :data:`DEPTH_ZERO`). ``seconds``: wall time of the
     count; ``nodes_per_second``: ``got / seconds``. ``localization``: where the engine goes wrong
-    (set on the smallest failing depth of each position); ``localized_at``: the :attr:`key` of the
+    (set on the smallest failing depth of each position, and on deeper ones while those agree); ``localized_at``: the :attr:`key` of the
     row that holds it, on every other failing row of the same position (any suite).
     """
 
@@ -147,6 +148,13 @@ class RunResult:
     def judged(self) -> int:
         """Rows whose count was compared with the table (pass or fail)."""
         return sum(row.status in ("pass", "fail") for row in self.rows)
+
+    @property
+    def verdict(self) -> str:
+        """The verdict's word by :attr:`exit_status`, as ``perft suite`` and ``perft report`` print it
+        and every report file shows it: ``PASS`` (0), ``FAIL`` (1), ``NO VERDICT`` (2: nothing could be
+        judged) or ``STOPPED`` (3: the time budget)."""
+        return {0: "PASS", 1: "FAIL", 3: "STOPPED"}.get(self.exit_status, "NO VERDICT")
 
     @property
     def exit_status(self) -> int:
@@ -325,7 +333,8 @@ def run_suite(engine: Engine, rows: Iterable, *, reference: Engine | None = None
     started is stopped when the budget runs out (:func:`oracle.engines.time_limit`) and is ``"skipped"`` too. Rows run cheapest first (so a time budget covers as many as possible) and are
     reported in table order. Engine failures mark the row ``"error"`` and the run goes on. A
     depth-0 row is ``"skipped"`` without asking the engine (:data:`DEPTH_ZERO`): not a pass, not a stop.
-    Each failing position is localized once, at its smallest failing depth, against ``reference``
+    Each failing position is localized at its smallest failing depth (and deeper where a walk finds
+    the engine agreeing with the reference: :func:`_localize_failures`) against ``reference``
     (default: :class:`oracle.engines.PythonChessEngine`; total-only engines through
     :func:`oracle.drill.drill`), each search, and each query of the engine and of the reference in
     it, limited to ``localize_seconds``. ``progress(row_result, rows_done, rows_total)`` is called after each row.
@@ -460,8 +469,10 @@ def _count_row(engine: Engine, result: RowResult) -> None:
 
 def _localize_failures(engine: Engine, reference: Engine, results: list[RowResult],
                        max_seconds: float | None) -> None:
-    """Localize each failing position once (FENs that differ only in move counters are one
-    position), at its smallest failing depth."""
+    """Localize each failing position (FENs that differ only in move counters are one position) at
+    its smallest failing depth, and deeper failing depths in turn while a walk finds the engine and
+    the reference agreeing (the table's count is in question there, and a deeper row may hide the
+    engine's bug: session 43's hunt); the deeper rows then point to the walk that disagreed."""
     by_position: dict[str, list[RowResult]] = {}
     for result in results:
         if result.status == "fail":
@@ -472,22 +483,27 @@ def _localize_failures(engine: Engine, reference: Engine, results: list[RowResul
                 key = result.fen
             by_position.setdefault(key, []).append(result)
     for failing in by_position.values():
-        first = min(failing, key=lambda r: r.depth)
-        try:
-            first.localization = locate(engine, reference, first.fen, first.depth, max_seconds=max_seconds)
-        except (EngineError, ValueError) as exc:
-            first.error = f"could not localize: {exc}"
-            continue
-        again = _root_count(first.localization)
-        if again is not None and again != first.got:  # one question, two answers: no walk can judge it
-            first.error = (f"could not localize: engine '{engine.name}': asked twice, it answered differently: "
-                           f"perft {first.depth} {first.got}, then {again} (asked again by the walk): a count that "
-                           "changes cannot be judged")
-            first.localization = None
-            continue
-        for result in failing:
-            if result is not first:
-                result.localized_at = first.key
+        held = None  # the row whose walk found where the engine and the reference disagree
+        for row in sorted(failing, key=lambda r: r.depth):
+            if held is not None:
+                row.localized_at = held.key
+                continue
+            try:
+                row.localization = locate(engine, reference, row.fen, row.depth, max_seconds=max_seconds)
+            except (EngineError, ValueError) as exc:
+                row.error = f"could not localize: {exc}"
+                break
+            again = _root_count(row.localization)
+            if again is not None and again != row.got:  # one question, two answers: no walk can judge it
+                row.error = (f"could not localize: engine '{engine.name}': asked twice, it answered differently: "
+                             f"perft {row.depth} {row.got}, then {again} (asked again by the walk): a count that "
+                             "changes cannot be judged")
+                row.localization = None
+                break
+            if not row.localization.agree:
+                held = row
+            # agree: the engine and the reference agree here, so the table's count is in question at
+            # this depth; a deeper failing row may still hide the engine's own bug: walk it too
 
 
 def _root_count(loc: Localization) -> int | None:

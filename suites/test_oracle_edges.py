@@ -265,6 +265,21 @@ def test_a_verdict_is_not_drawn_from_an_engine_whose_counts_change(tmp_path, cap
     assert status == 2 and "asked twice" in captured.err and "proven" not in captured.out, captured
 
 
+def test_a_table_wrong_at_one_depth_does_not_hide_the_engine_s_bug_at_a_deeper_one():
+    """CPW 3 with a wrong table count at depth 2 and a right one at depth 3, an engine without en
+    passant: at depth 2 it agrees with the reference (the table is wrong there), at depth 3 it is
+    wrong. Only the smallest failing depth was walked, and the depth-3 row pointed to that
+    agreement: the engine's bug was never shown (session 43's hunt). The deeper row is walked too."""
+    fen = "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1"
+    rows = [TableRow(suite="t", id="cpw3", fen=fen, depth=d, source="t", tags=frozenset(), chess960=False,
+                     nodes=PythonChessEngine().perft(fen, d) + (d == 2)) for d in (2, 3, 4)]
+    two, three, four = run_suite(Broken("no-ep"), rows).rows
+    assert two.status == "fail" and two.got == two.expected - 1 and two.localization.agree
+    assert three.status == "fail" and three.localization.kind == "moves" and three.localized_at is None
+    assert three.localization.missing and all("c6" in m for m in three.localization.missing), three.localization
+    assert four.status == "fail" and four.localization is None and four.localized_at == three.key
+
+
 def test_a_total_only_engine_answering_at_random_gets_no_unproven_verdict():
     """A total-only engine whose every answer is off by -1, +1 or +2 half the time: the final node's
     count came back the same twice by chance, its probes were asked once each, and 5 of these 40

@@ -88,6 +88,43 @@ def test_markdown_passing(passing_run):
     assert "over the node budget of 500 nodes" in md
 
 
+def test_every_report_file_shows_the_verdict_the_command_prints():
+    """The Markdown and HTML banners and the index said PASS or FAIL by ``run.ok`` alone: a run
+    that judged nothing (exit 2) showed PASS, one whose engine only crashed FAIL, one stopped by
+    its time budget (exit 3) PASS (session 43's hunt). They now say the printed verdict's word."""
+    from oracle.report import render_index, verdict_line
+    from oracle.runner import RowResult
+
+    fen = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+    runs = {"PASS": [RowResult("s", "a", fen, 1, 20, got=20, status="pass")],
+            "FAIL": [RowResult("s", "a", fen, 1, 20, got=21, status="fail")],
+            "NO VERDICT": [RowResult("s", "a", fen, 1, 20, status="error", error="crashed")],
+            "STOPPED": [RowResult("s", "a", fen, 1, 20, got=20, status="pass"), RowResult("s", "b", fen, 2, 400)]}
+    for word, rows in runs.items():
+        run = RunResult("e", None, ["s"], None, None, rows=rows)
+        assert verdict_line(run).startswith(word + ":") and run.verdict == word
+        assert f"**{word}**:" in render_markdown(run)
+        assert f'<strong>{word}</strong>' in render_html(run)
+        assert f"| {word} |" in render_index([(Path("r.json"), run)])
+        others = {"PASS", "FAIL", "NO VERDICT", "STOPPED"} - {word}
+        assert not any(f"**{w}**" in render_markdown(run) or f"<strong>{w}</strong>" in render_html(run) for w in others)
+
+
+def test_failure_anchors_of_two_tables_named_alike_differ():
+    """``t.5.epd`` and ``t-5.epd`` (and suites ``a-b`` / ``a`` with ids ``c`` / ``b-c``) gave one
+    anchor and one board file to two failures (session 43's hunt); bundled names keep theirs."""
+    from oracle.runner import RowResult
+
+    def row(suite, id_, depth=3):
+        return RowResult(suite, id_, "8/8/8/8/8/8/8/K1k5 w - - 0 1", depth, 1)
+
+    pairs = [(row("t.5.epd", "line1"), row("t-5.epd", "line1")), (row("a-b", "c"), row("a", "b-c"))]
+    for one, other in pairs:
+        assert failure_anchor(one) != failure_anchor(other)
+    assert failure_anchor(row("tricky", "ep-unrelated-check", 1)) == "fail-tricky-ep-unrelated-check-1"
+    assert all(re.fullmatch(r"fail-[A-Za-z0-9_-]+", failure_anchor(r)) for pair in pairs for r in pair)
+
+
 def test_html_is_one_self_contained_file(failing_run):
     html = render_html(failing_run)
     assert html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>")
