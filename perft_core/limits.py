@@ -34,6 +34,20 @@ itself (``--tt-mb 1e303`` overflowed into a traceback: session 43's hunt); what 
 is checked when tables are made (:func:`check_table_bytes`, the GPU's memory)."""
 
 
+LOCAL_WORKERS_PER_CORE = 4
+"""``perft deep --workers N``: a local cluster has at most this many worker processes a core this
+process may run on (each counts on one thread; more only share the cores, and ``--workers 100000``
+spent ten minutes and 1.6 GB starting none, deaf to SIGTERM: session 43's hunt)."""
+
+
+def max_local_workers() -> int:
+    """The most workers of a local ``perft deep`` cluster: :data:`LOCAL_WORKERS_PER_CORE` a core
+    this process may run on."""
+    from .threads import available_cores
+
+    return LOCAL_WORKERS_PER_CORE * available_cores()
+
+
 class LimitError(ValueError):
     """An argument beyond what the machine or the engine can serve; the message names it and its bound."""
 

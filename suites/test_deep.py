@@ -568,6 +568,26 @@ def test_a_store_that_cannot_be_made_starts_no_local_cluster(monkeypatch, tmp_pa
         assert order == [first], (kw, order)
 
 
+def test_a_local_cluster_larger_than_the_cores_can_use_is_refused_before_any_work(tmp_path, monkeypatch, capsys):
+    """``--workers 100000`` ran ten minutes at 1.6 GB starting a LocalCluster, with no worker up and
+    deaf to SIGTERM (session 43's hunt). More than LOCAL_WORKERS_PER_CORE a core is one error line,
+    exit 2, before a store or a cluster; the bound itself is taken."""
+    from perft_core import limits
+    from perft_core.deep import cluster
+
+    monkeypatch.setattr(cluster, "dask_client", lambda *a: pytest.fail("a cluster was started"))
+    most = limits.max_local_workers()
+    with pytest.raises(limits.LimitError, match=f"workers must be at most {most} .*got {most + 1}"):
+        deep_perft(STARTPOS, 3, store=tmp_path / "s.sqlite", workers=most + 1)
+    assert not (tmp_path / "s.sqlite").exists()
+    assert main(["deep", "startpos", "3", "--workers", "100000", "--store", str(tmp_path / "t.sqlite")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("perft: error: workers must be at most") and "Traceback" not in err
+    monkeypatch.setattr(limits, "max_local_workers", lambda: 1)
+    with pytest.raises(limits.LimitError):
+        deep_perft(STARTPOS, 3, store=tmp_path / "u.sqlite", workers=2)
+
+
 def test_a_run_over_the_day_is_refused_unless_forced(tmp_path, monkeypatch, capsys):
     """A new run estimated over the limit is refused before any store is made, with or without
     --max-seconds, and says the speed its estimate used; --force lets it start (here it reaches the
