@@ -156,17 +156,21 @@ class _Prober:
     def __init__(self, engine: Engine, deadline: float | None, on_call: Callable[[], None] | None = None):
         self.engine, self.deadline, self.on_call = engine, deadline, on_call
         self.cache: dict[tuple[str, int], int | None] = {}
+        self.legal: set[tuple[str, int]] = set()  # the keys of the node's and the legal children's counts
         self.calls = 0
         self.slowest = 0.0
 
     def seed(self, fen: str, depth: int, nodes: int) -> None:
         self.cache[(fen, depth)] = nodes
+        self.legal.add((fen, depth))
 
     def count(self, fen: str, depth: int, *, required: bool = True) -> int | None:
         """``E(fen, depth)``; engine failures raise when ``required``, else give None."""
         if depth == 0:
             return 1
         key = (fen, depth)
+        if required:
+            self.legal.add(key)
         if key not in self.cache:
             if self.deadline is not None and time.monotonic() > self.deadline:
                 raise OutOfTime
@@ -191,10 +195,12 @@ class _Prober:
         return self.cache[key]
 
     def recheck(self) -> tuple[tuple[str, int], int, int] | None:
-        """Ask every count the prober holds (seeded or asked, not a failed one) once more; the first
-        that comes back different as ``((fen, depth), first, again)``, else None. Raises
+        """Ask every count of the node and its legal children that the prober holds (seeded or
+        asked; not a hypothesis's position, which the engine may refuse) once more; the first that
+        comes back different as ``((fen, depth), first, again)``, else None. Raises
         :class:`OutOfTime` past the deadline, EngineError when the engine fails."""
-        for key, first in list(self.cache.items()):
+        for key in sorted(self.legal):
+            first = self.cache.get(key)
             if first is None:
                 continue
             if self.deadline is not None and time.monotonic() > self.deadline:
