@@ -262,7 +262,7 @@ def register(sub) -> None:
     p.add_argument("--tt", action="store_true", help="count through transposition tables, kept warm per worker")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--workers", type=cliargs.positive_int, metavar="N",
-                       help="a local cluster of N processes (cpu, gpu-emulated)")
+                       help="a local cluster of N processes (cpu, gpu-emulated; at most 4 a core)")
     where.add_argument("--gpus", type=cliargs.positive_int, metavar="N",
                        help="a local CUDA cluster, one worker per GPU (dask-cuda; default 1, and for a resumed "
                             "run in P parts min(P, the GPUs visible))")
