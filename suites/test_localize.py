@@ -366,25 +366,28 @@ def fake_uci(*args: str) -> UciEngine:
     return UciEngine([sys.executable, str(FAKES / "fake_uci.py"), *args])
 
 
-def test_a_move_left_out_of_a_deep_divide_for_its_empty_subtree_is_followed_not_called_unsteady():
+@pytest.mark.parametrize("depth", [2, 3, 4])  # the smallest depth that shows it, and one and two plies deeper
+def test_a_move_left_out_of_a_deep_divide_for_its_empty_subtree_is_followed_not_called_unsteady(depth):
     """An engine that leaves out a move with 0 nodes below it (as many do), and has no reply to a
-    knight on f3: its divide at 3 plies has no line for g1f3, its divide at 1 ply does. A steady
-    engine: the walk takes the line as 0 nodes, follows g1f3 and names the 20 replies it does not
-    generate there (session 43's hunt: it was called an engine whose counts change, exit 2)."""
+    knight on f3: its divide deeper than 1 ply has no line for g1f3, its divide at 1 ply does. A
+    steady engine: the walk takes the line as 0 nodes, follows g1f3 and names the 20 replies it does
+    not generate there (session 43's hunt: it was called an engine whose counts change, exit 2)."""
     with fake_uci("good", "--omit-zero", "--mute-square", "f3") as engine:
-        loc = localize(engine, PythonChessEngine(), chess.STARTING_FEN, 3)
+        loc = localize(engine, PythonChessEngine(), chess.STARTING_FEN, depth)
     assert loc.kind == "moves" and loc.path == ["g1f3"] and len(loc.missing) == 20 and not loc.extra, loc.describe()
-    assert loc.levels[0].engine["g1f3"] == 0 and loc.levels[0].reference["g1f3"] == PythonChessEngine().perft(chess.STARTING_FEN, 2, ["g1f3"])
+    assert loc.levels[0].engine["g1f3"] == 0
+    assert loc.levels[0].reference["g1f3"] == PythonChessEngine().perft(chess.STARTING_FEN, depth - 1, ["g1f3"])
     assert loc.reproduces_from_fen is True
     assert any("gives no line for g1f3" in s and "1 ply lists" in s for s in loc.evidence["proven"]), loc.evidence
 
 
-def test_a_line_of_no_nodes_for_a_move_not_generated_adds_nothing_and_hides_nothing():
+@pytest.mark.parametrize("depth", [2, 3, 4])
+def test_a_line_of_no_nodes_for_a_move_not_generated_adds_nothing_and_hides_nothing(depth):
     """A divide deeper than 1 ply with an extra line ``a1a8: 0`` (a move its 1-ply divide does not
     list): no count differs, so the walk agrees and says what it left out; beside a real bug, the
     bug is still named."""
     with fake_uci("good", "--zero-line", "a1a8") as engine:
-        loc = localize(engine, PythonChessEngine(), chess.STARTING_FEN, 3)
+        loc = localize(engine, PythonChessEngine(), chess.STARTING_FEN, depth)
         assert loc.agree and "a1a8" in loc.describe() and "add nothing to any count" in loc.describe(), loc.describe()
         assert "a1a8" in engine.divide(chess.STARTING_FEN, 2) and "a1a8" not in engine.divide(chess.STARTING_FEN, 1)
     with fake_uci("no-ep", "--zero-line", "a1a8") as engine:
@@ -408,6 +411,20 @@ def test_a_move_printed_under_another_name_is_named_with_that_hypothesis():
     with fake_uci("no-ep") as engine:  # a move truly not generated, with no extra move: no such hypothesis
         loc = localize(engine, PythonChessEngine(), "7k/8/8/8/1Pp5/8/K7/8 b - b3 0 2", 2)
     assert loc.kind == "moves" and "hypothesis" not in loc.evidence
+
+
+@pytest.mark.parametrize("depth", [2, 3, 4])
+def test_a_misnamed_move_is_named_the_same_way_at_every_depth(depth):
+    """The wrong name's verdict from its smallest showing depth (2: at 1 ply every count is 1, so no
+    count ties the two moves) to two plies deeper: the lists as observed, and the hypothesis with
+    the reference's count below g1h3."""
+    with fake_uci("good", "--rename", "g1h3", "g1g3") as engine:
+        loc = localize(engine, PythonChessEngine(), chess.STARTING_FEN, depth)
+    below = PythonChessEngine().perft(chess.STARTING_FEN, depth - 1, ["g1h3"])
+    assert loc.kind == "moves" and loc.missing == ["g1h3"] and loc.extra == ["g1g3"] and loc.path == []
+    assert loc.evidence["hypothesis"] == [f"g1g3 has {below} nodes below it, as the reference has below g1h3: it may "
+                                          "be that move under a wrong name (a notation bug, not a missing and an "
+                                          "extra move); the counts cannot tell the two apart"]
 
 
 def test_uci_miscount_engine_is_inconsistent():
