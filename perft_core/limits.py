@@ -48,6 +48,17 @@ def max_local_workers() -> int:
     return LOCAL_WORKERS_PER_CORE * available_cores()
 
 
+def check_local_workers(workers: int) -> None:
+    """Raise LimitError when ``workers`` (a positive int) is over :func:`max_local_workers`."""
+    from .threads import available_cores
+
+    most = max_local_workers()
+    if workers > most:
+        raise LimitError(f"workers must be at most {most} ({LOCAL_WORKERS_PER_CORE} a core of the "
+                         f"{available_cores()} this process may run on), got {workers}: more local worker "
+                         "processes only share the cores")
+
+
 class LimitError(ValueError):
     """An argument beyond what the machine or the engine can serve; the message names it and its bound."""
 

@@ -325,9 +325,11 @@ def command(args: argparse.Namespace) -> int:
     cliargs.check_tt_mb_needs_tt(args)
     # the options' starting values, within the ranges `uci` advertises: a driver (python-chess's
     # chess.engine) refuses an engine whose default lies outside its own min..max (session 43's hunt)
-    if args.threads is not None and args.threads > limits.MAX_THREADS:
-        raise cliargs.UsageError(f"--threads must be an integer in 1..{limits.MAX_THREADS}, got {args.threads} "
-                                 "(UCI's Threads option)")
+    if args.threads is not None:
+        try:
+            limits.check_threads(args.threads)
+        except limits.LimitError as exc:
+            raise cliargs.UsageError(f"--{exc} (UCI's Threads option)") from None
     if args.tt_mb is not None and not (args.tt_mb == int(args.tt_mb) and 1 <= args.tt_mb <= MAX_HASH_MB):
         raise cliargs.UsageError(f"--tt-mb must be a whole number of MiB in 1..{MAX_HASH_MB} for perft uci, got "
                                  f"{int(args.tt_mb) if args.tt_mb == int(args.tt_mb) else args.tt_mb} (UCI's Hash option)")

@@ -20,7 +20,6 @@ import time
 from dataclasses import dataclass, field
 
 from .. import _core, limits
-from ..threads import available_cores
 from ..gpu import tableimage
 from ..api import BACKENDS
 from ..position import Position
@@ -168,10 +167,8 @@ def _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, 
     if sum(x is not None for x in (workers, gpus, scheduler)) > 1:
         raise ValueError("give at most one of workers, gpus and scheduler")
     _positive("workers", workers)
-    if workers is not None and workers > limits.max_local_workers():
-        raise limits.LimitError(f"workers must be at most {limits.max_local_workers()} ({limits.LOCAL_WORKERS_PER_CORE} "
-                                f"a core of the {available_cores()} this process may run on), got {workers}: more local "
-                                "worker processes only share the cores")
+    if workers is not None:
+        limits.check_local_workers(workers)
     _positive("gpus", gpus)
     if split_ply is not None:
         limits.check_split_ply(split_ply, depth)
