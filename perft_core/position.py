@@ -348,6 +348,8 @@ def _parse_castling(
                                    f"got {text!r}", fen)
     if text == "-":
         return (-1, -1, -1, -1), bool(chess960), False
+    if re.search(r"[a-z].*[A-Z]", text):  # FEN (PGN standard 16.1.3.3), X-FEN and Shredder-FEN; python-chess refuses it too
+        raise FenError("castling", f"white's rights come before black's (as in 'KQkq' or 'HAha'), got {text!r}", fen)
     rooks = [-1, -1, -1, -1]
 
     off_standard = None  # (letter, message) of the first right that only Chess960 allows

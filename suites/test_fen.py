@@ -181,6 +181,32 @@ def test_malformed_or_illegal_fen_names_its_field(fen, field):
     assert isinstance(info.value, ValueError)
 
 
+@pytest.mark.parametrize(("board", "rights"), [("r3k2r/8/8/8/8/8/8/R3K2R", "KQkq"), ("r3k2r/8/8/8/8/8/8/R3K2R", "HAha"),
+                                             ("1r2k1r1/8/8/8/8/8/8/1R2K1R1", "BGbg"),
+                                             ("r3k2r/8/8/8/8/8/8/R3K2R", "Kq")])
+def test_castling_letters_in_any_order_python_chess_reads(board, rights):
+    """Every order of a castling field's letters: read exactly where python-chess reads it (white's
+    letters before black's, as FEN, X-FEN and Shredder-FEN write them), else one castling error. A
+    Chess960 hunt (session 44) found 'bgBG' counted by `perft run` and refused by `perft diff`,
+    whose root python-chess reads."""
+    import itertools
+
+    for letters in sorted(set(itertools.permutations(rights))):
+        fen = f"{board} w {''.join(letters)} - 0 1"
+        try:
+            chess.Board(fen, chess960=True)
+            theirs = True
+        except ValueError:
+            theirs = False
+        try:
+            Position.from_fen(fen)
+            ours = True
+        except FenError as exc:
+            assert exc.field == "castling" and "white's rights come before black's" in str(exc), fen
+            ours = False
+        assert ours == theirs, fen
+
+
 def test_error_message_names_the_problem():
     with pytest.raises(FenError, match=r"^castling: no white rook on h1 for right 'K'"):
         Position.from_fen("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN1 w KQkq - 0 1")
