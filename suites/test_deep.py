@@ -294,6 +294,39 @@ def small_store(tmp_path):
     return path
 
 
+def test_stats_file_reads_one_snapshot_of_a_store_being_written(small_store, monkeypatch):
+    """`perft deep --stats FILE` reads a store a run may be writing: its figures come from one
+    snapshot. Here a row is counted, and its session's count raised, between its first statement
+    and its read of the sessions; read statement by statement, it said 0 rows counted and a
+    session that counted 1 (session 43's hunt)."""
+    from perft_core.deep import check
+
+    Store.open(small_store).close()  # migrated and sealed as a run leaves it
+    writer = sqlite3.connect(small_store, isolation_level=None)
+    writer.execute("INSERT INTO sessions (started, host, pid, cluster, counted) VALUES ('t', 'h', 1, 'c', 0)")
+    read = Store.read
+    written = []
+
+    def write_once(sql: str) -> None:
+        if "FROM sessions" in sql and not written:
+            written.append(sql)
+            with writer:
+                writer.execute("UPDATE units SET count = '1', status = 'counted', finishes = 1 WHERE idx = 0")
+                writer.execute("UPDATE sessions SET counted = counted + 1")
+
+    def traced(path):
+        st = read(path)
+        st.conn.set_trace_callback(write_once)
+        return st
+
+    monkeypatch.setattr(Store, "read", traced)
+    s = check.store_statistics(small_store)
+    assert written and s["counted"] == sum(x["counted"] for x in s["sessions"]) == 0
+    s = check.store_statistics(small_store)
+    assert s["counted"] == sum(x["counted"] for x in s["sessions"]) == 1
+    writer.close()
+
+
 def assert_run_row_sealed(path, edit: str) -> None:
     """The run row changed by hand (the SQL ``edit``) is found: the store is refused as tampered."""
     from perft_core.deep.store import StoreTampered

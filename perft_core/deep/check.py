@@ -150,11 +150,15 @@ def store_statistics(path: str | os.PathLike) -> dict:
     with Store.read(path) as st:
         run = st.run
         try:
+            # one read transaction: every figure from one snapshot of a store a run may be writing
+            # (the rows counted and the sessions' sum of them were read apart, and could differ)
+            st.conn.execute("BEGIN")
             rows, counted, seconds, probes, hits = st.conn.execute(
                 "SELECT COUNT(*), COUNT(count), TOTAL(seconds), TOTAL(probes), TOTAL(hits) FROM units").fetchone()
             tables = st.table_statistics()
             sessions = [dict(zip(("started", "ended", "host", "cluster", "counted"), r)) for r in st.conn.execute(
                 "SELECT started, ended, host, cluster, counted FROM sessions ORDER BY id")]
+            st.conn.execute("COMMIT")
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"store {st.path} is not a readable deep-perft store: {exc}") from None
         return {"store": str(st.path), **{k: run[k] for k in ("fen", "depth", "backend", "tt", "schema")},
