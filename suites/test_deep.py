@@ -468,7 +468,19 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
     assert "perft deep:" not in got.err  # --json: quiet
 
 
-def test_max_seconds_stops_before_work_that_cannot_end_in_time_and_the_run_resumes_exact(cluster, tmp_path, capsys):
+@pytest.fixture
+def count_phase_limit(monkeypatch):
+    """A time limit judged in the phases of the count only. The steps before them (a new run's split
+    and store, a resumed store's opening) poll it too (test_a_limit_passed_before_the_count_...),
+    and would stop a limit of milliseconds first: tests of the phases' stops leave those polls out."""
+    from perft_core.deep import errors, store
+
+    for module in (errors, store):
+        monkeypatch.setattr(module, "past", lambda deadline: False)
+
+
+def test_max_seconds_stops_before_work_that_cannot_end_in_time_and_the_run_resumes_exact(cluster, tmp_path, capsys,
+                                                                                         count_phase_limit):
     """--max-seconds: a limit the cluster's start already spends leaves every unit pending, exit
     status 3, one line that says how far the run is and how to resume (with --json an object with
     "finished": false); the resumed run without a limit is exact and counts each unit once."""
@@ -488,7 +500,7 @@ def test_max_seconds_stops_before_work_that_cannot_end_in_time_and_the_run_resum
     assert_counted_once(path, 400)
 
 
-def test_a_run_stopped_in_its_verify_phase_reports_the_verify_seconds(cluster, tmp_path, capsys):
+def test_a_run_stopped_in_its_verify_phase_reports_the_verify_seconds(cluster, tmp_path, capsys, count_phase_limit):
     """A run whose count is finished and whose verify pass is stopped by --max-seconds says so
     ("phase": "verify") and reports the seconds that pass took (timings["verify"]), as a finished
     run does; session 29's stopped verify pass reported none."""
@@ -512,6 +524,70 @@ def test_a_run_stopped_in_its_verify_phase_reports_the_verify_seconds(cluster, t
     assert main(resume) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["nodes"] == expected(3) and out["verified"] == 20 and out["mismatches"] == []
+
+
+def test_a_limit_passed_before_the_count_stops_the_split_or_the_opening(cluster, tmp_path, capsys):
+    """--max-seconds is polled before the count too (session 43's hunt: Kiwipete perft 6 at split
+    ply 4 ran over 75 s past --max-seconds 3; a 57,548-unit store's opening ran 7.8 s past 1). Here
+    a split of 5,362 units (about 0.2 s) and its store's opening (as long again) outlast a
+    millisecond. A new run stopped in its split: exit 3, one line, no store left. A resumed store
+    stopped while it opens: exit 3, unchanged, and it then resumes exact."""
+    from perft_core import _core
+    from perft_core.deep import run as run_mod
+    from perft_core.deep.store import PART_CUT_KEY, PART_DEPTH
+
+    path = tmp_path / "s.sqlite"
+    assert main(["deep", STARTPOS, "5", "--split-ply", "3", "--store", str(path), "--max-seconds", "0.001",
+                 "--json"]) == 3
+    got = capsys.readouterr()
+    out = json.loads(got.out)
+    assert (out["finished"], out["phase"], out["rows"], out["counted"], out["counted_now"]) == (False, "split", None,
+                                                                                              None, 0)
+    assert "split" in out["timings"] and "store_create" not in out["timings"]
+    assert got.err.count("\n") == 1 and f"while splitting the run into units: no store was made at {path}" in got.err
+    assert list(tmp_path.iterdir()) == []
+    pos = Position.from_fen(STARTPOS)
+    run_mod._create_store(path, pos, 5, 3, "cpu", False, _core.ZOBRIST_DEFAULT_SEED, None, None, False, 1, PART_DEPTH,
+                          PART_CUT_KEY, {}).close()  # the store the run above would have made, nothing counted
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    resume = ["deep", "--resume", str(path), "--scheduler", cluster.scheduler_address]
+    assert main(resume + ["--max-seconds", "0.001", "--json"]) == 3
+    got = capsys.readouterr()
+    out = json.loads(got.out)
+    assert (out["phase"], out["rows"], out["counted_now"]) == ("open", None, 0) and "store_open" in out["timings"]
+    assert got.err.count("\n") == 1 and f"nothing in it changed; resume it with more time (--resume {path})" in got.err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    assert main(resume + ["--max-seconds", "600"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"perft 5: {expected(5)} nodes in ")
+    assert_counted_once(path, 5362)
+
+
+def test_the_steps_before_the_count_poll_the_time_limit(tmp_path):
+    """units.split, Store.create and Store.open raise Overdue once their deadline has passed, the
+    two stores' files as they were: none left by a creation, an opened store unchanged and
+    unlocked."""
+    from perft_core.deep.errors import Overdue
+    from perft_core.deep.store import PART_CUT_KEY
+
+    pos = Position.from_fen(STARTPOS)
+    gone = time.perf_counter() - 1.0
+    with pytest.raises(Overdue) as stop:
+        split(pos, 5, 3, 1, deadline=gone)
+    assert stop.value.step == "split"
+    made = split(pos, 5, 3, 1)
+    assert split(pos, 5, 3, 1, deadline=time.perf_counter() + 3600) == made
+    run = {"fen": pos.fen(), "depth": 5, "split_ply": 3, "backend": "cpu", "tt": False, "seed": 1,
+           "verify_seed": None, "verify_sample": None, "part_cut": PART_CUT_KEY}
+    with pytest.raises(Overdue) as stop:
+        Store.create(tmp_path / "new.sqlite", run, made, deadline=gone)
+    assert stop.value.step == "store" and list(tmp_path.iterdir()) == []
+    Store.create(tmp_path / "new.sqlite", run, made).close()
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    with pytest.raises(Overdue) as stop:
+        Store.open(tmp_path / "new.sqlite", deadline=gone)
+    assert stop.value.step == "open" and {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+    with Store.open(tmp_path / "new.sqlite", deadline=time.perf_counter() + 3600) as st:
+        assert len(st.units()) == len(made) and st.tampered == []
 
 
 def test_progress_lines_say_units_nodes_rate_and_eta(monkeypatch, capsys):
@@ -1260,7 +1336,7 @@ def test_a_run_cut_by_key_is_exact_and_keeps_its_cut(cluster, tmp_path, capsys):
         deep_perft(STARTPOS, 5, backend="gpu-emulated", tt=True, part_cut="pieces")
 
 
-def test_a_command_that_started_nothing_says_why(cluster, tmp_path, capsys):
+def test_a_command_that_started_nothing_says_why(cluster, tmp_path, capsys, count_phase_limit):
     """A time limit too short for any task (here a tenth of a second for perft 6 units): the stop
     says no task fit, with the smallest row's estimated seconds and the seconds that were left, and
     the pace's source, in the line and in --json (session 33: a one-GPU perft 13 given 170 s counted

@@ -40,7 +40,7 @@ from .dispatch import (
     seconds_per_estimate,
     share_by_estimate,
 )
-from .errors import DeepError, DeepStopped
+from .errors import DeepError, DeepStopped, Overdue
 from .store import (
     PART_CUT_BOARD,
     PART_CUT_KEY,
@@ -86,7 +86,8 @@ class DeepResult:
     their multiplicities, summed), else None.
     timings: wall seconds of this call's steps (floats; a step not taken is absent or 0):
     ``cluster_start`` (the Dask cluster or client until a worker is up), ``calibrate`` (speed counts
-    on a worker), ``split`` (the units on the host), ``store_create``, ``warm_up`` (every worker
+    on a worker), ``split`` (the units on the host), ``store_create``, ``store_open`` (a resumed
+    store read again: its checksums and its split), ``warm_up`` (every worker
     makes its driver), ``count`` (= count_seconds), ``dispatch`` (of the count phase, the time its
     busiest worker was not counting), ``store`` (the store's writes of results, every phase),
     ``read_tables``, ``verify``, ``recount``, ``load_tables`` (the workers' loads of the table
@@ -311,7 +312,10 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         max_seconds: a time limit for this call (seconds from its start): tasks are cut and
             started only where they are estimated (the run's measured seconds per estimated node,
             times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
-            for minutes loses no work; a task that runs past it is waited for. Default: none.
+            for minutes loses no work; a task that runs past it is waited for. The steps before the
+            count poll it too (a new run's split and store, every 4,096 units; a resumed store's
+            opening: its SQL and its split), so a split too big for the limit stops near it with no
+            store left, not a minute past it. Default: none.
         stats: count perft statistics (``perft_core.Stats``: the leaf moves by kind) of every unit,
             with ``tt`` on the GPU backends in parts as a plain run's (a part's counters are its leaf
             moves') through statistics tables each worker keeps warm across the run's units
@@ -348,7 +352,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         missing, corrupt, of another run or in use; KeyCollisionError: two positions share a key
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
-        (nothing lost: resume); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a
+        (nothing lost: resume), or reached before the count: while a new run splits or writes its
+        store (no store is left: run it again) or a resumed store is opened (it is unchanged); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a
         backend without statistics tables (every backend has them now).
     """
     t0 = time.perf_counter()
@@ -367,8 +372,17 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                                     or not math.isfinite(max_seconds) or max_seconds <= 0):
         raise ValueError(f"max_seconds must be a positive number of seconds, got {max_seconds!r}")
     add_verify = None  # a verify pass added to a resumed run without one: written once every option is accepted
+    # the steps before the count (a new run's split and store, a resumed store's opening) poll it too
+    deadline = None if max_seconds is None else t0 + max_seconds
+    timings: dict[str, float] = {}
     if resume is not None:
-        st = Store.open(resume)
+        try:
+            t = time.perf_counter()
+            st = Store.open(resume, deadline=deadline)
+        except Overdue as exc:
+            timings["store_open"] = time.perf_counter() - t
+            raise _stopped_before(str(resume), exc.step, t0, timings) from None
+        timings["store_open"] = time.perf_counter() - t
         try:
             if verify_seed is not None and st.run["verify_seed"] is None:
                 add_verify = (verify_seed, 1.0 if verify_sample is None else verify_sample)
@@ -438,8 +452,7 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         def create(n_workers: int, split: int):
             return _create_store(store, pos, depth, split, backend, tt, seed, verify_seed, verify_sample, stats,
                                  choose_parts(backend, tt, depth - split, n_workers, split_at, parts), split_at, cut,
-                                 timings)
-    timings: dict[str, float] = {}
+                                 timings, deadline)
     try:
         # A local cluster's workers are known before it starts: with the split given, the store is
         # made first, so a store that cannot be made (a full disk, say) is one error line with no
@@ -460,7 +473,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                     # A unit's parts are counted side by side, one a worker: its time is its nodes
                     # over the speed of all its parts' workers.
                     n_parts = choose_parts(backend, tt, depth - 1, n_workers, split_at, parts)
-                    split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * min(n_parts, n_workers))
+                    split_ply = units_mod.choose_split_ply(pos, depth, n_workers, speed * min(n_parts, n_workers),
+                                                           deadline=deadline)
                     if stats and depth:
                         split_ply = min(split_ply, depth - 1)  # units of at least one ply (see above)
                     if parts is not None and parts > 1:  # parts asked: units deep enough to split
@@ -472,8 +486,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
                       + (f", each in {st.run['parts']} parts split at remaining depth {st.run['part_depth']}"
                          if st.run["parts"] > 1 else "")
                       + f", on the {cluster_desc}; store {st.path}", file=sys.stderr, flush=True)
-            return _work(client, st, cluster_desc, progress, t0, speed, timings,
-                         None if max_seconds is None else t0 + max_seconds)
+            return _work(client, st, cluster_desc, progress, t0, speed, timings, deadline)
+    except Overdue as exc:  # a new run's split or store creation (the store is removed: Store.create)
+        raise _stopped_before(str(store), exc.step, t0, timings) from None
     finally:
         if st is not None:
             try:
@@ -483,23 +498,33 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             st.close()
 
 
+def _stopped_before(store: str, step: str, t0: float, timings: dict) -> DeepStopped:
+    """The DeepStopped of a time limit passed in ``step`` before the count (errors.Overdue)."""
+    return DeepStopped.before_count(store, step, time.perf_counter() - t0, {k: round(v, 6) for k, v in timings.items()})
+
+
 def _create_store(path, pos: Position, depth: int, split_ply: int, backend: str, tt: bool, seed: int,
                   verify_seed: int | None, verify_sample: float | None, stats: bool, parts: int, split_at: int,
-                  cut: str, timings: dict) -> Store:
+                  cut: str, timings: dict, deadline: float | None = None) -> Store:
     """A new run's units (split at ``split_ply``) in a new store at ``path``, each in ``parts``
     parts split at remaining depth ``split_at`` by ``cut``; the split's and the store's seconds go into
-    ``timings`` ("split", "store_create"). Raises as :func:`units.split` and :meth:`Store.create`."""
+    ``timings`` ("split", "store_create"). Raises as :func:`units.split` and :meth:`Store.create`
+    (Overdue once ``deadline`` has passed)."""
     t = time.perf_counter()
-    units = units_mod.split(pos, depth, split_ply, seed)
-    timings["split"] = time.perf_counter() - t
+    try:
+        units = units_mod.split(pos, depth, split_ply, seed, deadline)
+    finally:
+        timings["split"] = time.perf_counter() - t
     t = time.perf_counter()
-    st = Store.create(path, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply, "backend": backend, "tt": tt,
-                             "seed": seed, "verify_seed": verify_seed, "verify_sample": verify_sample, "stats": stats,
-                             # whole units have no split: their identity as before
-                             "part_depth": split_at if parts > 1 else PART_DEPTH,
-                             "part_cut": cut if parts > 1 else PART_CUT_KEY}, units, parts)
-    timings["store_create"] = time.perf_counter() - t
-    return st
+    try:
+        return Store.create(path, {"fen": pos.fen(), "depth": depth, "split_ply": split_ply, "backend": backend,
+                                   "tt": tt, "seed": seed, "verify_seed": verify_seed, "verify_sample": verify_sample,
+                                   "stats": stats,
+                                   # whole units have no split: their identity as before
+                                   "part_depth": split_at if parts > 1 else PART_DEPTH,
+                                   "part_cut": cut if parts > 1 else PART_CUT_KEY}, units, parts, deadline)
+    finally:
+        timings["store_create"] = time.perf_counter() - t
 
 
 def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,

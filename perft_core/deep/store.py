@@ -70,6 +70,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .errors import Overdue, check_deadline, past
+
 SCHEMA = 9  # 3: units.checksum; 4: the tables table; 5: checksums over every field, run.checksum;
 # 6: statistics runs (run.stats, units.stats); 7: run.part_depth (the split depth of parts; 3 before);
 # 8: units.verify_stats, units.recount_stats (a statistics run's verify pass and recount);
@@ -145,6 +147,8 @@ _PLAN = ("unit", "part", "key", "fen", "depth", "multiplicity")  # what units.sp
 _RUN_SEALED = ("fen", "depth", "split_ply", "backend", "tt", "seed", "verify_seed", "verify_sample", "version",
                "git_commit", "started", "units", "parts")
 _COUNTS = ("multiplicity", "count", "verify_count", "recount")
+_POLL_ROWS = 4096  # unit rows written between two looks at a new store's time limit
+_PROGRESS_STEPS = 20_000  # SQLite VM steps between two looks at an opening store's time limit
 _STATS = ("stats", "verify_stats", "recount_stats")  # a statistics run's counters of its three counts
 
 
@@ -307,6 +311,7 @@ class Store:
         self.run = self._read_run()
         self.session: int | None = None
         self.tampered: list[dict] = []  # rows found changed when the store was opened, each with "why" (TAMPERED_WHY)
+        self._deadline: float | None = None  # while it is opened: its time limit (a write stopped by it is Overdue)
         # a plain run's identity and rows are sealed as schema 5 sealed them; a statistics run's
         # identity says so, and its rows' checksums cover their counters too
         self._sealed = (*_SEALED, *_STATS) if self.run["stats"] else _SEALED
@@ -383,14 +388,18 @@ class Store:
         return conn
 
     @classmethod
-    def create(cls, path: str | os.PathLike, run: dict, units, parts: int = 1) -> Store:
+    def create(cls, path: str | os.PathLike, run: dict, units, parts: int = 1,
+               deadline: float | None = None) -> Store:
         """A new store at ``path`` for ``run`` (RUN_OPTIONS keys, seeds as ints) and ``units``
         (perft_core.deep.units.Unit, in submission order), each counted in ``parts`` parts (one
         row per unit and part), written in one transaction.
 
         Raises StoreError if ``path`` already holds data (resume it instead), is not a regular file
-        (a device, FIFO, socket) or is in use; StoreWriteError if it cannot be written. On failure
-        only the files this process created are removed (an empty file that was there is left empty).
+        (a device, FIFO, socket) or is in use; StoreWriteError if it cannot be written; Overdue
+        ("store") once ``deadline`` (``time.perf_counter()`` seconds; None: none) has passed, looked
+        at every 4,096 rows and by a progress handler of its SQL (the rows' checksums: a store of
+        1.37 M rows took 48 s on this project's VM). On failure only the files this process created
+        are removed (an empty file that was there is left empty).
         """
         from .. import provenance
 
@@ -404,6 +413,8 @@ class Store:
         conn = None
         try:
             conn = cls._connect(path)
+            if deadline is not None:  # a nonzero answer stops the statement: "interrupted"
+                conn.set_progress_handler(lambda: past(deadline), _PROGRESS_STEPS)
             conn.execute("BEGIN")
             for statement in _DDL.split(";"):
                 if statement.strip():
@@ -420,14 +431,20 @@ class Store:
                          f"checksum) VALUES (1, ?, {', '.join('?' * len(_RUN_SEALED))}, ?, ?, ?, ?)",
                          (SCHEMA, *(row[k] for k in _RUN_SEALED), row["stats"], row["part_depth"], row["part_cut"],
                           run_checksum(row)))
-            conn.executemany(
-                "INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                ((i * parts + c, i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity), u.estimate)
-                 for i, u in enumerate(units) for c in range(parts)))
+
+            def rows():
+                for i, u in enumerate(units):
+                    if i % _POLL_ROWS == 0:
+                        check_deadline(deadline, "store")
+                    for c in range(parts):
+                        yield i * parts + c, i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity), u.estimate
+
+            conn.executemany("INSERT INTO units (idx, unit, part, key, fen, depth, multiplicity, estimate) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows())
             conn.execute("COMMIT")
             store = cls(path, fd, conn)
             store._seal("1")
+            conn.set_progress_handler(None, 0)
             return store
         except BaseException as exc:
             if conn is not None:
@@ -442,38 +459,53 @@ class Store:
                 os.ftruncate(fd, 0)
             _unlock(fd)
             if isinstance(exc, sqlite3.OperationalError):
+                if past(deadline):  # stopped by the progress handler
+                    raise Overdue("store") from None
                 raise _unless_stopped(StoreWriteError(f"cannot create store {path}: {exc}")) from None
             raise
 
     @classmethod
-    def open(cls, path: str | os.PathLike, repair: bool = True) -> Store:
+    def open(cls, path: str | os.PathLike, repair: bool = True, deadline: float | None = None) -> Store:
         """Open an existing store to resume it; checks it is whole and a deep-perft store, and
         re-reads every unit row's checksum (failures in ``tampered``; with ``repair``, made pending).
 
-        Raises StoreError: missing, in use, corrupt (SQLite integrity check, schema, unit rows).
+        Raises StoreError: missing, in use, corrupt (SQLite integrity check, schema, unit rows);
+        Overdue ("open") once ``deadline`` (``time.perf_counter()`` seconds; None: none) has
+        passed: its SQL statements are stopped by a progress handler, its split polls it, and a
+        repair under way is rolled back, so the store is as it was (opening a store of 57,548
+        units takes about 8 s: its checksums and its split are made again).
         """
         path = Path(path)
         if not os.path.exists(path):
             raise StoreError(f"store {path} does not exist")
         fd = cls._lock(path)
+        conn = None
         try:
             cls._refuse_unless_a_store(path)
             conn = cls._connect(path)
+            if deadline is not None:  # a nonzero answer stops the statement: "interrupted"
+                conn.set_progress_handler(lambda: past(deadline), _PROGRESS_STEPS)
             check = conn.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 raise StoreError(f"store {path} is corrupt: {check}")
             store = cls(path, fd, conn)
+            store._deadline = deadline
             store._check_units()
             store._migrate()
             store._check_run()
-            store._check_checksums(repair)
+            store._check_checksums(repair, deadline)
+            store._deadline = None
+            conn.set_progress_handler(None, 0)
             return store
-        except sqlite3.DatabaseError as exc:
+        except BaseException as exc:
+            if conn is not None:  # closed: its WAL files go, and a write under way is rolled back
+                conn.close()
             _unlock(fd)
+            if not isinstance(exc, sqlite3.DatabaseError):
+                raise
+            if past(deadline):  # the progress handler's "interrupted" (or a checksum function's stop)
+                raise Overdue("open") from None
             raise _unless_stopped(StoreError(f"store {path} is not a readable deep-perft store: {exc}")) from None
-        except BaseException:
-            _unlock(fd)
-            raise
 
     @staticmethod
     def _refuse_unless_a_store(path: Path) -> None:
@@ -633,21 +665,25 @@ class Store:
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
-    def _plan(self) -> dict[int, tuple]:
+    def _plan(self, deadline: float | None = None) -> dict[int, tuple]:
         """The run's unit rows as :func:`units.split` makes them from the run row: ``{idx: (unit,
-        part, key, fen, depth, multiplicity)}`` (the same split, so the same units in the same order)."""
+        part, key, fen, depth, multiplicity)}`` (the same split, so the same units in the same order).
+        Raises Overdue ("open") once ``deadline`` has passed."""
         from ..position import Position
         from .units import split
 
         run, parts = self.run, self.run["parts"]
-        units = split(Position.from_fen(run["fen"]), run["depth"], run["split_ply"], run["seed"])
+        try:
+            units = split(Position.from_fen(run["fen"]), run["depth"], run["split_ply"], run["seed"], deadline)
+        except Overdue:
+            raise Overdue("open") from None
         if len(units) != run["units"]:
             raise StoreError(f"store {self.path}: its run splits into {len(units)} units, the store has "
                              f"{run['units']} (made by another version?); start a new store")
         return {i * parts + c: (i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity))
                 for i, u in enumerate(units) for c in range(parts)}
 
-    def _check_checksums(self, repair: bool = True) -> None:
+    def _check_checksums(self, repair: bool = True, deadline: float | None = None) -> None:
         """Re-read every unit row; a row whose checksum fails, or whose checksum was made again over a
         change (its status not what its counts say: :meth:`_misjudged_rows`; its plan fields not the
         run's split: :meth:`replanned_rows`), goes to ``tampered`` and is made pending again (all
@@ -655,14 +691,18 @@ class Store:
         row (any of them may be what was changed), so the run counts it again, from the right
         position, instead of summing it."""
         self.tampered = [r | {"why": "checksum"} for r in self._bad_rows()]
-        rows, plan = self.units(), self._plan()  # read and split once for both tests and the repair
-        for why, found in (("status", self._misjudged_rows(rows)), ("plan", self.replanned_rows(plan, rows))):
+        rows, plan = self.units(), self._plan(deadline)  # read and split once for both tests and the repair
+        for why, test in (("status", lambda: self._misjudged_rows(rows)), ("plan", lambda: self.replanned_rows(plan, rows))):
+            check_deadline(deadline, "open")
+            found = test()
             bad = {r["idx"] for r in self.tampered}  # checksums made again over a change
             self.tampered += [r | {"why": why} for r in found if r["idx"] not in bad]
+        check_deadline(deadline, "open")
         if not self.tampered or not repair:
             return
-        units = sorted({r["unit"] for r in self.tampered} | {plan[r["idx"]][0] for r in self.tampered})
-        idxs = sorted({r["idx"] for r in self.tampered} | {i for i, p in plan.items() if p[0] in units})
+        redo = {r["unit"] for r in self.tampered} | {plan[r["idx"]][0] for r in self.tampered}
+        units = sorted(redo)
+        idxs = sorted({r["idx"] for r in self.tampered} | {i for i, p in plan.items() if p[0] in redo})
         with self._transaction():
             # rows first moved out of the way (UNIQUE (key, part) and (unit, part) hold at every statement)
             self.conn.executemany("UPDATE units SET unit = -1 - idx, key = 'x' || idx WHERE idx = ?",
@@ -817,6 +857,8 @@ class Store:
                     self.conn.execute("ROLLBACK")
                 raise
         except sqlite3.OperationalError as exc:
+            if past(self._deadline):  # opening it: stopped by its progress handler, rolled back
+                raise Overdue("open") from None
             raise _unless_stopped(StoreWriteError(f"cannot write store {self.path}: {exc}; nothing of this write was "
                                                   f"kept: free space, then continue with --resume {self.path}")) from None
 
