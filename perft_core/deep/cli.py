@@ -302,7 +302,9 @@ def register(sub) -> None:
                    help="with --check: the fraction of units counted again (default max(5 %%, 20 units); 1: all)")
     p.add_argument("--max-seconds", type=cliargs.seconds, metavar="S",
                    help="end this command within S seconds: start only the tasks estimated to finish by then (the "
-                        "run's own measured speed), then stop, exit status 3; resume the store later. With --tt on "
+                        "run's own measured speed), then stop, exit status 3; resume the store later. A split, a new "
+                        "store or a resumed store's opening that reaches S stops too, exit 3 (a new run's store "
+                        "is then not kept). With --tt on "
                         "the gpu backends the workers' tables are saved beside the store (STORE.tables-*.img, "
                         "within 5 %% of S at 0.5 GB/s and half the free disk; PERFT_TABLE_IMAGE_BYTES=N "
                         "sets the bytes, 0 none) and loaded when the run resumes; removed when it ends")
