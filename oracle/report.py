@@ -195,6 +195,8 @@ def _machine(run: RunResult) -> str:
 def _engine(run: RunResult) -> str:
     env = run.environment
     text = run.engine
+    if (env.get("engine_id") or {}).get("name"):  # what a UCI engine calls itself, beside the command that ran it
+        text += f" (UCI id name: {env['engine_id']['name']})"
     if env.get("backend"):
         threads = env.get("threads")
         text += f" (backend {env['backend']}" + (f", {threads} thread{'s' if threads != 1 else ''})" if threads else ")")

@@ -522,7 +522,9 @@ def environment(engine: Engine | None = None) -> dict:
     """Where a run happened: ``version`` (package), ``commit`` (git, ``+dirty`` if modified, or
     ``"unknown"``), ``backend`` and ``threads`` (for our engine), ``machine`` (cpu, cores, os,
     python; ``gpu``: the GPU our gpu backend counted on; ``gpu_present``: for another program, the
-    GPU this machine shows, which the program may or may not use)."""
+    GPU this machine shows, which the program may or may not use); ``engine_id``: a UCI engine's
+    ``id name`` / ``id author`` as its handshake said them (``{"name": ..., "author": ...}``; absent
+    when it gave none or never started)."""
     backend = getattr(engine, "backend", None)
     env = {
         "version": provenance.package_version(),
@@ -531,6 +533,8 @@ def environment(engine: Engine | None = None) -> dict:
         "threads": getattr(engine, "threads", None),
         "machine": provenance.machine(),
     }
+    if getattr(engine, "identity", None):
+        env["engine_id"] = dict(engine.identity)
     if backend and str(backend).startswith("gpu"):
         env["machine"]["gpu"] = provenance.gpu_name()
     elif backend is None and (gpu := provenance.gpu_name()) != "unknown":

@@ -128,3 +128,22 @@ def test_another_programs_report_names_the_gpu_of_its_machine(tmp_path, capsys, 
     row = next(line for line in (tmp_path / "index.md").read_text().splitlines() if line.startswith(f"| [{stem}]"))
     assert "GPU present: NVIDIA H200" in row
     assert "GPU present: NVIDIA H200" in (tmp_path / f"{stem}.md").read_text()
+
+
+def test_a_uci_engines_report_gives_the_name_it_calls_itself(tmp_path, capsys):
+    """A UCI engine's report names it by its command and by its handshake's ``id name`` (a command
+    such as ``./engine`` or ``stockfish`` says little of the build that ran; session 43 left this
+    out). An engine without ``id`` lines is named by its command only."""
+    engine = f"{sys.executable} {FAKES / 'fake_uci.py'} good"
+    assert cli.main(["report", "--engine", engine, "--out", str(tmp_path), "--suites", "tricky",
+                     "--max-nodes", "300", "--json"]) == 0
+    paths = json.loads(capsys.readouterr().out)["paths"]
+    run = RunResult.from_dict(json.loads(Path(paths["json"]).read_text()))
+    assert run.environment["engine_id"] == {"name": "fake-good"}
+    md, html = Path(paths["md"]).read_text(), Path(paths["html"]).read_text()
+    assert f"{engine} (UCI id name: fake-good)" in md and escape(f"{engine} (UCI id name: fake-good)") in html
+    assert cli.main(["report", "--engine", f"{sys.executable} {TOTAL_ONLY} {{fen}} {{depth}}", "--protocol", "cli",
+                     "--out", str(tmp_path / "cli"), "--suites", "tricky", "--max-nodes", "300", "--json"]) == 0
+    paths = json.loads(capsys.readouterr().out)["paths"]
+    assert "engine_id" not in RunResult.from_dict(json.loads(Path(paths["json"]).read_text())).environment
+    assert "UCI id name" not in Path(paths["md"]).read_text()

@@ -57,7 +57,8 @@ class UciEngine(BaseEngine):
     ``go perft N``, and reads ``move: count`` lines up to ``Nodes searched: N``. Blank lines and lines
     starting with ``info`` are ignored; any other line is unreadable and raises :class:`EngineError`,
     as does a crash (end of output) or a timeout; the process is then killed and reaped, and the next
-    query starts a fresh one.
+    query starts a fresh one. ``identity``: what the last handshake's ``id`` lines said, ``{"name":
+    ..., "author": ...}`` (either may be missing; {} before the first query).
     """
 
     def __init__(self, command: str | Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT,
@@ -71,6 +72,7 @@ class UciEngine(BaseEngine):
         self._chess960 = False
         self._readers: list[threading.Thread] = []
         self._finalizer = None
+        self.identity: dict[str, str] = {}  # what its handshake said: "name" and "author" (UCI's id lines)
 
     @property
     def pid(self) -> int | None:
@@ -89,14 +91,19 @@ class UciEngine(BaseEngine):
         self._lines = queue.Queue()
         self._stderr = collections.deque(maxlen=OUTPUT_KEPT)
         self._chess960 = False
+        self.identity = {}
         self._finalizer = weakref.finalize(self, kill, proc)
         self._readers = [threading.Thread(target=pump, args=(stream, sink), daemon=True)
                          for stream, sink in ((proc.stdout, self._lines), (proc.stderr, self._stderr))]
         for reader in self._readers:
             reader.start()
         limit = HANDSHAKE_SECONDS if self.timeout is None else min(self.timeout, HANDSHAKE_SECONDS)
-        self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake", parse=_uci_only(),
-                       timeout=limit)
+        got = self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake",
+                             parse=_uci_only(), timeout=limit)
+        for line in got:  # "id name Stockfish 15.1", "id author ...": kept for the report
+            words = line.split(maxsplit=2)
+            if len(words) == 3 and words[0] == "id" and words[1] in ("name", "author"):
+                self.identity[words[1]] = words[2].strip()
 
     def close(self) -> None:
         """Send ``quit``, give the engine a second to exit, then kill and reap it."""
