@@ -168,9 +168,14 @@ class Position:
 
     def fen(self) -> str:
         """The 6-field FEN, castling in the notation the input used (X-FEN or Shredder-FEN)."""
+        return f"{self._board_fen()} {self.fen_fields()}"
+
+    def fen_fields(self) -> str:
+        """The FEN's five fields after the board (side to move, castling, en passant, halfmove
+        clock, fullmove number), as :meth:`fen` writes them."""
         ep = "-" if self.ep_square is None else _name(self.ep_square)
         side = "w" if self.white_to_move else "b"
-        return f"{self._board_fen()} {side} {self._castling_fen()} {ep} {self.halfmove} {self.fullmove}"
+        return f"{side} {self._castling_fen()} {ep} {self.halfmove} {self.fullmove}"
 
     def _board_fen(self) -> str:
         ranks = []

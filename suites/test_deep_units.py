@@ -624,3 +624,24 @@ def test_unique_rows_is_numpys_unique_of_rows():
             got = units._unique_rows(keys)
             assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
             assert np.array_equal(got[2], want[2].reshape(-1))
+
+
+@pytest.mark.parametrize("fen", [
+    STARTPOS,
+    "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",  # Kiwipete: castling both ways
+    "8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1",  # CPW 3: en passant captures
+    "bqnb1rkr/pp3ppp/3ppn2/2p5/5P2/P2P4/NPP1P1PP/BQ1BNRKR w HFhf - 2 9",  # Chess960, Shredder-FEN
+    "1r2k1r1/8/8/8/8/8/8/1RR1K1R1 w Bbg - 0 1",  # X-FEN: an inner rook (B) beside an outer one (g)
+])
+def test_split_fens_are_the_positions_fens(fen):
+    """``fens`` (the board field and the rest built for many boards at once) writes every unit's
+    FEN as ``board_position(root, board, ply).fen()`` does, at plies 1-3: castling letters that
+    depend on the back ranks (X-FEN's K/Q against a file letter), rights lost, en passant kept only
+    where it is hashed, the side to move and the move number."""
+    root = Position.from_fen(fen)
+    for ply, boards, *_ in units._levels(root, _core.ZOBRIST_DEFAULT_SEED):
+        if ply == 0:
+            continue
+        assert units.fens(root, boards, ply) == [units.board_position(root, b, ply).fen() for b in boards]
+        if ply == 3:
+            break
