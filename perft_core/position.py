@@ -137,8 +137,10 @@ class Position:
 
     def _castling_hint(self, uci: str) -> str:
         """For an illegal move that looks like castling in the other notation, how castling is
-        written here: our king onto our own rook without Chess960 (``e1h1``: ``e1g1`` here), or our
-        king two files along its rank with Chess960 (``e1g1``: king-takes-rook, ``e1h1``). Else ""."""
+        written here: our king onto our own rook without Chess960 (``e1h1``: ``e1g1`` here), or, with
+        Chess960, our king along its rank to an empty square two files on or on its castling square
+        (the g- or c-file) towards a side it may castle to: the castling move itself, king-takes-rook
+        (``f1c1`` with the b1 rook's right: ``f1b1``). Else ""."""
         frm = (ord(uci[0]) - 97) + 8 * (int(uci[1]) - 1)
         to = (ord(uci[2]) - 97) + 8 * (int(uci[3]) - 1)
         ours = str.isupper if self.white_to_move else str.islower
@@ -148,8 +150,11 @@ class Position:
             return ""  # not our king along its rank, or no castling right: nothing to say about castling
         if not self.chess960 and target in ("R", "r") and ours(target):
             return " (castling is written e.g. e1g1 without Chess960)"
-        if self.chess960 and abs(frm - to) == 2 and target is None:
-            return " (castling is written king-takes-rook in Chess960, e.g. e1h1)"
+        if self.chess960 and target is None:
+            h_side = to > frm
+            rook = rights[0] if h_side else rights[1]  # castle_rooks: h-side, then a-side
+            if rook >= 0 and (abs(frm - to) == 2 or to % 8 == (6 if h_side else 2)):
+                return f" (castling is written king-takes-rook in Chess960, here {uci[:2]}{_name(rook)})"
         return ""
 
     def piece_at(self, square: int) -> str | None:

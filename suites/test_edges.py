@@ -962,7 +962,13 @@ def test_an_empty_statistics_divide_is_headed_move():
 
 @pytest.mark.parametrize("fen, move, chess960, hint", [
     ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1h1", False, "(castling is written e.g. e1g1 without Chess960)"),
-    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1", True, "(castling is written king-takes-rook in Chess960, e.g. e1h1)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1", True, "(castling is written king-takes-rook in Chess960, here e1h1)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1c1", True, "(castling is written king-takes-rook in Chess960, here e1a1)"),
+    # a Chess960 king on f1: its castling squares are c1 and g1, three files and one away (session 44's hunt)
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1c1", True, "(castling is written king-takes-rook in Chess960, here f1b1)"),
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1d1", True, "(castling is written king-takes-rook in Chess960, here f1b1)"),
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w Q - 0 1", "f1h1", True, None),  # no h-side right
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 b kq - 0 1", "f8c8", True, "(castling is written king-takes-rook in Chess960, here f8b8)"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e1g1", False, None),  # castling, only not legal yet
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e5d6q", False, None),
     ("r3k2r/8/8/8/8/8/8/R3K2R w - - 0 1", "e1h1", False, None),  # no castling right: nothing about castling
