@@ -471,8 +471,9 @@ def test_cli_prints_the_total_time_and_store_last(cluster, tmp_path, capsys):
 @pytest.fixture
 def count_phase_limit(monkeypatch):
     """A time limit judged in the phases of the count only. The steps before them (a new run's split
-    and store, a resumed store's opening) poll it too (test_a_limit_passed_before_the_count_...),
-    and would stop a limit of milliseconds first: tests of the phases' stops leave those polls out."""
+    and store, a resumed store's opening, the look before the count's first read of every row) poll
+    it too (test_a_limit_passed_before_the_count_...), and would stop a limit of milliseconds first:
+    tests of the phases' stops leave those polls out."""
     from perft_core.deep import errors, store
 
     for module in (errors, store):
@@ -555,11 +556,42 @@ def test_a_limit_passed_before_the_count_stops_the_split_or_the_opening(cluster,
     got = capsys.readouterr()
     out = json.loads(got.out)
     assert (out["phase"], out["rows"], out["counted_now"]) == ("open", None, 0) and "store_open" in out["timings"]
-    assert got.err.count("\n") == 1 and f"nothing in it changed; resume it with more time (--resume {path})" in got.err
+    assert got.err.count("\n") == 1 and "no row or count in it changed" in got.err and got.err.strip().endswith(
+        f"resume it with more time (--resume {path})")
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
     assert main(resume + ["--max-seconds", "600"]) == 0
     assert capsys.readouterr().out.strip().splitlines()[-1].startswith(f"perft 5: {expected(5)} nodes in ")
     assert_counted_once(path, 5362)
+
+
+def test_a_limit_spent_before_the_count_stops_without_reading_every_row(cluster, tmp_path, monkeypatch, capsys):
+    """A resumed store whose opening spent the limit stops before the count reads its rows, warms
+    its workers up or calibrates (an adversarial review, session 44: a 1.37 M-unit store given
+    --max-seconds 105 stopped at 172 s, its rows read three times at 15 s each); the stop's line
+    takes its figures from SQL. The opening here ignores the limit and then spends it."""
+    path = tmp_path / "s.sqlite"
+    deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=path, max_seconds=600,
+               progress=False)
+    with sqlite3.connect(path) as conn:  # two rows to count again: pending, their checksums as the run seals them
+        conn.execute("UPDATE units SET count = NULL, status = 'pending', finishes = 0 WHERE idx IN (0, 1)")
+    Store.open(path).close()  # found tampered and made pending: the store as a stopped run leaves it
+    opened, reads = Store.open, []
+
+    def slow_open(p, repair=True, deadline=None):
+        st = opened(p, repair)
+        time.sleep(0.5)
+        monkeypatch.setattr(st, "units", lambda: reads.append(1) or Store.units(st))
+        return st
+
+    monkeypatch.setattr(Store, "open", staticmethod(slow_open))
+    assert main(["deep", "--resume", str(path), "--scheduler", cluster.scheduler_address, "--max-seconds", "0.3",
+                 "--json"]) == 3
+    out = json.loads(capsys.readouterr().out)
+    assert (out["phase"], out["rows"], out["counted"], out["counted_now"]) == ("count", 400, 398, 0)
+    assert out["why"] == "the time limit had passed before the count began"
+    assert reads == [] and "warm_up" not in out["timings"] and "calibrate" not in out["timings"]
+    monkeypatch.setattr(Store, "open", opened)
+    assert deep_perft(resume=path, scheduler=cluster.scheduler_address).nodes == expected(4)
 
 
 def test_the_steps_before_the_count_poll_the_time_limit(tmp_path):

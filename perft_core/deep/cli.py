@@ -166,7 +166,7 @@ def _cmd_deep(args: argparse.Namespace) -> int:
 
 
 def _announce(path) -> None:
-    """Say where a run's store goes when none was named (the user's data folder), before any work."""
+    """Say where a run's store went when none was named (the user's data folder), once it is made."""
     print(f"perft deep: new store {path} (continue it with --resume {path})", file=sys.stderr, flush=True)
 
 

@@ -37,10 +37,11 @@ def check_deadline(deadline: float | None, step: str) -> None:
 BEFORE_COUNT = {
     "split": "while splitting the run into units: no store was made at {store}, so nothing is lost and there is "
              "nothing to resume; run it again with more time (or a lower split ply)",
-    "store": "while writing the new store's unit rows: the store {store} was removed (it held no count yet); run it "
-             "again with more time (or a lower split ply)",
-    "open": "while opening the store to resume it (its rows' checksums and its split are read again): nothing in "
-            "it changed; resume it with more time (--resume {store})",
+    "store": "while writing the new store's unit rows: nothing of it was kept at {store} (it held no count yet); run "
+             "it again with more time (or a lower split ply)",
+    "open": "while opening the store to resume it (its rows' checksums and its split are read again): no row or "
+            "count in it changed (a store of an older schema stays migrated to this one); resume it with more time "
+            "(--resume {store})",
 }
 
 

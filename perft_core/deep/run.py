@@ -40,6 +40,7 @@ from .dispatch import (
     seconds_per_estimate,
     share_by_estimate,
 )
+from . import errors
 from .errors import DeepError, DeepStopped, Overdue
 from .store import (
     PART_CUT_BOARD,
@@ -307,8 +308,8 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
             ``scheduler`` the workers are not known yet: the estimate counts one). ``max_seconds``
             does not lift it: such a run would make its split and store (a CPU perft 13 at split
             ply 5: 822,518 units, 217 MB, 41 s) for a count that never ends.
-        on_new_store: called with the new store's path (a Path) once the options are checked, before
-            the cluster starts (the CLI says where a default store goes).
+        on_new_store: called with the new store's path (a Path) once the store is made, before any
+            count (the CLI says where a default store went).
         max_seconds: a time limit for this call (seconds from its start): tasks are cut and
             started only where they are estimated (the run's measured seconds per estimated node,
             times BUDGET_MARGIN) to end within it, so a batch job of fixed length or a machine lent
@@ -443,16 +444,17 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
     new_run = st is None
     if new_run:
         store = default_store_path() if store is None else store
-        if on_new_store is not None:
-            on_new_store(store)
         seed = _core.ZOBRIST_DEFAULT_SEED
         split_at = PART_DEPTH if part_depth is None else part_depth
         cut = PART_CUT_BOARD if part_cut is None else part_cut
 
         def create(n_workers: int, split: int):
-            return _create_store(store, pos, depth, split, backend, tt, seed, verify_seed, verify_sample, stats,
+            made = _create_store(store, pos, depth, split, backend, tt, seed, verify_seed, verify_sample, stats,
                                  choose_parts(backend, tt, depth - split, n_workers, split_at, parts), split_at, cut,
                                  timings, deadline)
+            if on_new_store is not None:  # once it exists: a split stopped by the time limit leaves none
+                on_new_store(store)
+            return made
     try:
         # A local cluster's workers are known before it starts: with the split given, the store is
         # made first, so a store that cannot be made (a full disk, say) is one error line with no
@@ -566,19 +568,17 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
             images["saved"] += save_table_images(client, st, backend, run_key, seed_, image_bytes)
             timings["save_tables"] = time.perf_counter() - t
         timings["count"] = timings.get("count", count_seconds)
-        units = st.units()
-        est = sum(max(r["estimate"], 1.0) for r in units) or 1.0
-        done = [r for r in units if r["count"] is not None]
+        n_rows, n_counted, share = st.progress()
         judged = None
         if phase == "verify":
+            units = st.units()
             keys = sample_keys((r["key"] for r in units), run["verify_sample"])
             sample = [r for r in units if r["key"] in keys]
             judged = (len(sample), sum(r["verify_count"] is not None for r in sample), judged_now[phase])
         elif phase == "recount":
-            differed = [r for r in units if r["status"] in ("mismatch", "recounted")]
+            differed = [r for r in st.units() if r["status"] in ("mismatch", "recounted")]
             judged = (len(differed), sum(r["status"] == "recounted" for r in differed), judged_now[phase])
-        raise DeepStopped(str(st.path), phase, len(units), len(done), counted_now,
-                          sum(max(r["estimate"], 1.0) for r in done) / est, time.perf_counter() - t0,
+        raise DeepStopped(str(st.path), phase, n_rows, n_counted, counted_now, share, time.perf_counter() - t0,
                           {k: round(v, 6) for k, v in timings.items()}, images, why, judged)
 
     def args(batch, tt_, seed_, tables=True):
@@ -630,7 +630,12 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
     workers = sorted(client.nthreads())
     merged = backend != "cpu" and (tt or parts > 1)  # a GPU task's units merge in one count (count_roots)
     with Progress(progress) as bar:
-        rows = [r for r in st.units() if r["status"] == "pending"]
+        if errors.past(phase_deadline):  # spent already (a big store's opening): no read of every row, no warm-up
+            n_rows, n_counted, _ = st.progress()  # a pending row is one without a count (Store._check_units)
+            count_seconds = 0.0
+            stopped("count", n_rows - n_counted, why="the time limit had passed before the count began")
+        every = st.units()
+        rows = [r for r in every if r["status"] == "pending"]
         t = time.perf_counter()
         if rows:  # every worker makes its driver before the clock starts (workers that join later: in their first task)
             client.gather([client.submit(worker.warm_up, run["fen"], run["depth"], backend, tt, seed, pure=False,
@@ -639,7 +644,7 @@ def _work(client, st: Store, cluster_desc: str, progress: bool | str, t0: float,
         load_images(rows, seed)
         # A part's row takes about 1/parts of its unit's time (its share of the leaf, which is most
         # of the work), so the calibrated speed of one worker is scaled by the parts.
-        done = phase_done(st.units(), "count")
+        done = phase_done(every, "count")
         pace = seconds_per_estimate(done, speed and speed * parts)
         measured = bool(done)
         if rows and pace is None:

@@ -820,6 +820,15 @@ class Store:
                                  f"resume it without that option or use a new store")
 
     # ----- the work -------------------------------------------------------------------------------
+    def progress(self) -> tuple[int, int, float]:
+        """(unit rows, rows with a first count, the counted rows' share of the run's estimated nodes,
+        each row weighed at least 1 node): read by SQL, not row by row (a store of 1.37 M rows
+        reads as dicts in 15 s)."""
+        rows, counted, est, done = self.conn.execute(
+            "SELECT COUNT(*), COUNT(count), TOTAL(MAX(estimate, 1.0)), "
+            "TOTAL(CASE WHEN count IS NOT NULL THEN MAX(estimate, 1.0) ELSE 0 END) FROM units").fetchone()
+        return rows, counted, done / (est or 1.0)
+
     def units(self) -> list[dict]:
         """All unit rows as dicts, in idx order."""
         cur = self.conn.execute("SELECT * FROM units ORDER BY idx")
