@@ -192,21 +192,23 @@ def _machine(run: RunResult) -> str:
     return text or "unknown"
 
 
-def _engine(run: RunResult) -> str:
+def _engine(run: RunResult, literal=str) -> str:
+    """The engine: its command (or name), a UCI engine's ``id name`` through ``literal`` (the
+    Markdown report's :func:`_md_literal`: the engine, not the user, wrote it), our backend."""
     env = run.environment
     text = run.engine
     if (env.get("engine_id") or {}).get("name"):  # what a UCI engine calls itself, beside the command that ran it
-        text += f" (UCI id name: {env['engine_id']['name']})"
+        text += f" (UCI id name: {literal(env['engine_id']['name'])})"
     if env.get("backend"):
         threads = env.get("threads")
         text += f" (backend {env['backend']}" + (f", {threads} thread{'s' if threads != 1 else ''})" if threads else ")")
     return text
 
 
-def _facts(run: RunResult) -> list[tuple[str, str]]:
+def _facts(run: RunResult, literal=str) -> list[tuple[str, str]]:
     env = run.environment
     return [
-        ("engine", _engine(run)),
+        ("engine", _engine(run, literal)),
         ("package version", str(env.get("version", "unknown"))),
         ("git commit", str(env.get("commit", "unknown"))),
         ("machine", _machine(run)),
@@ -227,6 +229,12 @@ def _md(text) -> str:
     Markdown prose, a heading or a table cell: ``<``, ``>`` and ``&`` escaped, so an engine name or
     an EPD id never becomes HTML where the Markdown is rendered (the HTML report escapes too)."""
     return escape(str(text), quote=False)
+
+
+def _md_literal(text: str) -> str:
+    """``text`` with Markdown's inline syntax escaped by backslashes (links, images, emphasis, code
+    spans), so that text an engine wrote shows as written; ``_md`` still escapes it for HTML."""
+    return re.sub(r"([\\`*_{}\[\]()#+!~])", r"\\\1", text)
 
 
 def _md_fenced(text: str) -> list[str]:
@@ -374,7 +382,7 @@ def render_markdown(run: RunResult, boards: str | None = None) -> str:
                        [[g.kind, f"[{g.name}](#{g.first_failure})" if g.first_failure else g.name, fmt_int(g.passed),
                          fmt_int(g.failed), fmt_int(g.errors), fmt_int(g.not_run)] for g in glance(run)], "llrrrr")
     lines += [""]
-    lines += _md_table(["", ""], [[k, v.replace("\n", " ")] for k, v in _facts(run)])
+    lines += _md_table(["", ""], [[k, v.replace("\n", " ")] for k, v in _facts(run, _md_literal)])
     lines += ["", "## Summary", ""]
     lines += _md_table(_SUMMARY_HEADER, [_summary_cells(s) for s in run.summary()], "lrrrrrrrrrr")
 

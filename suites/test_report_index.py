@@ -147,3 +147,40 @@ def test_a_uci_engines_report_gives_the_name_it_calls_itself(tmp_path, capsys):
     paths = json.loads(capsys.readouterr().out)["paths"]
     assert "engine_id" not in RunResult.from_dict(json.loads(Path(paths["json"]).read_text())).environment
     assert "UCI id name" not in Path(paths["md"]).read_text()
+
+
+def test_an_id_name_is_shown_as_written_never_as_markdown_or_control_characters(tmp_path, capsys):
+    """The id name is the engine's text, not the user's: in the Markdown report its link, image and
+    emphasis syntax is escaped, and a character that is not printable (an escape sequence) is
+    U+FFFD (session 44's review: a name ``![x](u)`` showed as an image). The fake engine's id name is
+    ``fake-`` and its MODE, here a correct engine's under an odd name."""
+    mode = "*![x](http://e/i.png)*_\x1b[31m"
+    engine = f"{sys.executable} {FAKES / 'fake_uci.py'} '{mode}'"
+    assert cli.main(["report", "--engine", engine, "--out", str(tmp_path), "--suites", "tricky",
+                     "--max-nodes", "300", "--json"]) == 0
+    paths = json.loads(capsys.readouterr().out)["paths"]
+    assert RunResult.from_dict(json.loads(Path(paths["json"]).read_text())).environment["engine_id"] == {
+        "name": "fake-*![x](http://e/i.png)*_\ufffd[31m"}
+    md = Path(paths["md"]).read_text()
+    assert "(UCI id name: fake-\\*\\!\\[x\\]\\(http://e/i.png\\)\\*\\_\ufffd\\[31m)" in md
+
+
+def test_a_uci_engine_keeps_its_id_name_when_a_restart_fails():
+    """An engine that crashed is started again at the next query; when that start fails, the id
+    name of its last handshake stays (it was cleared: the report then named no build for exactly
+    the flaky engine; session 44's review)."""
+    from oracle.engines import EngineError, UciEngine
+
+    engine = UciEngine(f"{sys.executable} {FAKES / 'fake_uci.py'} good", timeout=30)
+    try:
+        assert engine.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1) == 3
+        assert engine.identity == {"name": "fake-good"}
+        engine.close()
+        engine.argv = [sys.executable, "-c", "pass"]  # starts, then ends before its handshake
+        try:
+            engine.perft("8/8/8/8/8/8/8/K6k w - - 0 1", 1)
+        except EngineError:
+            pass
+        assert engine.identity == {"name": "fake-good"}
+    finally:
+        engine.close()

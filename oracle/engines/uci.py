@@ -57,8 +57,9 @@ class UciEngine(BaseEngine):
     ``go perft N``, and reads ``move: count`` lines up to ``Nodes searched: N``. Blank lines and lines
     starting with ``info`` are ignored; any other line is unreadable and raises :class:`EngineError`,
     as does a crash (end of output) or a timeout; the process is then killed and reaped, and the next
-    query starts a fresh one. ``identity``: what the last handshake's ``id`` lines said, ``{"name":
-    ..., "author": ...}`` (either may be missing; {} before the first query).
+    query starts a fresh one. ``identity``: what the last handshake with ``id`` lines said, ``{"name":
+    ..., "author": ...}`` (either may be missing; {} before the first; a character that is not
+    printable is written U+FFFD).
     """
 
     def __init__(self, command: str | Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT,
@@ -91,7 +92,6 @@ class UciEngine(BaseEngine):
         self._lines = queue.Queue()
         self._stderr = collections.deque(maxlen=OUTPUT_KEPT)
         self._chess960 = False
-        self.identity = {}
         self._finalizer = weakref.finalize(self, kill, proc)
         self._readers = [threading.Thread(target=pump, args=(stream, sink), daemon=True)
                          for stream, sink in ((proc.stdout, self._lines), (proc.stderr, self._stderr))]
@@ -100,10 +100,13 @@ class UciEngine(BaseEngine):
         limit = HANDSHAKE_SECONDS if self.timeout is None else min(self.timeout, HANDSHAKE_SECONDS)
         got = self._exchange(["uci"], lambda line: line.strip() == "uciok", what="the UCI handshake",
                              parse=_uci_only(), timeout=limit)
+        said = {}
         for line in got:  # "id name Stockfish 15.1", "id author ...": kept for the report
             words = line.split(maxsplit=2)
             if len(words) == 3 and words[0] == "id" and words[1] in ("name", "author"):
-                self.identity[words[1]] = words[2].strip()
+                said[words[1]] = "".join(c if c.isprintable() else "\ufffd" for c in words[2].strip())
+        if said:  # a restart that says nothing (or fails) keeps what the last handshake said
+            self.identity = said
 
     def close(self) -> None:
         """Send ``quit``, give the engine a second to exit, then kill and reap it."""
