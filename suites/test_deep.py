@@ -413,6 +413,15 @@ def test_a_second_client_is_refused(small_store):
     assert "in use by another client" in proc.stderr
 
 
+@pytest.mark.parametrize("extra", [["--max-seconds", "5"], ["--workers", "2"], ["--verify-seed", "7"],
+                                   ["--backend", "gpu"], ["--check-sample", "1"]])
+def test_stats_file_refuses_what_it_would_ignore(small_store, capsys, extra):
+    """`perft deep --stats FILE` only reads: an option of a run (or of --check) given with it is a
+    usage error naming it, not ignored, as `--check FILE` does (session 44's review)."""
+    one_line_error(capsys, ["deep", "--stats", str(small_store), *extra], f"it takes no {extra[0]}")
+    assert main(["deep", "--stats", str(small_store), "--json"]) == 0
+
+
 def test_bad_options_are_one_line(capsys):
     one_line_error(capsys, ["deep", STARTPOS, "4", "--verify-seed", "7"], "--verify-seed needs --tt")
     one_line_error(capsys, ["deep", STARTPOS, "4", "--gpus", "2"], "gpus= runs the gpu backend")
@@ -545,6 +554,7 @@ def test_a_limit_passed_before_the_count_stops_the_split_or_the_opening(cluster,
     assert (out["finished"], out["phase"], out["rows"], out["counted"], out["counted_now"]) == (False, "split", None,
                                                                                               None, 0)
     assert "split" in out["timings"] and "store_create" not in out["timings"]
+    assert out["images"] == {"loaded": [], "saved": []}  # the shape of a count phase's stop
     assert got.err.count("\n") == 1 and f"while splitting the run into units: no store was made at {path}" in got.err
     assert list(tmp_path.iterdir()) == []
     pos = Position.from_fen(STARTPOS)

@@ -201,6 +201,10 @@ def _stats(args: argparse.Namespace) -> int:
 
     if args.fen is not None or args.resume is not None or args.store is not None:
         raise UsageError("--stats FILE takes no FEN, DEPTH, --store or --resume")
+    given = _run_options(args) + [flag for flag, value in (("--backend", args.backend),
+                                                          ("--check-sample", args.check_sample)) if value is not None]
+    if given:  # ignored, they would promise what a read does not do (session 44's review)
+        raise UsageError(f"--stats FILE reads the store (--json); it takes no {', '.join(given)}")
     s = store_statistics(args.stats)
     changed = s["run_row_holds"] is False  # its FEN, depth or options changed outside perft deep: said, exit 1
     if changed:
@@ -227,6 +231,18 @@ def _stats(args: argparse.Namespace) -> int:
     return 1 if changed else 0
 
 
+def _run_options(args: argparse.Namespace, count_stats: bool = False) -> list[str]:
+    """The options of a run given on a command that reads or checks a store (--stats FILE,
+    --check FILE), which takes none of them."""
+    return [flag for flag, value in (
+        ("--max-seconds", args.max_seconds), ("--workers", args.workers), ("--gpus", args.gpus),
+        ("--scheduler", args.scheduler), ("--tt", args.tt or None), ("--split-ply", args.split_ply),
+        ("--part-depth", args.part_depth), ("--part-cut", args.part_cut), ("--parts", args.parts),
+        ("--verify-seed", args.verify_seed),
+        ("--verify-sample", args.verify_sample), ("--force", args.force or None), ("--stats", count_stats or None))
+        if value is not None]
+
+
 def _check(args: argparse.Namespace, count_stats: bool = False) -> int:
     """``--check FILE``: exit 0 when every row holds its checksum and the sample counts agree, else 1.
     It counts in this process with ``--backend`` and ``--check-sample``: any option of a run is
@@ -235,13 +251,7 @@ def _check(args: argparse.Namespace, count_stats: bool = False) -> int:
 
     if args.fen is not None or args.resume is not None or args.store is not None:
         raise UsageError("--check FILE takes no FEN, DEPTH, --store or --resume")
-    given = [flag for flag, value in (
-        ("--max-seconds", args.max_seconds), ("--workers", args.workers), ("--gpus", args.gpus),
-        ("--scheduler", args.scheduler), ("--tt", args.tt or None), ("--split-ply", args.split_ply),
-        ("--part-depth", args.part_depth), ("--part-cut", args.part_cut), ("--parts", args.parts),
-        ("--verify-seed", args.verify_seed),
-        ("--verify-sample", args.verify_sample), ("--force", args.force or None), ("--stats", count_stats or None))
-        if value is not None]
+    given = _run_options(args, count_stats)
     if given:
         raise UsageError(f"--check FILE recounts its sample in this process (--backend, --check-sample, --json); "
                          f"it takes no {', '.join(given)}")

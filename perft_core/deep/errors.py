@@ -85,7 +85,8 @@ class DeepStopped(DeepError):
     def before_count(cls, store: str, step: str, seconds: float, timings: dict) -> DeepStopped:
         """The stop of :class:`Overdue` ``step`` ("split", "store", "open") of the run of ``store``
         (its path) after ``seconds`` of the call, with the ``timings`` of the steps done."""
-        return cls(store, step, None, None, 0, None, seconds, timings, why=BEFORE_COUNT[step].format(store=store))
+        return cls(store, step, None, None, 0, None, seconds, timings, {"loaded": [], "saved": []},
+                   BEFORE_COUNT[step].format(store=store))
 
     def as_dict(self) -> dict:
         return {"finished": False, "store": self.store, "phase": self.phase, "rows": self.rows,
