@@ -354,8 +354,9 @@ def deep_perft(fen: str | None = None, depth: int | None = None, *, backend: str
         at the split; DeepError: Dask missing, or units failed on every try (finished units stay
         in the store: resume); DeepStopped (a DeepError): ``max_seconds`` reached with units left
         (nothing lost: resume), or reached before the count: while a new run splits or writes its
-        store (no store is left: run it again) or a resumed store is opened (it is unchanged); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a
-        backend without statistics tables (every backend has them now).
+        store (no store is left: run it again) or a resumed store is opened (its rows and counts
+        unchanged); StatsUnsupported (a ValueError): ``stats`` with ``tt`` on a backend without
+        statistics tables (every backend has them now).
     """
     t0 = time.perf_counter()
     _check(fen, depth, backend, tt, workers, gpus, scheduler, split_ply, store, resume, verify_seed, verify_sample)
