@@ -136,26 +136,29 @@ class Position:
     # ------------------------------------------------------------------ writing FEN
 
     def _castling_hint(self, uci: str) -> str:
-        """For an illegal move that looks like castling in the other notation, how castling is
-        written here: our king onto our own rook without Chess960 (``e1h1``: ``e1g1`` here), or, with
-        Chess960, our king along its rank to an empty square two files on or on its castling square
-        (the g- or c-file) towards a side it may castle to: the castling move itself, king-takes-rook
-        (``f1c1`` with the b1 rook's right: ``f1b1``). Else ""."""
+        """For an illegal move of our king along its rank that looks like castling in the other
+        notation, the legal castling move towards that side, as written here: without Chess960 the
+        king's two-file move (``e1h1``, onto our own rook: ``e1g1``); in Chess960 king-takes-rook
+        (a king move to an empty square two files on, or to its castling square on the g- or c-file:
+        ``f1c1`` with the b1 rook's right: ``f1b1``). Else "" (no such move is legal now: the hint
+        never names a move that is not legal)."""
         frm = (ord(uci[0]) - 97) + 8 * (int(uci[1]) - 1)
         to = (ord(uci[2]) - 97) + 8 * (int(uci[3]) - 1)
         ours = str.isupper if self.white_to_move else str.islower
         king, target = self.piece_at(frm), self.piece_at(to)
-        rights = self.castle_rooks[:2] if self.white_to_move else self.castle_rooks[2:]
-        if king not in ("K", "k") or not ours(king) or frm // 8 != to // 8 or len(uci) != 4 or max(rights) < 0:
-            return ""  # not our king along its rank, or no castling right: nothing to say about castling
+        if king not in ("K", "k") or not ours(king) or frm // 8 != to // 8 or len(uci) != 4 or frm == to:
+            return ""  # not our king along its rank: nothing to say about castling
+        h_side = to > frm
+        rook = (self.castle_rooks[0:2] if self.white_to_move else self.castle_rooks[2:4])[0 if h_side else 1]
+        if rook < 0:
+            return ""  # no castling right on that side
         if not self.chess960 and target in ("R", "r") and ours(target):
-            return " (castling is written e.g. e1g1 without Chess960)"
-        if self.chess960 and target is None:
-            h_side = to > frm
-            rook = rights[0] if h_side else rights[1]  # castle_rooks: h-side, then a-side
-            if rook >= 0 and (abs(frm - to) == 2 or to % 8 == (6 if h_side else 2)):
-                return f" (castling is written king-takes-rook in Chess960, here {uci[:2]}{_name(rook)})"
-        return ""
+            castling, how = uci[:2] + _name(frm + (2 if h_side else -2)), "without Chess960"
+        elif self.chess960 and target is None and (abs(frm - to) == 2 or to % 8 == (6 if h_side else 2)):
+            castling, how = uci[:2] + _name(rook), "king-takes-rook in Chess960"
+        else:
+            return ""
+        return f" (castling is written {how}: here {castling})" if castling in self.legal_moves() else ""
 
     def piece_at(self, square: int) -> str | None:
         """The piece letter on ``square`` (an int 0..63, a1 = 0, h8 = 63): 'P', 'n', ... or None if empty.

@@ -965,21 +965,30 @@ def test_an_empty_statistics_divide_is_headed_move():
 
 
 @pytest.mark.parametrize("fen, move, chess960, hint", [
-    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1h1", False, "(castling is written e.g. e1g1 without Chess960)"),
-    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1", True, "(castling is written king-takes-rook in Chess960, here e1h1)"),
-    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1c1", True, "(castling is written king-takes-rook in Chess960, here e1a1)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1h1", False, "(castling is written without Chess960: here e1g1)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R b KQkq - 0 1", "e8a8", False, "(castling is written without Chess960: here e8c8)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1", True, "(castling is written king-takes-rook in Chess960: here e1h1)"),
+    ("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1c1", True, "(castling is written king-takes-rook in Chess960: here e1a1)"),
     # a Chess960 king on f1: its castling squares are c1 and g1, three files and one away (session 44's hunt)
-    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1c1", True, "(castling is written king-takes-rook in Chess960, here f1b1)"),
-    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1d1", True, "(castling is written king-takes-rook in Chess960, here f1b1)"),
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1c1", True, "(castling is written king-takes-rook in Chess960: here f1b1)"),
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1d1", True, "(castling is written king-takes-rook in Chess960: here f1b1)"),
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 b kq - 0 1", "f8c8", True, "(castling is written king-takes-rook in Chess960: here f8b8)"),
     ("1r3kr1/8/8/8/8/8/8/1R3KR1 w Q - 0 1", "f1h1", True, None),  # no h-side right
-    ("1r3kr1/8/8/8/8/8/8/1R3KR1 b kq - 0 1", "f8c8", True, "(castling is written king-takes-rook in Chess960, here f8b8)"),
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e1g1", False, None),  # castling, only not legal yet
     ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", "e5d6q", False, None),
     ("r3k2r/8/8/8/8/8/8/R3K2R w - - 0 1", "e1h1", False, None),  # no castling right: nothing about castling
+    # the castling move it would name is not legal now (session 44's second review): no hint
+    ("1r3kr1/8/8/8/8/8/8/1RN2KR1 w KQkq - 0 1", "f1d1", True, None),  # the c1 knight blocks f1b1
+    ("1r3kr1/8/8/8/8/8/8/1R3KR1 w KQkq - 0 1", "f1h1", True, None),  # f1g1 lands on g1, attacked by g8
+    ("1r3kr1/5r2/8/8/8/8/8/1R3K1R w KQkq - 0 1", "f1d1", True, None),  # in check from f7
+    ("r3k2r/8/8/8/8/8/8/RN2K2R w KQkq - 0 1", "e1a1", False, None),  # the b1 knight blocks e1c1
+    ("r3k2r/8/8/8/8/8/8/R3K2R w Q - 0 1", "e1h1", False, None),  # the h-side right is gone
+    ("r3k2r/8/8/8/8/8/8/1RB1KB1R w Kkq - 0 1", "e1b1", False, None),  # a rook without a right
 ])
 def test_an_illegal_move_hints_at_castling_only_where_it_looks_like_castling(fen, move, chess960, hint):
     """The castling notation hint was on every illegal move, e1g1 itself included; it is now given
-    only for our king's move along its rank written in the other notation, with a castling right."""
+    only for our king's move along its rank written in the other notation, and names the legal
+    castling move towards that side (none legal: no hint)."""
     from perft_core import IllegalMoveError, Position
 
     pos = Position.from_fen(fen, chess960=chess960)
@@ -988,3 +997,46 @@ def test_an_illegal_move_hints_at_castling_only_where_it_looks_like_castling(fen
     text = str(info.value)
     assert text.startswith(f"{move!r} is not a legal move in ")
     assert (hint in text) if hint else "castling" not in text, text
+
+
+def test_a_castling_hint_names_only_a_legal_castling_move():
+    """Over random walks from Chess960 starts and from startpos, every illegal move of the king
+    along its rank: a hint names a move python-chess calls legal castling, towards the side moved
+    to (session 44's second review found 238 Chess960 hints naming a blocked or attacked castling,
+    and standard hints naming white's e1g1 for black)."""
+    import random
+    import re
+
+    import chess
+
+    from perft_core import IllegalMoveError, Position
+
+    rng, hints = random.Random(44), 0
+    for n in range(300):
+        board = chess.Board.from_chess960_pos(rng.randrange(960)) if n % 3 else chess.Board()
+        board.chess960 = n % 3 != 0
+        for square in chess.SquareSet(chess.BB_RANK_1 | chess.BB_RANK_8):  # back ranks thinned: castling in reach
+            if board.piece_type_at(square) not in (chess.KING, chess.ROOK) and rng.random() < 0.6:
+                board.remove_piece_at(square)
+        for _ in range(rng.randrange(8)):
+            moves = list(board.legal_moves)
+            if not moves:
+                break
+            board.push(rng.choice(moves))
+        pos = Position.from_fen(board.fen(), chess960=board.chess960)
+        king = board.king(board.turn)
+        rank = chess.square_rank(king)
+        legal = {m.uci() for m in board.legal_moves}
+        for f in range(8):
+            uci = chess.square_name(king) + chess.square_name(chess.square(f, rank))
+            if f == chess.square_file(king) or uci in legal:
+                continue
+            with pytest.raises(IllegalMoveError) as info:
+                pos.push(uci)
+            found = re.search(r"\(castling is written .*: here (\w{4})\)", str(info.value))
+            if found:
+                hints += 1
+                move = chess.Move.from_uci(found.group(1))
+                assert move in board.legal_moves and board.is_castling(move), (board.fen(), uci, found.group(1))
+                assert (chess.square_file(move.to_square) > chess.square_file(king)) == (f > chess.square_file(king))
+    assert hints > 20, hints  # the walks do reach hints
