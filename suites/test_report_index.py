@@ -154,15 +154,15 @@ def test_an_id_name_is_shown_as_written_never_as_markdown_or_control_characters(
     emphasis syntax is escaped, and a character that is not printable (an escape sequence) is
     U+FFFD (session 44's review: a name ``![x](u)`` showed as an image). The fake engine's id name is
     ``fake-`` and its MODE, here a correct engine's under an odd name."""
-    mode = "*![x](http://e/i.png)*_\x1b[31m"
+    mode = "*![x](http://e/i.png)*_\x1b[31m\u00a0\u200b"  # NO-BREAK SPACE stays; ZERO WIDTH SPACE (a format character) not
     engine = f"{sys.executable} {FAKES / 'fake_uci.py'} '{mode}'"
     assert cli.main(["report", "--engine", engine, "--out", str(tmp_path), "--suites", "tricky",
                      "--max-nodes", "300", "--json"]) == 0
     paths = json.loads(capsys.readouterr().out)["paths"]
     assert RunResult.from_dict(json.loads(Path(paths["json"]).read_text())).environment["engine_id"] == {
-        "name": "fake-*![x](http://e/i.png)*_\ufffd[31m"}
+        "name": "fake-*![x](http://e/i.png)*_\ufffd[31m\u00a0\ufffd"}
     md = Path(paths["md"]).read_text()
-    assert "(UCI id name: fake-\\*\\!\\[x\\]\\(http://e/i.png\\)\\*\\_\ufffd\\[31m)" in md
+    assert "(UCI id name: fake-\\*\\!\\[x\\]\\(http://e/i.png\\)\\*\\_\ufffd\\[31m\u00a0\ufffd)" in md
 
 
 def test_a_uci_engine_keeps_its_id_name_when_a_restart_fails():

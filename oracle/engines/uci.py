@@ -8,6 +8,7 @@ import shlex
 import subprocess
 import threading
 import time
+import unicodedata
 import weakref
 from collections.abc import Sequence
 
@@ -58,8 +59,8 @@ class UciEngine(BaseEngine):
     starting with ``info`` are ignored; any other line is unreadable and raises :class:`EngineError`,
     as does a crash (end of output) or a timeout; the process is then killed and reaped, and the next
     query starts a fresh one. ``identity``: what the last handshake with ``id`` lines said, ``{"name":
-    ..., "author": ...}`` (either may be missing; {} before the first; a character that is not
-    printable is written U+FFFD).
+    ..., "author": ...}`` (either may be missing; {} before the first; a control or format character,
+    or a line or paragraph separator, is written U+FFFD; other spaces stay).
     """
 
     def __init__(self, command: str | Sequence[str], *, timeout: float | None = DEFAULT_TIMEOUT,
@@ -104,7 +105,8 @@ class UciEngine(BaseEngine):
         for line in got:  # "id name Stockfish 15.1", "id author ...": kept for the report
             words = line.split(maxsplit=2)
             if len(words) == 3 and words[0] == "id" and words[1] in ("name", "author"):
-                said[words[1]] = "".join(c if c.isprintable() else "\ufffd" for c in words[2].strip())
+                said[words[1]] = "".join("\ufffd" if unicodedata.category(c)[0] == "C" or c in "\u2028\u2029" else c
+                                         for c in words[2].strip())
         if said:  # a restart that says nothing (or fails) keeps what the last handshake said
             self.identity = said
 

@@ -11,7 +11,7 @@ prints what a store says about its run's speed (units counted, the tables' stati
 depth) without counting and without its lock, so it reads a store that a run is writing.
 
 A new run estimated to take over a day is refused before any cluster or store (``--force`` runs it);
-without ``--store`` the store goes to the user's data folder, said on stderr at the start.
+without ``--store`` the store goes to the user's data folder, said on stderr once it is made.
 
 Exit statuses: 0 success; 1 ``--check`` found a changed row or a count that differs; 2 bad input,
 a full disk, a store that cannot serve the run (corrupt, another run's options, in use), Dask
@@ -290,7 +290,7 @@ def register(sub) -> None:
                         "so a leaf position two move orders reach is counted in one part) or key (by Zobrist key, "
                         "every run stored before schema 9); a resumed run keeps its own")
     p.add_argument("--store", type=_file, metavar="FILE", help="the new run's SQLite store (default: perft-deep-<time>-<pid>.sqlite in the "
-                   "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr at the start)")
+                   "user's data folder, e.g. ~/.local/share/perft-oracle/deep, said on stderr once it is made)")
     p.add_argument("--resume", type=_file, metavar="FILE", help="continue the run of this store")
     p.add_argument("--verify-seed", type=cliargs.seed, metavar="S",
                    help="with --tt: count every unit again with tables keyed by this Zobrist seed (with --resume: "
