@@ -582,7 +582,7 @@ def test_a_limit_spent_before_the_count_stops_without_reading_every_row(cluster,
     path = tmp_path / "s.sqlite"
     deep_perft(STARTPOS, 4, split_ply=2, scheduler=cluster.scheduler_address, store=path, max_seconds=600,
                progress=False)
-    with sqlite3.connect(path) as conn:  # two rows to count again: pending, their checksums as the run seals them
+    with sqlite3.connect(path) as conn:  # two rows made pending by hand: their checksums now fail
         conn.execute("UPDATE units SET count = NULL, status = 'pending', finishes = 0 WHERE idx IN (0, 1)")
     Store.open(path).close()  # found tampered and made pending: the store as a stopped run leaves it
     opened, reads = Store.open, []
