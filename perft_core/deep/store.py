@@ -184,6 +184,16 @@ def _sha(values) -> str:
     return hashlib.sha256("|".join(str(v) for v in values).encode()).hexdigest()[:32]
 
 
+def _stop_statements_at(conn: sqlite3.Connection, deadline: float | None) -> None:
+    """Make ``conn``'s SQL statements stop once ``deadline`` (``time.perf_counter()`` seconds) has
+    passed: a progress handler whose nonzero answer ends the statement with "interrupted" (its
+    transaction then rolled back by the caller). None: no handler."""
+    if deadline is None:
+        conn.set_progress_handler(None, 0)
+    else:
+        conn.set_progress_handler(lambda: past(deadline), _PROGRESS_STEPS)
+
+
 def _unless_stopped(exc: Exception) -> BaseException:
     """``exc`` (the StoreError an SQLite error becomes), or KeyboardInterrupt when the command was
     asked to stop meanwhile (``cliargs.stop_requested``): a Ctrl-C or SIGTERM raised inside one of
@@ -413,8 +423,7 @@ class Store:
         conn = None
         try:
             conn = cls._connect(path)
-            if deadline is not None:  # a nonzero answer stops the statement: "interrupted"
-                conn.set_progress_handler(lambda: past(deadline), _PROGRESS_STEPS)
+            _stop_statements_at(conn, deadline)
             conn.execute("BEGIN")
             for statement in _DDL.split(";"):
                 if statement.strip():
@@ -444,7 +453,7 @@ class Store:
             conn.execute("COMMIT")
             store = cls(path, fd, conn)
             store._seal("1")
-            conn.set_progress_handler(None, 0)
+            _stop_statements_at(conn, None)
             return store
         except BaseException as exc:
             if conn is not None:
@@ -484,8 +493,7 @@ class Store:
         try:
             cls._refuse_unless_a_store(path)
             conn = cls._connect(path)
-            if deadline is not None:  # a nonzero answer stops the statement: "interrupted"
-                conn.set_progress_handler(lambda: past(deadline), _PROGRESS_STEPS)
+            _stop_statements_at(conn, deadline)
             check = conn.execute("PRAGMA quick_check").fetchone()[0]
             if check != "ok":
                 raise StoreError(f"store {path} is corrupt: {check}")
@@ -494,9 +502,9 @@ class Store:
             store._check_units()
             store._migrate()
             store._check_run()
-            store._check_checksums(repair, deadline)
+            store._check_checksums(repair)
             store._deadline = None
-            conn.set_progress_handler(None, 0)
+            _stop_statements_at(conn, None)
             return store
         except BaseException as exc:
             if conn is not None:  # closed: its WAL files go, and a write under way is rolled back
@@ -666,16 +674,16 @@ class Store:
         names = [c[0] for c in cur.description]
         return [dict(zip(names, r)) for r in cur.fetchall()]
 
-    def _plan(self, deadline: float | None = None) -> dict[int, tuple]:
+    def _plan(self) -> dict[int, tuple]:
         """The run's unit rows as :func:`units.split` makes them from the run row: ``{idx: (unit,
         part, key, fen, depth, multiplicity)}`` (the same split, so the same units in the same order).
-        Raises Overdue ("open") once ``deadline`` has passed."""
+        Raises Overdue ("open") once the opening's time limit (``_deadline``) has passed."""
         from ..position import Position
         from .units import split
 
         run, parts = self.run, self.run["parts"]
         try:
-            units = split(Position.from_fen(run["fen"]), run["depth"], run["split_ply"], run["seed"], deadline)
+            units = split(Position.from_fen(run["fen"]), run["depth"], run["split_ply"], run["seed"], self._deadline)
         except Overdue:
             raise Overdue("open") from None
         if len(units) != run["units"]:
@@ -684,7 +692,7 @@ class Store:
         return {i * parts + c: (i, c, f"{u.key:032x}", u.fen, u.depth, str(u.multiplicity))
                 for i, u in enumerate(units) for c in range(parts)}
 
-    def _check_checksums(self, repair: bool = True, deadline: float | None = None) -> None:
+    def _check_checksums(self, repair: bool = True) -> None:
         """Re-read every unit row; a row whose checksum fails, or whose checksum was made again over a
         change (its status not what its counts say: :meth:`_misjudged_rows`; its plan fields not the
         run's split: :meth:`replanned_rows`), goes to ``tampered`` and is made pending again (all
@@ -692,13 +700,13 @@ class Store:
         row (any of them may be what was changed), so the run counts it again, from the right
         position, instead of summing it."""
         self.tampered = [r | {"why": "checksum"} for r in self._bad_rows()]
-        rows, plan = self.units(), self._plan(deadline)  # read and split once for both tests and the repair
+        rows, plan = self.units(), self._plan()  # read and split once for both tests and the repair
         for why, test in (("status", lambda: self._misjudged_rows(rows)), ("plan", lambda: self.replanned_rows(plan, rows))):
-            check_deadline(deadline, "open")
+            check_deadline(self._deadline, "open")
             found = test()
             bad = {r["idx"] for r in self.tampered}  # checksums made again over a change
             self.tampered += [r | {"why": why} for r in found if r["idx"] not in bad]
-        check_deadline(deadline, "open")
+        check_deadline(self._deadline, "open")
         if not self.tampered or not repair:
             return
         redo = {r["unit"] for r in self.tampered} | {plan[r["idx"]][0] for r in self.tampered}
